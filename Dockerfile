@@ -1,0 +1,12 @@
+# Builds the worker and starter binaries into one small image; the
+# compose file picks the command.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -o /out/ ./worker ./starter
+
+FROM gcr.io/distroless/static-debian12
+COPY --from=build /out/ /usr/local/bin/
+USER nonroot

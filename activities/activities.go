@@ -1,0 +1,340 @@
+// Package activities holds the side effects of the order workflow: Redis
+// stock reservations and MySQL order writes. Every activity is idempotent,
+// because Temporal retries them after timeouts and crashes, and every
+// business rejection is a non-retryable application error with a stable
+// type, because retrying "sold out" only burns time.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// Application error types. The workflow branches on them; they are never
+// retried.
+const (
+	ErrTypeSoldOut        = "SoldOut"
+	ErrTypeUnknownSKU     = "UnknownSKU"
+	ErrTypeStockDrift     = "StockDrift"
+	ErrTypeAmountMismatch = "AmountMismatch"
+	ErrTypeOrderPaid      = "OrderPaid"
+	ErrTypeOrderClosed    = "OrderClosed"
+	ErrTypeInvalid        = "InvalidRequest"
+)
+
+// NonRetryableErrorTypes lists the types above, for retry policies.
+var NonRetryableErrorTypes = []string{
+	ErrTypeSoldOut, ErrTypeUnknownSKU, ErrTypeStockDrift, ErrTypeAmountMismatch,
+	ErrTypeOrderPaid, ErrTypeOrderClosed, ErrTypeInvalid,
+}
+
+// Activities holds the dependencies of the order activities. The workflow
+// refers to the methods through a nil *Activities; the worker registers a
+// real one.
+type Activities struct {
+	Stock  *inventory.Store
+	Orders *orderdb.Store
+	Logger *slog.Logger
+	// PaymentTimeout applies to orders that do not carry their own.
+	PaymentTimeout time.Duration
+	// Now is the clock; nil means time.Now. Tests inject a fixed clock.
+	Now func() time.Time
+}
+
+// DefaultPaymentTimeout applies when neither the order nor the worker sets one.
+const DefaultPaymentTimeout = 15 * time.Minute
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *Activities) logger(ctx context.Context) *slog.Logger {
+	l := a.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With("workflow_id", info.WorkflowExecution.ID, "activity", info.ActivityType.Name, "attempt", info.Attempt)
+	}
+	return l
+}
+
+// Item is one order line as the activities see it.
+type Item struct {
+	SKU      string `json:"sku_id"`
+	Quantity int64  `json:"quantity"`
+}
+
+// ReserveStockInput names the order and what it wants.
+type ReserveStockInput struct {
+	OrderID string `json:"order_id"`
+	Items   []Item `json:"items"`
+}
+
+// ReserveStockResult lists, per item, the buckets the units came from.
+type ReserveStockResult struct {
+	Reservations []inventory.Reservation `json:"reservations"`
+}
+
+// SoldOutDetails is attached to a SoldOut or UnknownSKU error.
+type SoldOutDetails struct {
+	SKU string `json:"sku_id"`
+}
+
+// ReserveStock pre-deducts every item in Redis, all or nothing: when an item
+// is short, the items already taken are given back before the order is
+// rejected, so a rejected order holds nothing. Retries are safe because
+// every Redis step is idempotent per order id.
+func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (ReserveStockResult, error) {
+	var res ReserveStockResult
+	for i, it := range in.Items {
+		r, err := a.Stock.Reserve(ctx, in.OrderID, it.SKU, it.Quantity)
+		if err == nil {
+			res.Reservations = append(res.Reservations, r)
+			continue
+		}
+		errType := ""
+		switch {
+		case errors.Is(err, inventory.ErrSoldOut), errors.Is(err, inventory.ErrReleased):
+			errType = ErrTypeSoldOut
+		case errors.Is(err, inventory.ErrUnknownSKU):
+			errType = ErrTypeUnknownSKU
+		case errors.Is(err, inventory.ErrInvalidArgument):
+			// Input the order was validated against cannot become valid
+			// by retrying (e.g. a retry asking for a different quantity).
+			return ReserveStockResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, nil)
+		default:
+			return ReserveStockResult{}, fmt.Errorf("reserve %s for order %s: %w", it.SKU, in.OrderID, err)
+		}
+		if err := a.release(ctx, in.OrderID, in.Items[:i]); err != nil {
+			// Retrying the whole activity is safe: items already taken are
+			// replayed, not taken twice, and the release runs again.
+			return ReserveStockResult{}, fmt.Errorf("undo partial reservation of order %s: %w", in.OrderID, err)
+		}
+		return ReserveStockResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s: %v", it.SKU, err), errType, nil, SoldOutDetails{SKU: it.SKU})
+	}
+	return res, nil
+}
+
+// ReleaseStockInput names the order whose Redis units go back on sale.
+type ReleaseStockInput struct {
+	OrderID string `json:"order_id"`
+	Items   []Item `json:"items"`
+}
+
+// ReleaseStockResult reports how many units this call returned; a retry
+// reports 0 because the first attempt already returned them.
+type ReleaseStockResult struct {
+	Released int64 `json:"released"`
+}
+
+// ReleaseStock puts an order's Redis units back into the buckets they came
+// from and clears the SKU's sold-out flag. It runs after the database has
+// released the same units, so Redis never offers a unit MySQL still holds.
+func (a *Activities) ReleaseStock(ctx context.Context, in ReleaseStockInput) (ReleaseStockResult, error) {
+	var total int64
+	for _, it := range in.Items {
+		n, err := a.Stock.Release(ctx, in.OrderID, it.SKU)
+		if err != nil {
+			return ReleaseStockResult{}, fmt.Errorf("release %s of order %s: %w", it.SKU, in.OrderID, err)
+		}
+		total += n
+	}
+	return ReleaseStockResult{Released: total}, nil
+}
+
+func (a *Activities) release(ctx context.Context, orderID string, items []Item) error {
+	_, err := a.ReleaseStock(ctx, ReleaseStockInput{OrderID: orderID, Items: items})
+	return err
+}
+
+// CreateOrderInput is the order as the database stores it.
+type CreateOrderInput struct {
+	OrderID string `json:"order_id"`
+	UserID  string `json:"user_id"`
+	Items   []Item `json:"items"`
+	// PaymentTimeout overrides the worker's default when positive.
+	PaymentTimeout time.Duration `json:"payment_timeout,omitempty"`
+}
+
+// CreateOrderResult carries what only the database knows: the price.
+type CreateOrderResult struct {
+	Amount int64     `json:"amount"`
+	PayBy  time.Time `json:"pay_by"`
+}
+
+// StockDriftDetails is attached to a StockDrift error: the SKUs whose MySQL
+// stock was short although Redis had reserved the units. The other items'
+// Redis units are real and must be given back.
+type StockDriftDetails struct {
+	DriftedSKUs []string `json:"drifted_skus"`
+}
+
+// CreateOrder writes the order and freezes its units in one MySQL
+// transaction; the database is the final guard against overselling. It is
+// idempotent by order id.
+//
+// When MySQL refuses (available < qty although Redis said yes), Redis holds
+// units that do not exist: the order is rejected with StockDrift, the drift
+// is logged and counted in Redis for reconciliation, and the workflow must
+// NOT put those units back into Redis.
+func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (CreateOrderResult, error) {
+	items := make([]orderdb.Item, len(in.Items))
+	for i, it := range in.Items {
+		items[i] = orderdb.Item{SKU: it.SKU, Quantity: it.Quantity}
+	}
+	timeout := in.PaymentTimeout
+	if timeout <= 0 {
+		timeout = a.PaymentTimeout
+	}
+	if timeout <= 0 {
+		timeout = DefaultPaymentTimeout
+	}
+	// A retry of an order that was written returns the stored pay_by, so
+	// the deadline never moves.
+	payBy := a.now().Add(timeout).UTC().Truncate(time.Millisecond)
+	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{OrderID: in.OrderID, UserID: in.UserID, Items: items, PayBy: payBy})
+	switch {
+	case err == nil:
+		return CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy}, nil
+	case errors.Is(err, orderdb.ErrUnknownSKU):
+		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeUnknownSKU, nil)
+	case errors.Is(err, orderdb.ErrInvalidArgument):
+		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, nil)
+	case errors.Is(err, orderdb.ErrInsufficientStock):
+		drifted, derr := a.findDrift(ctx, in)
+		if derr != nil {
+			return CreateOrderResult{}, derr
+		}
+		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStockDrift, nil,
+			StockDriftDetails{DriftedSKUs: drifted})
+	default:
+		return CreateOrderResult{}, fmt.Errorf("create order %s: %w", in.OrderID, err)
+	}
+}
+
+// findDrift names the items MySQL cannot cover and records the drift. The
+// transaction rolled back, so re-reading the rows tells which item was short.
+func (a *Activities) findDrift(ctx context.Context, in CreateOrderInput) ([]string, error) {
+	var drifted []string
+	for _, it := range in.Items {
+		inv, err := a.Orders.Inventory(ctx, it.SKU)
+		if err != nil {
+			return nil, fmt.Errorf("read inventory %s after refusal: %w", it.SKU, err)
+		}
+		if inv.Available >= it.Quantity {
+			continue
+		}
+		drifted = append(drifted, it.SKU)
+		a.logger(ctx).Error("stock drift: redis reserved units that mysql does not have",
+			"order_id", in.OrderID, "sku_id", it.SKU, "quantity", it.Quantity, "db_available", inv.Available)
+		if err := a.Stock.RecordDrift(ctx, it.SKU, it.Quantity); err != nil {
+			return nil, fmt.Errorf("record drift of %s: %w", it.SKU, err)
+		}
+	}
+	return drifted, nil
+}
+
+// ConfirmPaymentInput is a payment to apply to an order.
+type ConfirmPaymentInput struct {
+	OrderID       string `json:"order_id"`
+	TransactionID string `json:"transaction_id"`
+	Amount        int64  `json:"amount"`
+}
+
+// ConfirmPaymentResult says what the database made of the payment.
+type ConfirmPaymentResult struct {
+	OrderStatus   orderdb.Status        `json:"order_status"`
+	PaymentStatus orderdb.PaymentStatus `json:"payment_status"`
+	Reason        string                `json:"reason,omitempty"`
+	Duplicate     bool                  `json:"duplicate,omitempty"`
+}
+
+// ConfirmPayment moves the order's units frozen -> sold and records the
+// payment, once per transaction id. A payment the order cannot take (closed,
+// or already paid by another transaction) is recorded for refund rather than
+// lost.
+func (a *Activities) ConfirmPayment(ctx context.Context, in ConfirmPaymentInput) (ConfirmPaymentResult, error) {
+	r, err := a.Orders.ConfirmPayment(ctx, in.OrderID, in.TransactionID, in.Amount)
+	switch {
+	case err == nil:
+		return ConfirmPaymentResult{
+			OrderStatus: r.Order.Status, PaymentStatus: r.Payment.Status,
+			Reason: r.Payment.Reason, Duplicate: r.Duplicate,
+		}, nil
+	case errors.Is(err, orderdb.ErrAmountMismatch):
+		return ConfirmPaymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeAmountMismatch, nil)
+	default:
+		return ConfirmPaymentResult{}, fmt.Errorf("confirm payment %s of order %s: %w", in.TransactionID, in.OrderID, err)
+	}
+}
+
+// CloseOrderInput closes an unpaid order.
+type CloseOrderInput struct {
+	OrderID string         `json:"order_id"`
+	Status  orderdb.Status `json:"status"` // EXPIRED or CANCELLED
+	Reason  string         `json:"reason"`
+}
+
+// CloseOrderResult is empty; it exists so fields can be added.
+type CloseOrderResult struct{}
+
+// CloseOrder is the database half of compensation: a compare-and-set from
+// PENDING_PAYMENT that moves the units frozen -> available, journaled. It is
+// idempotent; it fails non-retryably if the order was paid meanwhile, which
+// the workflow's single-threaded handling should make impossible.
+func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
+	_, err := a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
+	switch {
+	case err == nil:
+		return CloseOrderResult{}, nil
+	case errors.Is(err, orderdb.ErrNotFound):
+		// Only after a failed CreateOrder: the order never reached the
+		// database, so nothing is frozen and nothing needs releasing.
+		return CloseOrderResult{}, nil
+	case errors.Is(err, orderdb.ErrOrderPaid):
+		return CloseOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeOrderPaid, nil)
+	case errors.Is(err, orderdb.ErrOrderClosed):
+		return CloseOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeOrderClosed, nil)
+	default:
+		return CloseOrderResult{}, fmt.Errorf("close order %s: %w", in.OrderID, err)
+	}
+}
+
+// RecordRefundInput is money that arrived for an order that cannot take it.
+type RecordRefundInput struct {
+	OrderID       string `json:"order_id"`
+	TransactionID string `json:"transaction_id"`
+	Amount        int64  `json:"amount"`
+	Reason        string `json:"reason"`
+}
+
+// RecordRefundResult is empty; it exists so fields can be added.
+type RecordRefundResult struct{}
+
+// RecordRefund records a payment as REFUND_REQUIRED, once per transaction
+// id. It never touches inventory: the money is owed back, no unit is sold.
+func (a *Activities) RecordRefund(ctx context.Context, in RecordRefundInput) (RecordRefundResult, error) {
+	_, err := a.Orders.RecordRefund(ctx, orderdb.Payment{
+		TransactionID: in.TransactionID, OrderID: in.OrderID, Amount: in.Amount,
+		Status: orderdb.PaymentRefundRequired, Reason: in.Reason,
+	})
+	if err != nil {
+		return RecordRefundResult{}, fmt.Errorf("record refund %s of order %s: %w", in.TransactionID, in.OrderID, err)
+	}
+	return RecordRefundResult{}, nil
+}

@@ -1,0 +1,339 @@
+// Package e2e runs flashsale end to end: the real worker and starter
+// binaries against the real Temporal dev server, Redis and MariaDB. .ci/run
+// starts the services; a missing one fails the tests.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+var bin string // directory holding the built worker and starter
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "flashsale-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	for _, cmd := range []string{"worker", "starter"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stack is one isolated flashsale deployment: its own database and task
+// queue on the shared services, and a worker process.
+type stack struct {
+	t   *testing.T
+	env []string
+}
+
+func newStack(t *testing.T, paymentTimeout time.Duration) *stack {
+	t.Helper()
+	id := testenv.UniqueID(t)
+	s := &stack{t: t, env: append(os.Environ(),
+		"MYSQL_DSN="+testenv.MySQLDSN(t),
+		"REDIS_ADDR="+testenv.RedisAddr(),
+		"TEMPORAL_ADDRESS="+testenv.TemporalAddress(),
+		"TASK_QUEUE=e2e-"+id,
+		"PAYMENT_TIMEOUT="+paymentTimeout.String(),
+	)}
+	s.requireTemporal()
+	s.startWorker()
+	return s
+}
+
+func (s *stack) requireTemporal() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: testenv.TemporalAddress()})
+	if err != nil {
+		s.t.Fatalf("temporal at %s is required (scripts/temporal-dev.sh starts it): %v", testenv.TemporalAddress(), err)
+	}
+	c.Close()
+}
+
+func (s *stack) startWorker() {
+	cmd := exec.Command(filepath.Join(bin, "worker"))
+	cmd.Env = s.env
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	require.NoError(s.t, cmd.Start())
+	s.t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if s.t.Failed() {
+			s.t.Logf("worker log:\n%s", logs.String())
+		}
+	})
+}
+
+// starter runs the starter CLI and decodes its JSON output into out. It
+// fails the test if the command fails.
+func (s *stack) starter(out any, args ...string) {
+	s.t.Helper()
+	stdout, stderr, err := s.run(args...)
+	require.NoError(s.t, err, "starter %v: %s", args, stderr)
+	require.NoError(s.t, json.Unmarshal(stdout, out), "starter %v printed %q", args, stdout)
+}
+
+func (s *stack) run(args ...string) (stdout, stderr []byte, err error) {
+	cmd := exec.Command(filepath.Join(bin, "starter"), args...)
+	cmd.Env = s.env
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.Bytes(), e.Bytes(), err
+}
+
+type stockOut struct {
+	SKU         string `json:"sku_id"`
+	Total       int64  `json:"total"`
+	Available   int64  `json:"available"`
+	DBAvailable int64  `json:"db_available"`
+	Frozen      int64  `json:"frozen"`
+	Sold        int64  `json:"sold"`
+	SoldOut     bool   `json:"sold_out"`
+	BucketCount int    `json:"bucket_count"`
+}
+
+type orderOut struct {
+	OrderID string    `json:"order_id"`
+	Status  string    `json:"status"`
+	PayBy   time.Time `json:"pay_by"`
+	Amount  int64     `json:"amount"`
+	Reason  string    `json:"reason"`
+}
+
+type statusOut struct {
+	OrderID  string `json:"order_id"`
+	Status   string `json:"status"`
+	Reason   string `json:"reason"`
+	Payments []struct {
+		TransactionID string `json:"transaction_id"`
+		Refund        string `json:"refund"`
+		Reason        string `json:"reason"`
+	} `json:"payments"`
+}
+
+func (s *stack) createSKU(sku string, stock, price int64, buckets int) {
+	var out map[string]any
+	s.starter(&out, "sku", "create", "--sku", sku, "--stock", fmt.Sprint(stock), "--price", fmt.Sprint(price), "--buckets", fmt.Sprint(buckets))
+}
+
+func (s *stack) stock(sku string) stockOut {
+	var out stockOut
+	s.starter(&out, "stock", "--sku", sku)
+	return out
+}
+
+func (s *stack) status(orderID string) statusOut {
+	var out statusOut
+	s.starter(&out, "status", "--order", orderID)
+	return out
+}
+
+// eventually polls cond until it holds; the order's deadline runs on the
+// server's timer, so the test waits for it rather than sleeping a guess.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, timeout, 200*time.Millisecond, what)
+}
+
+func TestOrderPaidEndToEnd(t *testing.T) {
+	s := newStack(t, 15*time.Minute)
+	sku := "e2e-paid-" + testenv.UniqueID(t)
+	s.createSKU(sku, 10, 4999, 4)
+
+	var o orderOut
+	s.starter(&o, "order", "--user", "alice", "--sku", sku, "--order-id", "paid-"+sku)
+	require.Equal(t, "PENDING_PAYMENT", o.Status)
+	require.Equal(t, int64(4999), o.Amount)
+	require.WithinDuration(t, time.Now().Add(15*time.Minute), o.PayBy, time.Minute)
+
+	// A repeated click with the same order id: same answer, no second unit.
+	var again orderOut
+	s.starter(&again, "order", "--user", "alice", "--sku", sku, "--order-id", "paid-"+sku)
+	require.Equal(t, o, again)
+	st := s.stock(sku)
+	require.Equal(t, stockOut{SKU: sku, Total: 10, Available: 9, DBAvailable: 9, Frozen: 1, BucketCount: 4}, st)
+
+	// Wrong amount: recorded for refund, order stays payable.
+	var short map[string]any
+	s.starter(&short, "pay", "--order", o.OrderID, "--txn", "tx-short", "--amount", "1")
+	require.Equal(t, "REQUIRED", short["refund"])
+	require.Equal(t, "PENDING_PAYMENT", short["status"])
+
+	var paid map[string]any
+	s.starter(&paid, "pay", "--order", o.OrderID, "--txn", "tx-1", "--amount", "4999")
+	require.Equal(t, "PAID", paid["status"])
+	require.Nil(t, paid["refund"])
+	var dup map[string]any
+	s.starter(&dup, "pay", "--order", o.OrderID, "--txn", "tx-1", "--amount", "4999")
+	require.Equal(t, "PAID", dup["status"])
+	require.Equal(t, true, dup["duplicate"])
+
+	eventually(t, "order paid", 10*time.Second, func() bool { return s.status(o.OrderID).Status == "PAID" })
+	require.Equal(t, stockOut{SKU: sku, Total: 10, Available: 9, DBAvailable: 9, Sold: 1, BucketCount: 4}, s.stock(sku))
+
+	// A second provider transaction after the order completed: refund, once.
+	for range 2 {
+		var late map[string]any
+		s.starter(&late, "pay", "--order", o.OrderID, "--txn", "tx-2", "--amount", "4999")
+		require.Equal(t, "REQUIRED", late["refund"])
+		require.Equal(t, "ALREADY_PAID", late["reason"])
+	}
+	st2 := s.status(o.OrderID)
+	var refunds int
+	for _, p := range st2.Payments {
+		if p.Refund == "REQUIRED" {
+			refunds++
+		}
+	}
+	require.Equal(t, 2, refunds, "tx-short and tx-2 each recorded once: %+v", st2.Payments)
+	require.Equal(t, int64(1), s.stock(sku).Sold)
+
+	// Cancelling a paid order is refused.
+	_, stderr, err := s.run("cancel", "--order", o.OrderID)
+	require.Error(t, err)
+	require.Contains(t, string(stderr), `"code":"ORDER_CLOSED"`)
+}
+
+func TestOrderTimesOutAndUnitReturns(t *testing.T) {
+	s := newStack(t, 3*time.Second)
+	sku := "e2e-expire-" + testenv.UniqueID(t)
+	s.createSKU(sku, 1, 100, 16)
+
+	var o orderOut
+	s.starter(&o, "order", "--user", "bob", "--sku", sku, "--order-id", "exp-"+sku)
+	require.Equal(t, "PENDING_PAYMENT", o.Status)
+
+	// The only unit is held: the next buyer is told sold out.
+	var other orderOut
+	s.starter(&other, "order", "--user", "carol", "--sku", sku)
+	require.Equal(t, "REJECTED", other.Status)
+	require.Equal(t, "SOLD_OUT", other.Reason)
+	require.True(t, s.stock(sku).SoldOut)
+
+	eventually(t, "order expired", 20*time.Second, func() bool { return s.status(o.OrderID).Status == "EXPIRED" })
+	require.Equal(t, stockOut{SKU: sku, Total: 1, Available: 1, DBAvailable: 1, BucketCount: 16}, s.stock(sku))
+
+	// Money after the deadline is recorded for refund, never sold.
+	var late map[string]any
+	s.starter(&late, "pay", "--order", o.OrderID, "--txn", "late-1", "--amount", "100")
+	require.Equal(t, "EXPIRED", late["status"])
+	require.Equal(t, "REQUIRED", late["refund"])
+
+	// The released unit is back on sale.
+	var again orderOut
+	s.starter(&again, "order", "--user", "carol", "--sku", sku)
+	require.Equal(t, "PENDING_PAYMENT", again.Status)
+}
+
+func TestCancelReleasesUnit(t *testing.T) {
+	s := newStack(t, 15*time.Minute)
+	sku := "e2e-cancel-" + testenv.UniqueID(t)
+	s.createSKU(sku, 2, 100, 2)
+
+	var o orderOut
+	s.starter(&o, "order", "--user", "dave", "--sku", sku)
+	var c statusOut
+	s.starter(&c, "cancel", "--order", o.OrderID)
+	require.Equal(t, "CANCELLED", c.Status)
+	require.Equal(t, stockOut{SKU: sku, Total: 2, Available: 2, DBAvailable: 2, BucketCount: 2}, s.stock(sku))
+	// Cancelling again is idempotent.
+	s.starter(&c, "cancel", "--order", o.OrderID)
+	require.Equal(t, "CANCELLED", c.Status)
+}
+
+func TestStarterRejectsBadInput(t *testing.T) {
+	s := &stack{t: t, env: os.Environ()}
+	tests := []struct {
+		args []string
+		code string
+	}{
+		{[]string{"order", "--user", "u", "--sku", "1", "--qty", "0"}, "INVALID_REQUEST"},
+		{[]string{"order", "--user", "u", "--sku", "1", "--qty", "-2"}, "INVALID_REQUEST"},
+		{[]string{"order", "--sku", "1"}, "USAGE"},
+		{[]string{"order", "--user", "u", "--sku", strings.Repeat("x", 65)}, "INVALID_REQUEST"},
+		{[]string{"pay", "--order", "o", "--txn", "t", "--amount", "0"}, "USAGE"},
+		{[]string{"nope"}, "USAGE"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			stdout, stderr, err := s.run(tt.args...)
+			require.Error(t, err)
+			require.Empty(t, stdout)
+			var e struct{ Code, Message string }
+			require.NoError(t, json.Unmarshal(stderr, &e), "stderr: %s", stderr)
+			require.Equal(t, tt.code, e.Code)
+			require.NotEmpty(t, e.Message)
+		})
+	}
+}
+
+// TestSellOut: 1,000 concurrent orders for 100 units through the real
+// workflow: exactly 100 reserved, the rest sold out, nothing oversold.
+func TestSellOut(t *testing.T) {
+	s := newStack(t, 15*time.Minute)
+	sku := "e2e-sellout-" + testenv.UniqueID(t)
+	s.createSKU(sku, 100, 100, 16)
+
+	svc := newOrderService(t, s)
+	const buyers = 1000
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 200)
+	for i := range buyers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := svc.place(fmt.Sprintf("%s-%d", sku, i), fmt.Sprintf("user-%d", i), sku)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				counts["error: "+err.Error()]++
+				return
+			}
+			counts[string(res.Status)+"/"+res.Reason]++
+		}()
+	}
+	wg.Wait()
+	t.Logf("answers: %v", counts)
+	require.Equal(t, map[string]int{"PENDING_PAYMENT/": 100, "REJECTED/SOLD_OUT": buyers - 100}, counts)
+	st := s.stock(sku)
+	t.Logf("stock: %+v", st)
+	require.Equal(t, stockOut{SKU: sku, Total: 100, Available: 0, DBAvailable: 0, Frozen: 100, SoldOut: true, BucketCount: 16}, st)
+}

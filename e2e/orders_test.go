@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// orderService is an in-process client for load, where starting a starter
+// process per order would measure process start-up instead of the system.
+type orderService struct {
+	svc *orders.Service
+}
+
+func newOrderService(t *testing.T, s *stack) *orderService {
+	t.Helper()
+	queue := ""
+	for _, kv := range s.env {
+		if v, ok := strings.CutPrefix(kv, "TASK_QUEUE="); ok {
+			queue = v
+		}
+	}
+	c, err := client.Dial(client.Options{HostPort: testenv.TemporalAddress(),
+		Logger: slogAdapter()})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return &orderService{svc: &orders.Service{Temporal: c, TaskQueue: queue}}
+}
+
+func (o *orderService) place(orderID, user, sku string) (workflows.Reservation, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return o.svc.Place(ctx, workflows.OrderInput{OrderID: orderID, UserID: user,
+		Items: []workflows.Item{{SKU: sku, Quantity: 1}}})
+}
+
+func slogAdapter() interface {
+	Debug(string, ...any)
+	Info(string, ...any)
+	Warn(string, ...any)
+	Error(string, ...any)
+} {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}

@@ -1,0 +1,116 @@
+// Package backend connects a flashsale process to the services it runs on:
+// Temporal, Redis and MySQL. The worker, the starter and the HTTP API all
+// build their dependencies here, so they agree on pools, timeouts and
+// registration.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// Backend holds open connections. Close releases them.
+type Backend struct {
+	Config   config.Config
+	Temporal client.Client
+	Redis    *redis.Client
+	Stock    *inventory.Store
+	Orders   *orderdb.Store
+	Logger   *slog.Logger
+}
+
+// Connect opens every connection. MySQL is migrated on open, which also
+// creates the database on a fresh server.
+func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend, error) {
+	b := &Backend{Config: cfg, Logger: logger}
+	ok := false
+	defer func() {
+		if !ok {
+			b.Close()
+		}
+	}()
+
+	b.Redis = redis.NewClient(&redis.Options{
+		Addr: cfg.RedisAddr,
+		// A flash sale is many short concurrent calls; the default pool
+		// (10 per CPU) queues them on a 2-core machine.
+		PoolSize: 128,
+	})
+	if err := b.Redis.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("connect redis %s: %w", cfg.RedisAddr, err)
+	}
+	b.Stock = inventory.New(b.Redis, inventory.Options{})
+
+	orders, err := orderdb.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	b.Orders = orders
+
+	b.Temporal, err = client.DialContext(ctx, client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect temporal %s: %w", cfg.TemporalAddress, err)
+	}
+	ok = true
+	return b, nil
+}
+
+// Close releases every connection that was opened.
+func (b *Backend) Close() {
+	if b.Temporal != nil {
+		b.Temporal.Close()
+	}
+	if b.Orders != nil {
+		if err := b.Orders.Close(); err != nil {
+			b.Logger.Warn("close mysql", "error", err)
+		}
+	}
+	if b.Redis != nil {
+		if err := b.Redis.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+			b.Logger.Warn("close redis", "error", err)
+		}
+	}
+}
+
+// Activities returns the order activities bound to this backend.
+func (b *Backend) Activities() *activities.Activities {
+	return &activities.Activities{
+		Stock: b.Stock, Orders: b.Orders, Logger: b.Logger,
+		PaymentTimeout: b.Config.PaymentTimeout,
+	}
+}
+
+// NewWorker returns a worker for the order task queue with the workflow and
+// activities registered. The caller starts and stops it.
+func (b *Backend) NewWorker() worker.Worker {
+	w := worker.New(b.Temporal, b.Config.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:      b.Config.WorkerConcurrency,
+		MaxConcurrentLocalActivityExecutionSize: b.Config.WorkerConcurrency,
+		MaxConcurrentWorkflowTaskExecutionSize:  b.Config.WorkerConcurrency,
+	})
+	Register(w, b.Activities())
+	return w
+}
+
+// Register puts the order workflow and its activities on a worker.
+func Register(w worker.Registry, acts *activities.Activities) {
+	w.RegisterWorkflow(workflows.OrderWorkflow)
+	w.RegisterActivity(acts)
+}

@@ -1,0 +1,85 @@
+package inventory
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Key layout.
+//
+// Redis Cluster routes a key by the part between the first '{' and the next
+// '}' (the hash tag). Two families of tags are used:
+//
+//   - {sku:<sku>}        SKU-level keys: bucket count, generation, sold-out
+//     flag and drift counter. They share one slot so Reserve can read N and
+//     gen with a single MGET and soldout.lua / bump.lua can touch gen and the
+//     flag atomically.
+//   - {sku:<sku>:b<i>}   bucket i's stock plus every marker that records a
+//     change to that stock (per-order takes, per-request restocks). A marker
+//     and the stock it describes must be updated in the same script, so they
+//     must live in the same slot; different buckets land in different slots,
+//     which is the point of bucketing (the hot key is spread over shards).
+//
+// The SKU is embedded inside the hash tag, so it must not contain '{' or '}'
+// (validateSKU enforces that); order and request ids come after the tag and
+// may contain anything.
+
+// bucketsKey holds the bucket count N of a SKU as a decimal string. Its
+// absence means the SKU was never preheated (ErrUnknownSKU).
+func bucketsKey(sku string) string { return "fs:{sku:" + sku + "}:buckets" }
+
+// genKey is the SKU's generation counter. Every stock increase (preheat,
+// release, restock) bumps it after the units are back, so a sold-out
+// decision made from an older generation can be recognised as stale.
+func genKey(sku string) string { return "fs:{sku:" + sku + "}:gen" }
+
+// soldOutKey is the short-lived sold-out flag. API instances read it to turn
+// buyers away without probing every bucket; it is only a hint, Reserve never
+// trusts it.
+func soldOutKey(sku string) string { return "fs:{sku:" + sku + "}:soldout" }
+
+// driftKey counts units that Redis handed out but MySQL refused, so a
+// reconciliation job knows how far Redis and the database diverged.
+func driftKey(sku string) string { return "fs:{sku:" + sku + "}:drift" }
+
+// bucketTag is the hash tag shared by bucket i's stock and its markers.
+func bucketTag(sku string, bucket int) string {
+	return "fs:{sku:" + sku + ":b" + strconv.Itoa(bucket) + "}"
+}
+
+// stockKey holds bucket i's remaining units as an integer string.
+func stockKey(sku string, bucket int) string { return bucketTag(sku, bucket) + ":stock" }
+
+// orderKey is the marker of orderID's take from bucket i:
+//
+//	"<k>"  k units taken and held (k may be 0: probed, nothing was there)
+//	"r<k>" k units taken and later given back by Release ("r0" is the
+//	       tombstone Release leaves where nothing was held)
+//	"s<k>" k units taken and given back by Reserve itself because the order
+//	       could not be served in full (sold out)
+//
+// It makes take and release idempotent and lets a retried Reserve replay the
+// first attempt's answer.
+func orderKey(sku string, bucket int, orderID string) string {
+	return bucketTag(sku, bucket) + ":order:" + orderID
+}
+
+// restockKey marks that restock requestID already added its units to bucket
+// i, making Restock idempotent. It lives in the bucket's slot so restock.lua
+// can check it and INCRBY the stock atomically.
+func restockKey(sku string, bucket int, requestID string) string {
+	return bucketTag(sku, bucket) + ":restock:" + requestID
+}
+
+// validateSKU rejects SKUs that would break the key layout: an empty one,
+// or one containing a brace, which would end or confuse the hash tag and
+// scatter one bucket's keys over several cluster slots.
+func validateSKU(sku string) error {
+	if sku == "" {
+		return invalidf("empty sku")
+	}
+	if strings.ContainsAny(sku, "{}") {
+		return invalidf("sku %q must not contain '{' or '}'", sku)
+	}
+	return nil
+}

@@ -1,0 +1,243 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+)
+
+// Part is what one bucket contributed to a reservation.
+type Part struct {
+	Bucket   int   `json:"bucket"`
+	Quantity int64 `json:"quantity"`
+}
+
+// Reservation is the stock one order holds in Redis. Parts are listed in the
+// order the buckets were probed and only buckets that gave units appear.
+type Reservation struct {
+	SKU      string
+	Quantity int64
+	Parts    []Part
+}
+
+// startBucket spreads orders over the buckets. It depends only on the order
+// id, so every retry of an order walks the buckets in the same order and
+// meets its own markers.
+func startBucket(orderID string, n int) int {
+	return int(crc32.ChecksumIEEE([]byte(orderID)) % uint32(n))
+}
+
+// Reserve takes qty units of sku for orderID.
+//
+// It starts at bucket crc32(orderID)%N and probes (start+k)%N for
+// k = 0..N-1, taking min(still needed, bucket stock) from each until the
+// order is served, so an empty bucket never refuses a buyer while other
+// buckets hold stock. If all buckets together cannot serve qty, every take of
+// this order is given back, the sold-out flag is set when the probe proves
+// the SKU empty, and ErrSoldOut is returned: a reservation is never partial.
+//
+// Reserve is idempotent per (orderID, sku) as long as qty is the same: a retry
+// replays the markers the first attempt left and returns the same Reservation
+// without moving stock; a retry of an order that ended sold out returns
+// ErrSoldOut again. Reserve after Release of the same order returns
+// ErrReleased. If Reserve fails with a transport error part-way, the units
+// taken so far stay held under their markers: retry Reserve to finish, or
+// Release to give them back.
+//
+// Reserve ignores the sold-out flag on purpose: the flag may be set while a
+// retried order already holds its units, and the retry must get them.
+func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Reservation, error) {
+	if err := validateOrder(orderID, sku); err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
+	}
+	if qty <= 0 {
+		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
+	}
+
+	// N and gen share the SKU slot: one MGET. gen must be read BEFORE the
+	// probe so soldout.lua can tell whether stock came back during it.
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku)).Result()
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: read bucket count: %w", sku, err)
+	}
+	n, err := parseBuckets(vals[0])
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
+	}
+	gen, err := parseInt(vals[1])
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: read gen: %w", sku, err)
+	}
+
+	start := startBucket(orderID, n)
+	need := qty
+	var parts []Part
+	// allFresh stays true only if every bucket was probed live by this call.
+	// A replayed "0" is an old observation (the bucket may have been refilled
+	// since), so it cannot justify a sold-out flag.
+	allFresh := true
+	for k := 0; k < n && need > 0; k++ {
+		b := (start + k) % n
+		res, err := takeScript.Run(ctx, s.rdb,
+			[]string{stockKey(sku, b), orderKey(sku, b, orderID)},
+			need, s.heldMs, s.zeroMs).Int64Slice()
+		if err != nil {
+			return Reservation{}, fmt.Errorf("reserve %s: take from bucket %d: %w", sku, b, err)
+		}
+		if len(res) < 2 {
+			return Reservation{}, fmt.Errorf("reserve %s: take from bucket %d: unexpected reply %v", sku, b, res)
+		}
+		switch res[0] {
+		case -2:
+			// Released while (or before) we probed. Release visits every
+			// bucket, but run it again so nothing this call took can outlive
+			// the release even if the two interleaved.
+			if _, err := s.release(ctx, orderID, sku, n); err != nil {
+				return Reservation{}, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
+			}
+			return Reservation{}, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, ErrReleased)
+		case -3:
+			// An earlier attempt of this order ended sold out; repeat that.
+			if _, err := s.giveBack(ctx, orderID, sku, n); err != nil {
+				return Reservation{}, fmt.Errorf("reserve %s: give back: %w", sku, err)
+			}
+			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, ErrSoldOut)
+		}
+		got := res[0]
+		if len(res) > 2 && res[2] == 1 {
+			allFresh = false
+		}
+		if got > need {
+			// Only a replay can return more than asked: the first attempt of
+			// this order wanted more. The markers cannot say which quantity
+			// is right, so refuse rather than guess; the units stay held.
+			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, invalidf(
+				"order %s already holds %d units in bucket %d but only %d are still wanted: retried with a different quantity",
+				orderID, got, b, need))
+		}
+		if got > 0 {
+			parts = append(parts, Part{Bucket: b, Quantity: got})
+			need -= got
+		}
+	}
+	if need == 0 {
+		return Reservation{SKU: sku, Quantity: qty, Parts: parts}, nil
+	}
+
+	// Not enough in all buckets together: give back every take so the
+	// reservation is all or nothing, and remember the outcome in the markers.
+	held, err := s.giveBack(ctx, orderID, sku, n)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
+	}
+	// If this order held units, giving them back bumped gen, so the SKU is
+	// not empty and soldout.lua would refuse anyway; skip the round trip.
+	if allFresh && !held {
+		err := soldOutScript.Run(ctx, s.rdb, []string{genKey(sku), soldOutKey(sku)}, gen, s.soldOutMs).Err()
+		if err != nil {
+			// The flag is only an optimisation; the answer stays sold out.
+			return Reservation{}, fmt.Errorf("reserve %s: %w (setting sold-out flag: %v)", sku, ErrSoldOut, err)
+		}
+	}
+	return Reservation{}, fmt.Errorf("reserve %s: %w", sku, ErrSoldOut)
+}
+
+// Release returns every unit orderID holds in sku to the bucket it came
+// from. It probes all N buckets with one pipeline of release.lua calls and
+// is idempotent: it returns the units released by this call, so 0 on a
+// retry. Buckets where the order held nothing get a tombstone, so a Reserve
+// attempt of the same order still in flight cannot take stock afterwards.
+// If the order held anything (now or earlier), bump.lua clears the sold-out
+// flag and publishes on StockChangedChannel; repeating that on a retry
+// covers a crash between the give-back and the bump.
+func (s *Store) Release(ctx context.Context, orderID, sku string) (int64, error) {
+	if err := validateOrder(orderID, sku); err != nil {
+		return 0, fmt.Errorf("release %s: %w", sku, err)
+	}
+	n, err := s.bucketCount(ctx, sku)
+	if err != nil {
+		return 0, fmt.Errorf("release %s: %w", sku, err)
+	}
+	released, err := s.release(ctx, orderID, sku, n)
+	if err != nil {
+		return 0, fmt.Errorf("release %s: %w", sku, err)
+	}
+	return released, nil
+}
+
+// release is Release once N is known.
+func (s *Store) release(ctx context.Context, orderID, sku string, n int) (int64, error) {
+	released, held, err := s.releaseBuckets(ctx, orderID, sku, n, modeRelease)
+	if err != nil {
+		return 0, err
+	}
+	if held {
+		if err := s.bump(ctx, sku); err != nil {
+			return 0, fmt.Errorf("bump after release: %w", err)
+		}
+	}
+	return released, nil
+}
+
+// giveBack returns a sold-out order's takes and reports whether it had
+// held any units (now or in an earlier attempt), bumping gen if so: units
+// came back, so buyers must not be turned away by the flag.
+func (s *Store) giveBack(ctx context.Context, orderID, sku string, n int) (bool, error) {
+	_, held, err := s.releaseBuckets(ctx, orderID, sku, n, modeSoldOut)
+	if err != nil {
+		return false, err
+	}
+	if held {
+		if err := s.bump(ctx, sku); err != nil {
+			return true, fmt.Errorf("bump after give-back: %w", err)
+		}
+	}
+	return held, nil
+}
+
+// releaseBuckets runs release.lua on all N buckets of the order in one
+// pipeline. It returns the units returned now and whether the order had
+// held any units at all (returned now or before).
+func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, n int, mode string) (int64, bool, error) {
+	calls := make([]scriptCall, n)
+	for b := range calls {
+		calls[b] = scriptCall{
+			keys: []string{stockKey(sku, b), orderKey(sku, b, orderID)},
+			args: []any{mode, s.heldMs},
+		}
+	}
+	cmds, err := s.evalPipelined(ctx, releaseScript, calls)
+	if err != nil {
+		return 0, false, err
+	}
+	var released int64
+	held := false
+	for b, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		if err != nil {
+			return 0, false, fmt.Errorf("release bucket %d: %w", b, err)
+		}
+		if len(res) != 2 {
+			return 0, false, fmt.Errorf("release bucket %d: unexpected reply %v", b, res)
+		}
+		switch status, k := res[0], res[1]; status {
+		case 1:
+			released += k
+			held = true
+		case 2:
+			held = held || k > 0
+		}
+	}
+	return released, held, nil
+}
+
+// validateOrder checks the ids every per-order call needs.
+func validateOrder(orderID, sku string) error {
+	if err := validateSKU(sku); err != nil {
+		return err
+	}
+	if orderID == "" {
+		return invalidf("empty order id")
+	}
+	return nil
+}

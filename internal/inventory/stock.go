@@ -1,0 +1,220 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// PreheatResult is what Preheat found in Redis after writing.
+type PreheatResult struct {
+	RedisTotal int64 `json:"redis_total"`
+	Buckets    int   `json:"buckets"`
+}
+
+// Preheat loads available units of sku into buckets buckets before a sale
+// opens: an even split, the remainder going to the lowest buckets. It
+// overwrites bucket stock (so it must not run while the sale is live),
+// deletes the stock of buckets a previous preheat had beyond the new count,
+// sets the bucket count and bumps gen, which clears the sold-out flag.
+//
+// It then reads the buckets back and returns ErrPreheatMismatch, wrapped
+// with both totals, if they do not sum to available: selling from Redis that
+// disagrees with the database would oversell (MySQL refuses, drift grows) or
+// undersell (buyers told "sold out" while the database has units).
+func (s *Store) Preheat(ctx context.Context, sku string, available int64, buckets int) (PreheatResult, error) {
+	if err := validateSKU(sku); err != nil {
+		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, err)
+	}
+	if available < 0 {
+		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, invalidf("available must not be negative, got %d", available))
+	}
+	if buckets < 1 || buckets > MaxBuckets {
+		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, invalidf("buckets must be in 1..%d, got %d", MaxBuckets, buckets))
+	}
+
+	// The previous count tells which bucket keys would be left behind.
+	oldN := 0
+	prev, err := s.rdb.Get(ctx, bucketsKey(sku)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return PreheatResult{}, fmt.Errorf("preheat %s: read bucket count: %w", sku, err)
+	default:
+		if oldN, err = parseBuckets(prev); err != nil {
+			// A corrupt count is overwritten below; clean up as far as the
+			// largest possible layout so no stale bucket survives.
+			oldN = MaxBuckets
+		}
+	}
+
+	// The keys live in different slots, so this cannot be one transaction;
+	// the read-back below is what proves the result. Stock is written before
+	// the count so a reader that sees the new count finds its buckets.
+	pipe := s.rdb.Pipeline()
+	per, rem := available/int64(buckets), available%int64(buckets)
+	for b := range buckets {
+		units := per
+		if int64(b) < rem {
+			units++
+		}
+		pipe.Set(ctx, stockKey(sku, b), units, 0)
+	}
+	pipe.Set(ctx, bucketsKey(sku), buckets, 0)
+	for b := buckets; b < oldN; b++ {
+		pipe.Del(ctx, stockKey(sku, b))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return PreheatResult{}, fmt.Errorf("preheat %s: write buckets: %w", sku, err)
+	}
+	if err := s.bump(ctx, sku); err != nil {
+		return PreheatResult{}, fmt.Errorf("preheat %s: bump: %w", sku, err)
+	}
+
+	if s.beforeVerify != nil {
+		s.beforeVerify(sku)
+	}
+	res, err := s.verifyPreheat(ctx, sku, available)
+	if err != nil {
+		return res, fmt.Errorf("preheat %s: %w", sku, err)
+	}
+	return res, nil
+}
+
+// verifyPreheat reads the bucket count and every bucket back from Redis and
+// checks that they sum to available.
+func (s *Store) verifyPreheat(ctx context.Context, sku string, available int64) (PreheatResult, error) {
+	st, err := s.Stock(ctx, sku)
+	if err != nil {
+		return PreheatResult{}, fmt.Errorf("read back: %w", err)
+	}
+	res := PreheatResult{RedisTotal: st.Available, Buckets: st.Buckets}
+	if st.Available != available {
+		return res, fmt.Errorf("redis buckets hold %d units, db has %d available: %w", st.Available, available, ErrPreheatMismatch)
+	}
+	return res, nil
+}
+
+// Restock adds qty units to sku in the middle of a sale (returns from a
+// cancelled payment reconciled in MySQL, a supplier top-up). The units go to
+// bucket crc32(requestID)%N, and the request is idempotent by requestID for
+// the held TTL: restock.lua sets the request marker and INCRBYs the stock in
+// one step. bump.lua then clears the sold-out flag and publishes; it runs
+// even when the request was a repeat, in case the first attempt died between
+// the two. Returns whether this call added the units.
+func (s *Store) Restock(ctx context.Context, sku, requestID string, qty int64) (bool, error) {
+	if err := validateSKU(sku); err != nil {
+		return false, fmt.Errorf("restock %s: %w", sku, err)
+	}
+	if requestID == "" {
+		return false, fmt.Errorf("restock %s: %w", sku, invalidf("empty request id"))
+	}
+	if qty <= 0 {
+		return false, fmt.Errorf("restock %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
+	}
+	n, err := s.bucketCount(ctx, sku)
+	if err != nil {
+		return false, fmt.Errorf("restock %s: %w", sku, err)
+	}
+	b := int(crc32.ChecksumIEEE([]byte(requestID)) % uint32(n))
+	added, err := restockScript.Run(ctx, s.rdb,
+		[]string{stockKey(sku, b), restockKey(sku, b, requestID)},
+		qty, s.heldMs).Int64()
+	if err != nil {
+		return false, fmt.Errorf("restock %s: bucket %d: %w", sku, b, err)
+	}
+	if err := s.bump(ctx, sku); err != nil {
+		return false, fmt.Errorf("restock %s: bump: %w", sku, err)
+	}
+	return added == 1, nil
+}
+
+// Stock is a snapshot of a SKU's Redis stock. The buckets are read in one
+// pipeline but not atomically (they live in different slots), so during a
+// sale the numbers are approximate.
+type Stock struct {
+	SKU       string
+	Buckets   int
+	PerBucket []int64
+	Available int64 // sum of PerBucket
+	SoldOut   bool
+	Drift     int64
+}
+
+// Stock reads a snapshot of sku's buckets, flag and drift counter. It
+// returns ErrUnknownSKU if the SKU was never preheated.
+func (s *Store) Stock(ctx context.Context, sku string) (Stock, error) {
+	if err := validateSKU(sku); err != nil {
+		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
+	}
+	// SKU-level keys share a slot: one MGET.
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), soldOutKey(sku), driftKey(sku)).Result()
+	if err != nil {
+		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
+	}
+	n, err := parseBuckets(vals[0])
+	if err != nil {
+		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
+	}
+	drift, err := parseInt(vals[2])
+	if err != nil {
+		return Stock{}, fmt.Errorf("stock %s: drift: %w", sku, err)
+	}
+
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, n)
+	for b := range cmds {
+		cmds[b] = pipe.Get(ctx, stockKey(sku, b))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Stock{}, fmt.Errorf("stock %s: read buckets: %w", sku, err)
+	}
+	st := Stock{SKU: sku, Buckets: n, PerBucket: make([]int64, n), SoldOut: vals[1] != nil, Drift: drift}
+	for b, cmd := range cmds {
+		v, err := cmd.Int64()
+		if errors.Is(err, redis.Nil) {
+			// A missing bucket holds nothing; Preheat's check catches it.
+			continue
+		}
+		if err != nil {
+			return Stock{}, fmt.Errorf("stock %s: bucket %d: %w", sku, b, err)
+		}
+		st.PerBucket[b] = v
+		st.Available += v
+	}
+	return st, nil
+}
+
+// SoldOut reports the sold-out flag with one GET. It is a hint for turning
+// buyers away early, not an answer: only Reserve decides.
+func (s *Store) SoldOut(ctx context.Context, sku string) (bool, error) {
+	if err := validateSKU(sku); err != nil {
+		return false, fmt.Errorf("sold out %s: %w", sku, err)
+	}
+	err := s.rdb.Get(ctx, soldOutKey(sku)).Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sold out %s: %w", sku, err)
+	}
+	return true, nil
+}
+
+// RecordDrift adds qty to the SKU's drift counter: units Redis handed out
+// that MySQL then refused. A reconciliation job reads it via Stock.
+func (s *Store) RecordDrift(ctx context.Context, sku string, qty int64) error {
+	if err := validateSKU(sku); err != nil {
+		return fmt.Errorf("record drift %s: %w", sku, err)
+	}
+	if qty <= 0 {
+		return fmt.Errorf("record drift %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
+	}
+	if err := s.rdb.IncrBy(ctx, driftKey(sku), qty).Err(); err != nil {
+		return fmt.Errorf("record drift %s: %w", sku, err)
+	}
+	return nil
+}

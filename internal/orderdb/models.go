@@ -1,0 +1,156 @@
+package orderdb
+
+import "time"
+
+// GORM models, one per table of migrations/00001_init.sql. They are kept
+// unexported so the public API stays plain structs independent of the ORM.
+// Automatic timestamps are disabled: the store writes UTC times itself so a
+// returned value equals what a later read returns.
+
+type inventoryRow struct {
+	SKUID        string    `gorm:"column:sku_id;primaryKey"`
+	Total        int64     `gorm:"column:total"`
+	Available    int64     `gorm:"column:available"`
+	Frozen       int64     `gorm:"column:frozen"`
+	Sold         int64     `gorm:"column:sold"`
+	Price        int64     `gorm:"column:price"`
+	BucketCount  int       `gorm:"column:bucket_count"`
+	PerUserLimit int       `gorm:"column:per_user_limit"`
+	CreatedAt    time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt    time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+}
+
+func (inventoryRow) TableName() string { return "inventory" }
+
+func (r inventoryRow) toInventory() Inventory {
+	return Inventory{
+		SKU:          r.SKUID,
+		Total:        r.Total,
+		Available:    r.Available,
+		Frozen:       r.Frozen,
+		Sold:         r.Sold,
+		Price:        r.Price,
+		Buckets:      r.BucketCount,
+		PerUserLimit: r.PerUserLimit,
+	}
+}
+
+type orderRow struct {
+	ID        int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	OrderID   string     `gorm:"column:order_id"`
+	UserID    string     `gorm:"column:user_id"`
+	Status    string     `gorm:"column:status"`
+	Amount    int64      `gorm:"column:amount"`
+	PayBy     time.Time  `gorm:"column:pay_by"`
+	Reason    string     `gorm:"column:reason"`
+	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	ClosedAt  *time.Time `gorm:"column:closed_at"`
+}
+
+func (orderRow) TableName() string { return "orders" }
+
+type orderItemRow struct {
+	ID        int64  `gorm:"column:id;primaryKey;autoIncrement"`
+	OrderID   string `gorm:"column:order_id"`
+	SKUID     string `gorm:"column:sku_id"`
+	Quantity  int64  `gorm:"column:quantity"`
+	UnitPrice int64  `gorm:"column:unit_price"`
+}
+
+func (orderItemRow) TableName() string { return "order_items" }
+
+// Journal entry types.
+const (
+	journalReserve = "RESERVE" // available -> frozen (order created)
+	journalRelease = "RELEASE" // frozen -> available (order expired/cancelled)
+	journalSell    = "SELL"    // frozen -> sold (order paid)
+	journalReset   = "RESET"   // PutSKU: stock redefined before a sale
+)
+
+type journalRow struct {
+	ID              int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	SKUID           string    `gorm:"column:sku_id"`
+	RefID           string    `gorm:"column:ref_id"`
+	Type            string    `gorm:"column:type"`
+	DeltaAvailable  int64     `gorm:"column:delta_available"`
+	DeltaFrozen     int64     `gorm:"column:delta_frozen"`
+	DeltaSold       int64     `gorm:"column:delta_sold"`
+	AvailableBefore int64     `gorm:"column:available_before"`
+	AvailableAfter  int64     `gorm:"column:available_after"`
+	FrozenAfter     int64     `gorm:"column:frozen_after"`
+	SoldAfter       int64     `gorm:"column:sold_after"`
+	Reason          string    `gorm:"column:reason"`
+	CreatedAt       time.Time `gorm:"column:created_at;autoCreateTime:false"`
+}
+
+func (journalRow) TableName() string { return "inventory_journal" }
+
+// journalFor builds the entry for a move whose result is after (the row as
+// read back under its lock) and whose deltas are the given ones.
+func journalFor(after inventoryRow, ref, typ string, dAvail, dFrozen, dSold int64, reason string, now time.Time) journalRow {
+	return journalRow{
+		SKUID:           after.SKUID,
+		RefID:           ref,
+		Type:            typ,
+		DeltaAvailable:  dAvail,
+		DeltaFrozen:     dFrozen,
+		DeltaSold:       dSold,
+		AvailableBefore: after.Available - dAvail,
+		AvailableAfter:  after.Available,
+		FrozenAfter:     after.Frozen,
+		SoldAfter:       after.Sold,
+		Reason:          truncate(reason, maxReasonLen),
+		CreatedAt:       now,
+	}
+}
+
+type paymentRow struct {
+	ID            int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	TransactionID string    `gorm:"column:transaction_id"`
+	OrderID       string    `gorm:"column:order_id"`
+	Amount        int64     `gorm:"column:amount"`
+	Status        string    `gorm:"column:status"`
+	Reason        string    `gorm:"column:reason"`
+	CreatedAt     time.Time `gorm:"column:created_at;autoCreateTime:false"`
+}
+
+func (paymentRow) TableName() string { return "payments" }
+
+func (r paymentRow) toPayment() Payment {
+	return Payment{
+		TransactionID: r.TransactionID,
+		OrderID:       r.OrderID,
+		Amount:        r.Amount,
+		Status:        PaymentStatus(r.Status),
+		Reason:        r.Reason,
+		CreatedAt:     r.CreatedAt.UTC(),
+	}
+}
+
+// toOrder assembles the public Order. Slices are never nil so JSON shows []
+// rather than null.
+func toOrder(o orderRow, items []orderItemRow, pays []paymentRow) Order {
+	out := Order{
+		OrderID:   o.OrderID,
+		UserID:    o.UserID,
+		Status:    Status(o.Status),
+		Amount:    o.Amount,
+		PayBy:     o.PayBy.UTC(),
+		Reason:    o.Reason,
+		Items:     make([]Item, 0, len(items)),
+		Payments:  make([]Payment, 0, len(pays)),
+		CreatedAt: o.CreatedAt.UTC(),
+	}
+	if o.ClosedAt != nil {
+		t := o.ClosedAt.UTC()
+		out.ClosedAt = &t
+	}
+	for _, it := range items {
+		out.Items = append(out.Items, Item{SKU: it.SKUID, Quantity: it.Quantity, UnitPrice: it.UnitPrice})
+	}
+	for _, p := range pays {
+		out.Payments = append(out.Payments, p.toPayment())
+	}
+	return out
+}

@@ -1,0 +1,137 @@
+// Package orderdb is the MySQL/MariaDB store of the flash sale: inventory,
+// orders, payments and the inventory journal.
+//
+// Redis pre-deducts stock so that almost every request is settled there, but
+// Redis can drift (failover, a lost script, a bug). This package is the final
+// guard: every stock move is a conditional UPDATE inside a local transaction,
+// the schema's CHECK constraints forbid negative or unbalanced stock, and
+// every operation is idempotent so Temporal can retry activities freely.
+//
+// Lock order is always: the orders row, then inventory rows in ascending
+// sku_id, then inserts. Keeping one global order is what keeps concurrent
+// create/pay/close calls free of deadlocks (a rare one is still retried).
+package orderdb
+
+import (
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Callers test them with errors.Is; the returned errors wrap
+// them with the operation and ids.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrUnknownSKU = errors.New("unknown sku")
+	// ErrInsufficientStock means MySQL has fewer available units than Redis
+	// let through: Redis drifted and must be reconciled.
+	ErrInsufficientStock = errors.New("insufficient stock")
+	ErrOrderClosed       = errors.New("order closed")
+	ErrOrderPaid         = errors.New("order already paid")
+	ErrAmountMismatch    = errors.New("amount mismatch")
+	ErrSKUInUse          = errors.New("sku has unpaid reservations")
+	// ErrInvalidArgument marks input that can never succeed (empty ids,
+	// non-positive quantities, ...). Retrying it is pointless, so a Temporal
+	// activity should report it as non-retryable.
+	ErrInvalidArgument = errors.New("invalid argument")
+)
+
+// Status is the lifecycle state of an order.
+type Status string
+
+// Order states. PENDING_PAYMENT is the only open state; the other three are
+// final.
+const (
+	StatusPendingPayment Status = "PENDING_PAYMENT"
+	StatusPaid           Status = "PAID"
+	StatusExpired        Status = "EXPIRED"
+	StatusCancelled      Status = "CANCELLED"
+)
+
+// PaymentStatus says what happened to money that arrived.
+type PaymentStatus string
+
+// Payment outcomes: CAPTURED paid the order; REFUND_REQUIRED money must be
+// returned to the payer (order closed, already paid, or unknown).
+const (
+	PaymentCaptured       PaymentStatus = "CAPTURED"
+	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
+)
+
+// Field limits, mirroring the column sizes so bad input fails validation
+// instead of a strict-mode "data too long" error deep in a transaction.
+const (
+	maxIDLen     = 64
+	maxTxnIDLen  = 128
+	maxReasonLen = 255
+	maxBuckets   = 1024
+)
+
+// SKU is the definition written by PutSKU.
+type SKU struct {
+	ID           string
+	Total        int64
+	Price        int64 // minor currency units
+	Buckets      int   // Redis stock buckets, 1..1024
+	PerUserLimit int
+}
+
+// Inventory is the current stock of a SKU. Available+Frozen+Sold == Total.
+type Inventory struct {
+	SKU          string `json:"sku_id"`
+	Total        int64  `json:"total"`
+	Available    int64  `json:"available"`
+	Frozen       int64  `json:"frozen"`
+	Sold         int64  `json:"sold"`
+	Price        int64  `json:"price"`
+	Buckets      int    `json:"buckets"`
+	PerUserLimit int    `json:"per_user_limit"`
+}
+
+// Item is one line of an order. UnitPrice is filled by the store from the
+// inventory price at reservation time and ignored on input.
+type Item struct {
+	SKU       string `json:"sku_id"`
+	Quantity  int64  `json:"quantity"`
+	UnitPrice int64  `json:"unit_price"`
+}
+
+// Payment is money received for an order.
+type Payment struct {
+	TransactionID string        `json:"transaction_id"`
+	OrderID       string        `json:"order_id"`
+	Amount        int64         `json:"amount"`
+	Status        PaymentStatus `json:"status"`
+	Reason        string        `json:"reason,omitempty"`
+	CreatedAt     time.Time     `json:"created_at"`
+}
+
+// Order is an order with its items (by sku) and payments (in arrival order).
+type Order struct {
+	OrderID   string     `json:"order_id"`
+	UserID    string     `json:"user_id"`
+	Status    Status     `json:"status"`
+	Amount    int64      `json:"amount"`
+	PayBy     time.Time  `json:"pay_by"`
+	Reason    string     `json:"reason,omitempty"`
+	Items     []Item     `json:"items"`
+	Payments  []Payment  `json:"payments"`
+	CreatedAt time.Time  `json:"created_at"`
+	ClosedAt  *time.Time `json:"closed_at,omitempty"`
+}
+
+// NewOrder is the input of CreateOrder. Items need SKU and Quantity.
+type NewOrder struct {
+	OrderID string    `json:"order_id"`
+	UserID  string    `json:"user_id"`
+	Items   []Item    `json:"items"`
+	PayBy   time.Time `json:"pay_by"`
+}
+
+// PaymentResult is the outcome of ConfirmPayment.
+type PaymentResult struct {
+	Order   Order   `json:"order"`
+	Payment Payment `json:"payment"`
+	// Duplicate is true when this transaction id had already been recorded;
+	// Payment is then the recorded outcome and nothing was changed.
+	Duplicate bool `json:"duplicate"`
+}

@@ -1,0 +1,252 @@
+// Package orders is the client side of the order workflow: placing an order
+// with Update-with-Start, paying, cancelling and reading it. The starter CLI
+// and the HTTP API both go through it, so they behave the same way on
+// duplicates, late payments and closed orders.
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// Errors callers branch on.
+var (
+	ErrInvalid     = errors.New("invalid request")
+	ErrNotFound    = errors.New("order not found")
+	ErrClosed      = errors.New("order closed")
+	ErrIDConflict  = errors.New("order id already used by another order")
+	ErrUnavailable = errors.New("order service unavailable")
+)
+
+// Service places and manages orders.
+type Service struct {
+	Temporal  client.Client
+	TaskQueue string
+	// Orders is the database, used for payments that reach an order whose
+	// workflow has already completed.
+	Orders *orderdb.Store
+}
+
+// Place starts the order's workflow and waits for the reservation answer in
+// the same call (Update-with-Start). Placing the same order id again returns
+// the first answer and takes no second unit: a running workflow is reused,
+// and a finished one is read instead of started again.
+func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows.Reservation, error) {
+	if err := workflows.ValidateInput(in); err != nil {
+		return workflows.Reservation{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	start := s.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:        workflows.OrderWorkflowID(in.OrderID),
+		TaskQueue: s.TaskQueue,
+		// USE_EXISTING: a duplicate click attaches to the running order.
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// REJECT_DUPLICATE: a finished order is never bought again.
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// Set on start, so the Web UI can filter from the first event
+		// without costing the workflow an upsert.
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.OrderStatusKey.ValueSet(string(workflows.StatusReserving)),
+			workflows.UserIDKey.ValueSet(in.UserID),
+			workflows.SKUIDsKey.ValueSet(workflows.SKUs(in.Items)),
+		),
+		StaticSummary: fmt.Sprintf("order %s by %s", in.OrderID, in.UserID),
+	}, workflows.OrderWorkflow, in)
+
+	h, err := s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			// A fixed update id makes a repeated call on a running order
+			// return the stored result instead of running the handler again.
+			UpdateID:     workflows.UpdateReserve,
+			UpdateName:   workflows.UpdateReserve,
+			Args:         []any{workflows.ReserveRequest{}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	var res workflows.Reservation
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	if err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if !errors.As(err, &started) && !isNotFound(err) {
+			return workflows.Reservation{}, fmt.Errorf("place order %s: %w", in.OrderID, err)
+		}
+		// The order exists and has finished: answer from its record.
+		view, qerr := s.Status(ctx, in.OrderID)
+		if qerr != nil {
+			return workflows.Reservation{}, qerr
+		}
+		res = reservationFromView(view)
+		if view.UserID != in.UserID {
+			return res, ErrIDConflict
+		}
+		return res, nil
+	}
+	return res, nil
+}
+
+func reservationFromView(v workflows.OrderView) workflows.Reservation {
+	r := workflows.Reservation{OrderID: v.OrderID, Status: workflows.StatusPendingPayment, Amount: v.Amount, PayBy: v.PayBy}
+	if v.Status == workflows.StatusRejected {
+		r.Status, r.Reason = workflows.StatusRejected, v.Reason
+	}
+	return r
+}
+
+// Pay hands a payment to the order and returns what became of it. The same
+// transaction id always gets the same outcome. When the order's workflow has
+// already completed, the payment is recorded for refund in the database, so
+// money is never lost and never turned into a sale.
+func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) (workflows.PaymentOutcome, error) {
+	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   workflows.OrderWorkflowID(orderID),
+		UpdateID:     "pay-" + p.TransactionID,
+		UpdateName:   workflows.UpdatePay,
+		Args:         []any{p},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var out workflows.PaymentOutcome
+	if err == nil {
+		err = h.Get(ctx, &out)
+	}
+	switch {
+	case err == nil:
+		return out, nil
+	case isNotFound(err):
+		// Either no such order, or its workflow has completed: the status
+		// query tells which (it works on completed workflows).
+		view, qerr := s.Status(ctx, orderID)
+		if errors.Is(qerr, ErrNotFound) {
+			if _, rerr := s.recordRefund(ctx, orderID, p, workflows.RefundReasonUnknownOrder); rerr != nil {
+				return workflows.PaymentOutcome{}, rerr
+			}
+			return workflows.PaymentOutcome{}, qerr
+		}
+		if qerr != nil {
+			return workflows.PaymentOutcome{}, qerr
+		}
+		for _, prev := range view.Payments {
+			if prev.TransactionID == p.TransactionID {
+				prev.Duplicate = true
+				return prev, nil
+			}
+		}
+		reason := workflows.RefundReasonOrderClosed
+		if view.Status == workflows.StatusPaid {
+			reason = workflows.RefundReasonAlreadyPaid
+		}
+		pay, rerr := s.recordRefund(ctx, orderID, p, reason)
+		if rerr != nil {
+			return workflows.PaymentOutcome{}, rerr
+		}
+		return workflows.PaymentOutcome{
+			OrderID: orderID, TransactionID: p.TransactionID, Status: view.Status,
+			Refund: workflows.RefundRequired, Reason: pay.Reason,
+		}, nil
+	default:
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			// The update validator refused the payment.
+			return workflows.PaymentOutcome{}, fmt.Errorf("%w: %s", ErrInvalid, appErr.Message())
+		}
+		return workflows.PaymentOutcome{}, fmt.Errorf("pay order %s: %w", orderID, err)
+	}
+}
+
+func (s *Service) recordRefund(ctx context.Context, orderID string, p workflows.Payment, reason string) (orderdb.Payment, error) {
+	pay, err := s.Orders.RecordRefund(ctx, orderdb.Payment{
+		TransactionID: p.TransactionID, OrderID: orderID, Amount: p.Amount,
+		Status: orderdb.PaymentRefundRequired, Reason: reason,
+	})
+	if err != nil {
+		return orderdb.Payment{}, fmt.Errorf("record late payment %s for order %s: %w", p.TransactionID, orderID, err)
+	}
+	return pay, nil
+}
+
+// Cancel asks an unpaid order to cancel and waits until its stock is back
+// on sale. It returns ErrClosed, with the order, when the order was already
+// paid, expired, cancelled or rejected (or got paid while cancelling).
+func (s *Service) Cancel(ctx context.Context, orderID string) (workflows.OrderView, error) {
+	id := workflows.OrderWorkflowID(orderID)
+	err := s.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalCancel, workflows.CancelRequest{Reason: workflows.ReasonBuyerCancelled})
+	switch {
+	case err == nil:
+	case isNotFound(err): // no such order, or it has finished
+		view, qerr := s.Status(ctx, orderID)
+		if qerr != nil {
+			return workflows.OrderView{}, qerr
+		}
+		if view.Status == workflows.StatusCancelled {
+			return view, nil // a repeated cancel
+		}
+		return view, ErrClosed
+	default:
+		return workflows.OrderView{}, fmt.Errorf("cancel order %s: %w", orderID, err)
+	}
+	// The workflow ends right after compensation; waiting for its result
+	// is a long poll, not a loop.
+	var view workflows.OrderView
+	if err := s.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &view); err != nil {
+		return workflows.OrderView{}, fmt.Errorf("wait for cancel of order %s: %w", orderID, err)
+	}
+	if view.Status != workflows.StatusCancelled {
+		return view, ErrClosed
+	}
+	return view, nil
+}
+
+// Status returns the order as its workflow sees it, plus payments recorded
+// for refund after the workflow ended.
+func (s *Service) Status(ctx context.Context, orderID string) (workflows.OrderView, error) {
+	resp, err := s.Temporal.QueryWorkflow(ctx, workflows.OrderWorkflowID(orderID), "", workflows.QueryStatus)
+	if err != nil {
+		if isNotFound(err) {
+			return workflows.OrderView{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
+		}
+		return workflows.OrderView{}, fmt.Errorf("query order %s: %w", orderID, err)
+	}
+	var view workflows.OrderView
+	if err := resp.Get(&view); err != nil {
+		return workflows.OrderView{}, fmt.Errorf("decode order %s: %w", orderID, err)
+	}
+	if !view.Status.Closed() || s.Orders == nil {
+		return view, nil
+	}
+	late, err := s.Orders.Payments(ctx, orderID)
+	if err != nil {
+		return workflows.OrderView{}, fmt.Errorf("read payments of order %s: %w", orderID, err)
+	}
+	known := make(map[string]bool, len(view.Payments))
+	for _, p := range view.Payments {
+		known[p.TransactionID] = true
+	}
+	for _, p := range late {
+		if known[p.TransactionID] || p.Status != orderdb.PaymentRefundRequired {
+			continue
+		}
+		view.Payments = append(view.Payments, workflows.PaymentOutcome{
+			OrderID: orderID, TransactionID: p.TransactionID, Status: view.Status,
+			Refund: workflows.RefundRequired, Reason: p.Reason,
+		})
+	}
+	return view, nil
+}
+
+// isNotFound recognises the server's answer for a workflow that does not
+// exist, and also for an update or signal sent to one that has completed
+// ("workflow execution already completed").
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}

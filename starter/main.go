@@ -1,0 +1,93 @@
+// Command starter is the flashsale CLI for operators, demos and load runs.
+// Every subcommand prints one JSON object on stdout; errors are a JSON
+// object {"code","message"} on stderr with a non-zero exit status.
+//
+//	starter migrate
+//	starter sku create --sku ID --stock N --price MINOR [--buckets N] [--limit N]
+//	starter sku preheat --sku ID
+//	starter stock --sku ID
+//	starter order --user U --sku ID [--qty N] [--order-id ID]
+//	starter pay --order ID --txn T --amount MINOR
+//	starter cancel --order ID
+//	starter status --order ID
+//
+// Configuration comes from the same environment variables as the worker.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand. run parses args and returns the JSON-able
+// result.
+type command struct {
+	name  string
+	usage string
+	run   func(ctx context.Context, args []string) (any, error)
+}
+
+func commands() []command {
+	return []command{
+		{"migrate", "apply the database migrations", runMigrate},
+		{"sku", "sku create|preheat: set up a SKU before a sale", runSKU},
+		{"stock", "show a SKU's stock in Redis and MySQL", runStock},
+		{"order", "place an order and print the reservation answer", runOrder},
+		{"pay", "pay an order", runPay},
+		{"cancel", "cancel an unpaid order", runCancel},
+		{"status", "show an order", runStatus},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Logs go to stderr as JSON so stdout stays one parseable object.
+	slog.SetDefault(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if len(args) == 0 {
+		writeError(stderr, usageError(usageText()))
+		return 2
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		out, err := c.run(ctx, args[1:])
+		if err != nil {
+			writeError(stderr, err)
+			var ue *cliError
+			if errors.As(err, &ue) && ue.Code == codeUsage {
+				return 2
+			}
+			return 1
+		}
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(out); err != nil {
+			writeError(stderr, fmt.Errorf("write output: %w", err))
+			return 1
+		}
+		return 0
+	}
+	writeError(stderr, usageError(fmt.Sprintf("unknown command %q\n%s", args[0], usageText())))
+	return 2
+}
+
+func usageText() string {
+	s := "usage: starter <command> [flags]\ncommands:"
+	for _, c := range commands() {
+		s += fmt.Sprintf("\n  %-8s %s", c.name, c.usage)
+	}
+	return s
+}

@@ -1,0 +1,49 @@
+// Command worker runs the order workflows and activities. Configuration
+// comes from the environment (see internal/config); it migrates MySQL on
+// start and stops gracefully on SIGINT/SIGTERM, finishing the tasks it holds.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/config"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := run(logger); err != nil {
+		logger.Error("worker stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return fmt.Errorf("load config: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	b, err := backend.Connect(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	w := b.NewWorker()
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	logger.Info("worker started", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
+	<-ctx.Done()
+	logger.Info("stopping worker")
+	w.Stop() // waits for in-flight tasks up to the worker's stop timeout
+	return nil
+}

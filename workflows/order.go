@@ -1,0 +1,541 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// a names activity methods for ExecuteActivity; its fields are never used
+// inside the workflow.
+var a *activities.Activities
+
+// OrderWorkflow runs one order from reservation to payment or compensation.
+//
+//  1. ReserveStock (local activity): Redis pre-deduct, all items or none.
+//  2. CreateOrder (local activity): MySQL order + available -> frozen.
+//     Both run inside the first workflow task, so the Update-with-Start that
+//     started the order is answered after a single task: "reserved, pay by T"
+//     or "sold out".
+//  3. Wait for a payment (signal or update), a cancel signal, or the pay-by
+//     deadline.
+//  4. Paid: ConfirmPayment (frozen -> sold). Otherwise compensate: CloseOrder
+//     (frozen -> available) then ReleaseStock (Redis buckets).
+//
+// Payments that arrive after the order closed are recorded for refund.
+func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderView, error) {
+	o := &order{}
+	if err := o.setup(ctx, in); err != nil {
+		return OrderView{}, err
+	}
+	return o.run(ctx)
+}
+
+type order struct {
+	in     OrderInput
+	logger log.Logger
+	view   OrderView
+
+	// reserved is set once the reservation step has an answer; the
+	// UpdateReserve handler waits for it.
+	reserved bool
+	// pending holds payments not yet handled, in arrival order.
+	pending []Payment
+	// outcomes remembers every handled transaction, so a repeated payment
+	// is answered from here instead of being applied twice.
+	outcomes        map[string]PaymentOutcome
+	cancelRequested bool
+}
+
+// ValidateInput checks an order before any stock moves. The starter and the
+// HTTP API call it too, so bad input never reaches Temporal.
+func ValidateInput(in OrderInput) error {
+	var errs []error
+	if in.OrderID == "" || len(in.OrderID) > MaxIDLength {
+		errs = append(errs, fmt.Errorf("order_id must be 1-%d characters", MaxIDLength))
+	}
+	if in.UserID == "" || len(in.UserID) > MaxIDLength {
+		errs = append(errs, fmt.Errorf("user_id must be 1-%d characters", MaxIDLength))
+	}
+	if len(in.Items) == 0 || len(in.Items) > MaxItems {
+		errs = append(errs, fmt.Errorf("an order needs 1-%d items", MaxItems))
+	}
+	seen := make(map[string]bool, len(in.Items))
+	for _, it := range in.Items {
+		if it.SKU == "" || len(it.SKU) > MaxIDLength {
+			errs = append(errs, fmt.Errorf("sku_id must be 1-%d characters", MaxIDLength))
+		}
+		if it.Quantity < 1 || it.Quantity > MaxItemQuantity {
+			errs = append(errs, fmt.Errorf("quantity of %q must be 1-%d", it.SKU, MaxItemQuantity))
+		}
+		if seen[it.SKU] {
+			errs = append(errs, fmt.Errorf("sku %q appears twice; merge the lines", it.SKU))
+		}
+		seen[it.SKU] = true
+	}
+	if in.PaymentTimeout < 0 {
+		errs = append(errs, errors.New("payment_timeout must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// SKUs lists the order's SKU ids, sorted, for the SkuIds search attribute.
+func SKUs(items []Item) []string {
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.SKU
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (o *order) setup(ctx workflow.Context, in OrderInput) error {
+	o.in = in
+	o.logger = log.With(workflow.GetLogger(ctx), "order_id", in.OrderID)
+	o.outcomes = make(map[string]PaymentOutcome)
+	o.view = OrderView{
+		OrderID: in.OrderID, UserID: in.UserID, Items: slices.Clone(in.Items),
+		Status: StatusReserving,
+	}
+
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (OrderView, error) {
+		return o.view, nil
+	}); err != nil {
+		return fmt.Errorf("register %s query: %w", QueryStatus, err)
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateReserve, o.handleReserve); err != nil {
+		return fmt.Errorf("register %s update: %w", UpdateReserve, err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePay, o.handlePay,
+		workflow.UpdateHandlerOptions{Validator: validatePayment}); err != nil {
+		return fmt.Errorf("register %s update: %w", UpdatePay, err)
+	}
+	// Signals are collected by a workflow coroutine (deterministic, unlike a
+	// goroutine) into the same queue the pay update uses, so both forms of
+	// payment are handled by one code path in arrival order.
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		payments := workflow.GetSignalChannel(ctx, SignalPayment)
+		cancels := workflow.GetSignalChannel(ctx, SignalCancel)
+		for {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(payments, func(c workflow.ReceiveChannel, _ bool) {
+				var p Payment
+				c.Receive(ctx, &p)
+				if err := validatePayment(ctx, p); err != nil {
+					o.logger.Warn("ignoring invalid payment signal", "error", err)
+					return
+				}
+				o.pending = append(o.pending, p)
+			})
+			sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
+				var r CancelRequest
+				c.Receive(ctx, &r)
+				o.cancelRequested = true
+			})
+			sel.Select(ctx)
+		}
+	})
+	return nil
+}
+
+func validatePayment(_ workflow.Context, p Payment) error {
+	if p.TransactionID == "" || len(p.TransactionID) > 128 {
+		return errors.New("transaction_id must be 1-128 characters")
+	}
+	if p.Amount <= 0 {
+		return errors.New("amount must be positive")
+	}
+	return nil
+}
+
+// handleReserve answers once the reservation step is done. Repeated calls
+// (a buyer clicking twice with the same order id) get the same answer.
+func (o *order) handleReserve(ctx workflow.Context, _ ReserveRequest) (Reservation, error) {
+	if err := workflow.Await(ctx, func() bool { return o.reserved }); err != nil {
+		return Reservation{}, err
+	}
+	return Reservation{
+		OrderID: o.view.OrderID, Status: o.reservationStatus(), Amount: o.view.Amount,
+		PayBy: o.view.PayBy, Reason: o.reservationReason(),
+	}, nil
+}
+
+// reservationStatus is what the reservation achieved, independent of what
+// happened to the order later: an order that was reserved and then expired
+// was still reserved.
+func (o *order) reservationStatus() Status {
+	if o.view.Status == StatusRejected {
+		return StatusRejected
+	}
+	return StatusPendingPayment
+}
+
+func (o *order) reservationReason() string {
+	if o.view.Status == StatusRejected {
+		return o.view.Reason
+	}
+	return ""
+}
+
+// handlePay queues a payment and waits until the main loop has handled it.
+func (o *order) handlePay(ctx workflow.Context, p Payment) (PaymentOutcome, error) {
+	if out, ok := o.outcomes[p.TransactionID]; ok {
+		out.Duplicate = true
+		return out, nil
+	}
+	o.pending = append(o.pending, p)
+	if err := workflow.Await(ctx, func() bool { _, ok := o.outcomes[p.TransactionID]; return ok }); err != nil {
+		return PaymentOutcome{}, err
+	}
+	return o.outcomes[p.TransactionID], nil
+}
+
+func (o *order) run(ctx workflow.Context) (OrderView, error) {
+	if err := ValidateInput(o.in); err != nil {
+		o.reject(ctx, ReasonInvalid, err.Error())
+		return o.finish(ctx)
+	}
+	o.ensureSearchAttributes(ctx)
+
+	if err := o.reserve(ctx); err != nil {
+		return OrderView{}, err
+	}
+	if o.view.Status == StatusRejected {
+		return o.finish(ctx)
+	}
+	if err := o.awaitPayment(ctx); err != nil {
+		return OrderView{}, err
+	}
+	return o.finish(ctx)
+}
+
+// reserve takes the stock in Redis, then writes the order in MySQL.
+func (o *order) reserve(ctx workflow.Context) error {
+	items := o.activityItems()
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		// Redis and MySQL answer in milliseconds; a slow call is a stuck
+		// connection, retried quickly. The overall bound keeps a buyer from
+		// waiting on an answer for long: past it the order fails and the
+		// caller can retry with the same order id.
+		StartToCloseTimeout:    5 * time.Second,
+		ScheduleToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        50 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        2 * time.Second,
+			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+		},
+	})
+
+	var reserved activities.ReserveStockResult
+	err := workflow.ExecuteLocalActivity(lctx, a.ReserveStock,
+		activities.ReserveStockInput{OrderID: o.in.OrderID, Items: items}).Get(lctx, &reserved)
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			switch appErr.Type() {
+			case activities.ErrTypeSoldOut:
+				o.reject(ctx, ReasonSoldOut, appErr.Message())
+				return nil
+			case activities.ErrTypeUnknownSKU:
+				o.reject(ctx, ReasonUnknownSKU, appErr.Message())
+				return nil
+			case activities.ErrTypeInvalid:
+				return o.abort(ctx, false, ReasonInvalid)
+			}
+		}
+		// Redis stayed unreachable past the retry budget. Some items may
+		// have been taken before it failed; give them back (the release
+		// is idempotent and retried until Redis answers) and reject.
+		o.logger.Error("reserve stock failed", "error", err)
+		return o.abort(ctx, false, ReasonUnavailable)
+	}
+
+	// pay_by is fixed by the activity when the row is written and stored
+	// with it; the query and the timer use that stored value, so a retried
+	// activity cannot move the deadline.
+	var created activities.CreateOrderResult
+	err = workflow.ExecuteLocalActivity(lctx, a.CreateOrder, activities.CreateOrderInput{
+		OrderID: o.in.OrderID, UserID: o.in.UserID, Items: items, PaymentTimeout: o.in.PaymentTimeout,
+	}).Get(lctx, &created)
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && (appErr.Type() == activities.ErrTypeStockDrift || appErr.Type() == activities.ErrTypeUnknownSKU) {
+			return o.rejectRefused(ctx, appErr)
+		}
+		// MySQL stayed unreachable; the last attempt may or may not have
+		// committed. Close the order in the database if it exists, then
+		// give the Redis units back.
+		o.logger.Error("create order failed", "error", err)
+		return o.abort(ctx, true, ReasonUnavailable)
+	}
+	o.view.Amount = created.Amount
+	o.view.PayBy = created.PayBy
+	o.setStatus(ctx, StatusPendingPayment, "")
+	o.reserved = true
+	return nil
+}
+
+// rejectRefused rejects an order MySQL refused. Units of SKUs that drifted
+// (Redis had them, MySQL did not) stay out of Redis, which shrinks Redis
+// toward the truth; units of the other items are real and go back.
+func (o *order) rejectRefused(ctx workflow.Context, appErr *temporal.ApplicationError) error {
+	reason := ReasonUnknownSKU
+	var drifted []string
+	if appErr.Type() == activities.ErrTypeStockDrift {
+		reason = ReasonStockDrift
+		var d activities.StockDriftDetails
+		if appErr.HasDetails() {
+			if err := appErr.Details(&d); err != nil {
+				return fmt.Errorf("decode drift details: %w", err)
+			}
+		}
+		drifted = d.DriftedSKUs
+	}
+	var back []activities.Item
+	for _, it := range o.activityItems() {
+		if !slices.Contains(drifted, it.SKU) {
+			back = append(back, it)
+		}
+	}
+	if len(back) > 0 {
+		if err := o.releaseRedis(ctx, back); err != nil {
+			return err
+		}
+	}
+	o.reject(ctx, reason, appErr.Message())
+	return nil
+}
+
+// abort undoes a reservation that could not complete and rejects the order
+// with reason, so no unit stays taken by an order nobody can pay.
+func (o *order) abort(ctx workflow.Context, orderMayExist bool, reason string) error {
+	if orderMayExist {
+		err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), a.CloseOrder,
+			activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.StatusCancelled, Reason: reason}).Get(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("close order after failed create: %w", err)
+		}
+	}
+	if err := o.releaseRedis(ctx, o.activityItems()); err != nil {
+		return err
+	}
+	o.reject(ctx, reason, "reservation undone")
+	return nil
+}
+
+// awaitPayment waits for money, a cancel or the deadline, whichever comes
+// first, then settles the order.
+func (o *order) awaitPayment(ctx workflow.Context) error {
+	for {
+		remaining := o.view.PayBy.Sub(workflow.Now(ctx))
+		ok := false
+		var err error
+		if remaining > 0 {
+			ok, err = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+				Timeout:      remaining,
+				TimerOptions: workflow.TimerOptions{Summary: "payment deadline"},
+			}, func() bool { return len(o.pending) > 0 || o.cancelRequested })
+		}
+		if temporal.IsCanceledError(err) {
+			// An operator cancelled the workflow: treat it as a cancel, on
+			// a disconnected context so the compensation still runs.
+			dctx, _ := workflow.NewDisconnectedContext(ctx)
+			return o.close(dctx, StatusCancelled, "workflow cancelled by operator")
+		}
+		if err != nil {
+			return fmt.Errorf("await payment: %w", err)
+		}
+		switch {
+		case len(o.pending) > 0:
+			// Money first: a payment that arrived together with a cancel
+			// or the deadline wins, because the buyer has paid.
+			p := o.pending[0]
+			o.pending = o.pending[1:]
+			if err := o.applyPayment(ctx, p); err != nil {
+				return err
+			}
+			if o.view.Status == StatusPaid {
+				return nil
+			}
+		case o.cancelRequested:
+			return o.close(ctx, StatusCancelled, ReasonBuyerCancelled)
+		case !ok:
+			return o.close(ctx, StatusExpired, ReasonPaymentTimeout)
+		}
+	}
+}
+
+func (o *order) activityOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// Settlement must eventually happen, however long a dependency is
+		// down: no attempt limit, backoff capped at a minute.
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+		},
+		Summary: summary,
+	})
+}
+
+// applyPayment handles one payment while the order is open.
+func (o *order) applyPayment(ctx workflow.Context, p Payment) error {
+	if p.Amount != o.view.Amount {
+		o.logger.Warn("payment amount mismatch", "transaction_id", p.TransactionID, "paid", p.Amount, "amount", o.view.Amount)
+		return o.refund(ctx, p, RefundReasonAmountMismatch)
+	}
+	var res activities.ConfirmPaymentResult
+	err := workflow.ExecuteActivity(o.activityOptions(ctx, "confirm payment "+p.TransactionID), a.ConfirmPayment,
+		activities.ConfirmPaymentInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount}).Get(ctx, &res)
+	if err != nil {
+		return fmt.Errorf("confirm payment %s: %w", p.TransactionID, err)
+	}
+	out := PaymentOutcome{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: StatusPaid}
+	if res.PaymentStatus == orderdb.PaymentRefundRequired {
+		// The database saw the order closed or paid by someone else; it
+		// recorded the refund. Should not happen while the workflow owns
+		// the order, but the database is the guard.
+		out.Status = Status(res.OrderStatus)
+		out.Refund, out.Reason = RefundRequired, res.Reason
+		o.record(out)
+		return nil
+	}
+	o.record(out)
+	o.setStatus(ctx, StatusPaid, "")
+	return nil
+}
+
+// refund records money the order cannot keep.
+func (o *order) refund(ctx workflow.Context, p Payment, reason string) error {
+	err := workflow.ExecuteActivity(o.activityOptions(ctx, "record refund "+p.TransactionID), a.RecordRefund,
+		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: reason}).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record refund %s: %w", p.TransactionID, err)
+	}
+	o.record(PaymentOutcome{
+		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
+		Refund: RefundRequired, Reason: reason,
+	})
+	return nil
+}
+
+func (o *order) record(out PaymentOutcome) {
+	o.outcomes[out.TransactionID] = out
+	o.view.Payments = append(o.view.Payments, out)
+}
+
+// close compensates an unpaid order: the database first (CAS from
+// PENDING_PAYMENT, frozen -> available), then Redis. In that order, Redis
+// never offers a unit that MySQL still holds frozen.
+func (o *order) close(ctx workflow.Context, to Status, reason string) error {
+	err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), a.CloseOrder,
+		activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.Status(to), Reason: reason}).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("close order as %s: %w", to, err)
+	}
+	o.setStatus(ctx, to, reason)
+	return o.releaseRedis(ctx, o.activityItems())
+}
+
+func (o *order) releaseRedis(ctx workflow.Context, items []activities.Item) error {
+	err := workflow.ExecuteActivity(o.activityOptions(ctx, "put units back on sale"), a.ReleaseStock,
+		activities.ReleaseStockInput{OrderID: o.in.OrderID, Items: items}).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("release redis stock: %w", err)
+	}
+	return nil
+}
+
+// finish handles payments that arrived too late, then returns the view.
+// Updates still running are waited for so none is left without an answer.
+func (o *order) finish(ctx workflow.Context) (OrderView, error) {
+	// A cancelled context cannot run the refund activities.
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	for {
+		for len(o.pending) > 0 {
+			p := o.pending[0]
+			o.pending = o.pending[1:]
+			if err := o.settleLate(ctx, p); err != nil {
+				return OrderView{}, err
+			}
+		}
+		if err := workflow.Await(ctx, func() bool {
+			return len(o.pending) > 0 || workflow.AllHandlersFinished(ctx)
+		}); err != nil {
+			return OrderView{}, err
+		}
+		if len(o.pending) == 0 {
+			return o.view, nil
+		}
+	}
+}
+
+func (o *order) settleLate(ctx workflow.Context, p Payment) error {
+	if _, ok := o.outcomes[p.TransactionID]; ok {
+		return nil // a repeat of a payment already handled
+	}
+	reason := RefundReasonOrderClosed
+	if o.view.Status == StatusPaid {
+		reason = RefundReasonAlreadyPaid
+	}
+	return o.refund(ctx, p, reason)
+}
+
+func (o *order) reject(ctx workflow.Context, reason, detail string) {
+	o.logger.Info("order rejected", "reason", reason, "detail", detail)
+	o.setStatus(ctx, StatusRejected, reason)
+	o.reserved = true
+}
+
+// setStatus changes the status and keeps the OrderStatus search attribute
+// current, so the Web UI filters by the real state.
+func (o *order) setStatus(ctx workflow.Context, s Status, reason string) {
+	o.view.Status = s
+	o.view.Reason = reason
+	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(s))); err != nil {
+		o.logger.Warn("upsert OrderStatus search attribute", "error", err)
+	}
+	o.logger.Info("order status", "status", s, "reason", reason)
+}
+
+// ensureSearchAttributes fills UserId and SkuIds when the starter did not
+// (e.g. an order started from the Web UI). Starters normally set them on
+// start, which costs no extra event.
+func (o *order) ensureSearchAttributes(ctx workflow.Context) {
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	var updates []temporal.SearchAttributeUpdate
+	if _, ok := sa.GetKeyword(UserIDKey); !ok {
+		updates = append(updates, UserIDKey.ValueSet(o.in.UserID))
+	}
+	if _, ok := sa.GetKeywordList(SKUIDsKey); !ok {
+		updates = append(updates, SKUIDsKey.ValueSet(SKUs(o.in.Items)))
+	}
+	if _, ok := sa.GetKeyword(OrderStatusKey); !ok {
+		updates = append(updates, OrderStatusKey.ValueSet(string(StatusReserving)))
+	}
+	if len(updates) == 0 {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		o.logger.Warn("upsert search attributes", "error", err)
+	}
+}
+
+func (o *order) activityItems() []activities.Item {
+	items := make([]activities.Item, len(o.in.Items))
+	for i, it := range o.in.Items {
+		items[i] = activities.Item{SKU: it.SKU, Quantity: it.Quantity}
+	}
+	return items
+}

@@ -1,0 +1,385 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+const (
+	testOrderID = "o-1"
+	testAmount  = int64(129900)
+)
+
+type orderSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+}
+
+func TestOrderWorkflow(t *testing.T) { suite.Run(t, new(orderSuite)) }
+
+func (s *orderSuite) SetupTest() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.RegisterActivity(&activities.Activities{})
+}
+
+func (s *orderSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
+
+func input(items ...Item) OrderInput {
+	if len(items) == 0 {
+		items = []Item{{SKU: "1001", Quantity: 1}}
+	}
+	return OrderInput{OrderID: testOrderID, UserID: "u1", Items: items}
+}
+
+// expectReserved mocks a successful reservation and order write whose
+// deadline is 15 minutes after the test clock's start.
+func (s *orderSuite) expectReserved() time.Time {
+	payBy := s.env.Now().Add(15 * time.Minute).UTC()
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
+		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
+		Return(activities.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
+	return payBy
+}
+
+func (s *orderSuite) expectCompensation(status orderdb.Status) {
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: status, Reason: map[orderdb.Status]string{
+			orderdb.StatusExpired: ReasonPaymentTimeout, orderdb.StatusCancelled: ReasonBuyerCancelled,
+		}[status],
+	}).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}},
+	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+}
+
+// reserve sends the UpdateReserve a buyer's Update-with-Start carries and
+// checks the answer when it comes.
+func (s *orderSuite) reserve(check func(Reservation)) {
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(UpdateReserve, "reserve", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { s.Fail("reserve rejected", err) },
+			OnAccept: func() {},
+			OnComplete: func(v any, err error) {
+				s.Require().NoError(err)
+				check(v.(Reservation))
+			},
+		}, ReserveRequest{})
+	}, 0)
+}
+
+func (s *orderSuite) pay(after time.Duration, p Payment, check func(PaymentOutcome)) {
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(UpdatePay, "pay-"+p.TransactionID, &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { s.Fail("pay rejected", err) },
+			OnAccept: func() {},
+			OnComplete: func(v any, err error) {
+				s.Require().NoError(err)
+				check(v.(PaymentOutcome))
+			},
+		}, p)
+	}, after)
+}
+
+func (s *orderSuite) result() OrderView {
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+	var v OrderView
+	s.Require().NoError(s.env.GetWorkflowResult(&v))
+	return v
+}
+
+func (s *orderSuite) TestPaidOrder() {
+	payBy := s.expectReserved()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, activities.ConfirmPaymentInput{
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount,
+	}).Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+
+	var answered Reservation
+	s.reserve(func(r Reservation) { answered = r })
+	var outcome PaymentOutcome
+	s.pay(3*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(Reservation{OrderID: testOrderID, Status: StatusPendingPayment, Amount: testAmount, PayBy: payBy}, answered)
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}, outcome)
+	v := s.result()
+	s.Equal(StatusPaid, v.Status)
+	s.Equal(testAmount, v.Amount)
+}
+
+func (s *orderSuite) TestPaymentTimeout() {
+	start := s.env.Now()
+	s.expectReserved()
+	s.expectCompensation(orderdb.StatusExpired)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusExpired, v.Status)
+	s.Equal(ReasonPaymentTimeout, v.Reason)
+	// Time skipping ran the whole 15-minute deadline.
+	s.GreaterOrEqual(s.env.Now().Sub(start), 15*time.Minute)
+}
+
+func (s *orderSuite) TestBuyerCancels() {
+	s.expectReserved()
+	s.expectCompensation(orderdb.StatusCancelled)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(SignalCancel, CancelRequest{Reason: "changed mind"})
+	}, 2*time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(StatusCancelled, s.result().Status)
+}
+
+func (s *orderSuite) TestOperatorCancelsWorkflow() {
+	s.expectReserved()
+	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.MatchedBy(func(in activities.CloseOrderInput) bool {
+		return in.Status == orderdb.StatusCancelled
+	})).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(StatusCancelled, s.result().Status)
+}
+
+// A payment signal landing exactly on the deadline must end in exactly one
+// of two consistent states: paid with nothing released, or expired with the
+// units released and the money recorded for refund.
+func (s *orderSuite) TestPaymentRacesDeadline() {
+	s.expectReserved()
+	confirm := s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Maybe()
+	closeOrder := s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Maybe()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Maybe()
+	refund := s.env.OnActivity(a.RecordRefund, mock.Anything, mock.Anything).Return(activities.RecordRefundResult{}, nil).Maybe()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t-edge", Amount: testAmount})
+	}, 15*time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	switch v.Status {
+	case StatusPaid:
+		s.env.AssertNumberOfCalls(s.T(), "ConfirmPayment", 1)
+		s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
+		s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
+	case StatusExpired:
+		s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
+		s.env.AssertNumberOfCalls(s.T(), "CloseOrder", 1)
+		s.env.AssertNumberOfCalls(s.T(), "RecordRefund", 1)
+		s.Require().Len(v.Payments, 1)
+		s.Equal(RefundRequired, v.Payments[0].Refund)
+	default:
+		s.Failf("unexpected status", "%s", v.Status)
+	}
+	_, _, _ = confirm, closeOrder, refund
+}
+
+func (s *orderSuite) TestDuplicateAndSecondPayment() {
+	s.expectReserved()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: RefundReasonAlreadyPaid,
+	}).Return(activities.RecordRefundResult{}, nil).Once()
+
+	for _, txn := range []string{"t1", "t1", "t2", "t1"} {
+		s.env.RegisterDelayedCallback(func() {
+			s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: txn, Amount: testAmount})
+		}, time.Minute)
+	}
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusPaid, v.Status)
+	s.Require().Len(v.Payments, 2)
+	s.Equal("", v.Payments[0].Refund)
+	s.Equal(RefundRequired, v.Payments[1].Refund)
+}
+
+func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
+	s.expectReserved()
+	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: RefundReasonAmountMismatch,
+	}).Return(activities.RecordRefundResult{}, nil).Once()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+
+	var first PaymentOutcome
+	s.pay(time.Minute, Payment{TransactionID: "short", Amount: 1}, func(o PaymentOutcome) { first = o })
+	s.pay(2*time.Minute, Payment{TransactionID: "good", Amount: testAmount}, func(PaymentOutcome) {})
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(RefundRequired, first.Refund)
+	s.Equal(RefundReasonAmountMismatch, first.Reason)
+	s.Equal(StatusPendingPayment, first.Status)
+	s.Equal(StatusPaid, s.result().Status)
+}
+
+// A payment that arrives while the expired order is being compensated is
+// recorded for refund, not lost and not sold.
+func (s *orderSuite) TestLatePaymentDuringCompensation() {
+	s.expectReserved()
+	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).
+		After(30*time.Second).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: RefundReasonOrderClosed,
+	}).Return(activities.RecordRefundResult{}, nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "late", Amount: testAmount})
+	}, 15*time.Minute+10*time.Second)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusExpired, v.Status)
+	s.Require().Len(v.Payments, 1)
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: StatusExpired,
+		Refund: RefundRequired, Reason: RefundReasonOrderClosed}, v.Payments[0])
+	s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
+}
+
+func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{},
+		temporal.NewNonRetryableApplicationError("1001: sold out", activities.ErrTypeSoldOut, nil)).Once()
+	var answered Reservation
+	s.reserve(func(r Reservation) { answered = r })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(Reservation{OrderID: testOrderID, Status: StatusRejected, Reason: ReasonSoldOut}, answered)
+	s.Equal(StatusRejected, s.result().Status)
+	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
+}
+
+// MySQL refused one SKU (Redis drifted): that SKU's Redis units must not be
+// put back, the other item's must.
+func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("insufficient stock", activities.ErrTypeStockDrift, nil,
+			activities.StockDriftDetails{DriftedSKUs: []string{"2002"}})).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}},
+	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input(Item{SKU: "1001", Quantity: 1}, Item{SKU: "2002", Quantity: 2}))
+
+	v := s.result()
+	s.Equal(StatusRejected, v.Status)
+	s.Equal(ReasonStockDrift, v.Reason)
+}
+
+// Transient failures are retried: the order still gets reserved and paid,
+// and each side effect lands once because the activities are idempotent.
+func (s *orderSuite) TestTransientFailuresAreRetried() {
+	payBy := s.env.Now().Add(15 * time.Minute).UTC()
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, errors.New("redis: i/o timeout")).Twice()
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{}, errors.New("driver: bad connection")).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).Return(activities.ConfirmPaymentResult{}, errors.New("deadlock")).Once()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
+	}, time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(StatusPaid, s.result().Status)
+}
+
+// When Redis stays down past the reservation's retry budget, whatever was
+// taken is given back and the buyer is told UNAVAILABLE, instead of the
+// workflow failing with units held.
+func (s *orderSuite) TestRedisDownRejectsAndReleases() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, errors.New("connection refused"))
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusRejected, v.Status)
+	s.Equal(ReasonUnavailable, v.Reason)
+	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
+}
+
+func (s *orderSuite) TestInvalidInputTouchesNothing() {
+	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: testOrderID, UserID: "u1",
+		Items: []Item{{SKU: "1001", Quantity: 0}}})
+
+	v := s.result()
+	s.Equal(StatusRejected, v.Status)
+	s.Equal(ReasonInvalid, v.Reason)
+	s.env.AssertNotCalled(s.T(), "ReserveStock", mock.Anything, mock.Anything)
+}
+
+func (s *orderSuite) TestStatusQueryWhilePending() {
+	payBy := s.expectReserved()
+	s.expectCompensation(orderdb.StatusExpired)
+	s.env.RegisterDelayedCallback(func() {
+		res, err := s.env.QueryWorkflow(QueryStatus)
+		s.Require().NoError(err)
+		var v OrderView
+		s.Require().NoError(res.Get(&v))
+		s.Equal(OrderView{OrderID: testOrderID, UserID: "u1", Items: []Item{{SKU: "1001", Quantity: 1}},
+			Status: StatusPendingPayment, Amount: testAmount, PayBy: payBy}, v)
+	}, 5*time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.Equal(StatusExpired, s.result().Status)
+}
+
+func TestValidateInput(t *testing.T) {
+	long := string(make([]byte, MaxIDLength+1))
+	ok := Item{SKU: "1001", Quantity: 1}
+	tests := []struct {
+		name    string
+		in      OrderInput
+		wantErr string
+	}{
+		{"valid", OrderInput{OrderID: "o", UserID: "u", Items: []Item{ok}}, ""},
+		{"no order id", OrderInput{UserID: "u", Items: []Item{ok}}, "order_id"},
+		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []Item{ok}}, "user_id"},
+		{"no items", OrderInput{OrderID: "o", UserID: "u"}, "items"},
+		{"zero quantity", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{SKU: "1", Quantity: 0}}}, "quantity"},
+		{"negative quantity", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{SKU: "1", Quantity: -3}}}, "quantity"},
+		{"absurd quantity", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{SKU: "1", Quantity: 1 << 40}}}, "quantity"},
+		{"duplicate sku", OrderInput{OrderID: "o", UserID: "u", Items: []Item{ok, ok}}, "twice"},
+		{"empty sku", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{Quantity: 1}}}, "sku_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateInput(tt.in)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+var _ = context.Background
