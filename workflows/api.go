@@ -118,7 +118,7 @@ type Reservation struct {
 	// Status is PENDING_PAYMENT (reserved) or REJECTED.
 	Status Status    `json:"status"`
 	Amount int64     `json:"amount"`
-	PayBy  time.Time `json:"pay_by"`
+	PayBy  time.Time `json:"pay_by,omitzero"`
 	Reason string    `json:"reason,omitempty"`
 }
 

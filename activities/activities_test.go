@@ -1,0 +1,210 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// These tests run the activities against the real Redis and MariaDB: the
+// behaviour under test (atomic Lua, CHECK constraints, transactions) lives
+// in those servers.
+
+type fixture struct {
+	acts   *activities.Activities
+	stock  *inventory.Store
+	orders *orderdb.Store
+	prefix string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	orders, err := orderdb.Open(ctx, testenv.MySQLDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = orders.Close() })
+	stock := inventory.New(testenv.Redis(t), inventory.Options{})
+	now := time.Date(2026, 11, 11, 0, 0, 0, 0, time.UTC)
+	return &fixture{
+		acts: &activities.Activities{Stock: stock, Orders: orders, PaymentTimeout: 15 * time.Minute,
+			Now: func() time.Time { return now }},
+		stock: stock, orders: orders, prefix: "act-" + testenv.UniqueID(t) + "-",
+	}
+}
+
+// sku creates a SKU with dbStock units in MySQL and redisStock in Redis;
+// different numbers simulate drift.
+func (f *fixture) sku(t *testing.T, name string, dbStock, redisStock int64) string {
+	t.Helper()
+	id := f.prefix + name
+	_, err := f.orders.PutSKU(context.Background(), orderdb.SKU{ID: id, Total: dbStock, Price: 1000, Buckets: 4, PerUserLimit: 10})
+	require.NoError(t, err)
+	_, err = f.stock.Preheat(context.Background(), id, redisStock, 4)
+	require.NoError(t, err)
+	return id
+}
+
+func (f *fixture) redisAvailable(t *testing.T, sku string) int64 {
+	t.Helper()
+	st, err := f.stock.Stock(context.Background(), sku)
+	require.NoError(t, err)
+	return st.Available
+}
+
+func appErrType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+func TestReserveStockIsAllOrNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	plenty := f.sku(t, "plenty", 5, 5)
+	scarce := f.sku(t, "scarce", 1, 1)
+
+	tests := []struct {
+		name       string
+		items      []activities.Item
+		wantErr    string
+		wantRedis  map[string]int64
+		retryTwice bool
+	}{
+		{
+			name:      "second item short: first item given back",
+			items:     []activities.Item{{SKU: plenty, Quantity: 2}, {SKU: scarce, Quantity: 2}},
+			wantErr:   activities.ErrTypeSoldOut,
+			wantRedis: map[string]int64{plenty: 5, scarce: 1},
+		},
+		{
+			name:      "unknown sku: first item given back",
+			items:     []activities.Item{{SKU: plenty, Quantity: 1}, {SKU: f.prefix + "nope", Quantity: 1}},
+			wantErr:   activities.ErrTypeUnknownSKU,
+			wantRedis: map[string]int64{plenty: 5},
+		},
+		{
+			name:       "both available, retried: taken once",
+			items:      []activities.Item{{SKU: plenty, Quantity: 2}, {SKU: scarce, Quantity: 1}},
+			wantRedis:  map[string]int64{plenty: 3, scarce: 0},
+			retryTwice: true,
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := activities.ReserveStockInput{OrderID: f.prefix + "o" + string(rune('a'+i)), Items: tt.items}
+			res, err := f.acts.ReserveStock(ctx, in)
+			if tt.retryTwice {
+				require.NoError(t, err)
+				again, err := f.acts.ReserveStock(ctx, in)
+				require.NoError(t, err)
+				require.Equal(t, res, again)
+			}
+			if tt.wantErr != "" {
+				require.Equal(t, tt.wantErr, appErrType(err), "err: %v", err)
+			}
+			for sku, want := range tt.wantRedis {
+				require.Equal(t, want, f.redisAvailable(t, sku), sku)
+			}
+		})
+	}
+}
+
+func TestCreateOrderIdempotentAndPriced(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.sku(t, "a", 3, 3)
+	in := activities.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1", Items: []activities.Item{{SKU: sku, Quantity: 2}}}
+
+	first, err := f.acts.CreateOrder(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, activities.CreateOrderResult{Amount: 2000, PayBy: time.Date(2026, 11, 11, 0, 15, 0, 0, time.UTC)}, first)
+	f.acts.Now = func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
+	again, err := f.acts.CreateOrder(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, first, again, "a retry must not move the deadline")
+
+	inv, err := f.orders.Inventory(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), inv.Available)
+	require.Equal(t, int64(2), inv.Frozen)
+}
+
+// Redis holds more than MySQL: MySQL refuses, the drift is named and
+// counted, and only the drifted SKU is reported.
+func TestCreateOrderReportsDrift(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ok := f.sku(t, "ok", 5, 5)
+	drifted := f.sku(t, "drifted", 1, 3)
+
+	_, err := f.acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1",
+		Items: []activities.Item{{SKU: ok, Quantity: 1}, {SKU: drifted, Quantity: 2}}})
+	require.Equal(t, activities.ErrTypeStockDrift, appErrType(err))
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	require.True(t, appErr.NonRetryable())
+	var details activities.StockDriftDetails
+	require.NoError(t, appErr.Details(&details))
+	require.Equal(t, []string{drifted}, details.DriftedSKUs)
+
+	st, err := f.stock.Stock(ctx, drifted)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), st.Drift)
+	// Nothing was written: the transaction rolled back.
+	inv, err := f.orders.Inventory(ctx, ok)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), inv.Available)
+	_, err = f.orders.Order(ctx, f.prefix+"o1")
+	require.ErrorIs(t, err, orderdb.ErrNotFound)
+}
+
+// The full compensation path on real stores: reserve, create, close,
+// release, with every step retried, ends with the unit back in both stores.
+func TestCompensationRoundTrip(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.sku(t, "round", 2, 2)
+	orderID := f.prefix + "o1"
+	items := []activities.Item{{SKU: sku, Quantity: 1}}
+
+	for range 2 {
+		_, err := f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: orderID, Items: items})
+		require.NoError(t, err)
+		_, err = f.acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: orderID, UserID: "u", Items: items})
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), f.redisAvailable(t, sku))
+
+	var released int64
+	for range 2 {
+		_, err := f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: orderdb.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
+		require.NoError(t, err)
+		r, err := f.acts.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: orderID, Items: items})
+		require.NoError(t, err)
+		released += r.Released
+	}
+	require.Equal(t, int64(1), released, "released once across retries")
+	require.Equal(t, int64(2), f.redisAvailable(t, sku))
+	inv, err := f.orders.Inventory(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, orderdb.Inventory{SKU: sku, Total: 2, Available: 2, Price: 1000, Buckets: 4, PerUserLimit: 10}, inv)
+
+	// A payment after the close is recorded for refund, never sold.
+	res, err := f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: orderID, TransactionID: "late", Amount: 1000})
+	require.NoError(t, err)
+	require.Equal(t, orderdb.PaymentRefundRequired, res.PaymentStatus)
+	inv, err = f.orders.Inventory(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), inv.Sold)
+}
