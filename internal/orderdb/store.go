@@ -146,9 +146,25 @@ func ensureDatabase(ctx context.Context, db *sql.DB, cfg *mysql.Config) error {
 
 // migrate applies pending migrations. It calls no Provider.Close: that would
 // close the pool the store keeps using.
+//
+// The whole run, including goose's creation of its version table, happens
+// under a MySQL named lock held on a dedicated connection. goose's own
+// session-locker hook runs after the version table check, and several
+// processes starting at once then raced to "missing zero version migration".
 func migrate(ctx context.Context, db *sql.DB, dbName string) error {
-	p, err := goose.NewProvider(goose.DialectMySQL, db, migrations.FS,
-		goose.WithSessionLocker(newMigrationLocker(dbName)))
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	lock := newMigrationLocker(dbName)
+	if err := lock.SessionLock(ctx, conn); err != nil {
+		return err
+	}
+	// Unlock on a fresh context: ctx may be the reason we are leaving.
+	defer func() { _ = lock.SessionUnlock(context.WithoutCancel(ctx), conn) }()
+
+	p, err := goose.NewProvider(goose.DialectMySQL, db, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
