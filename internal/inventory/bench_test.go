@@ -73,3 +73,19 @@ func BenchmarkRawEvalSha(b *testing.B) {
 		}
 	})
 }
+
+// TestRawTakeMovesStock keeps the benchmark's ceiling honest: RawTake must
+// do the same work as a Reserve on one bucket.
+func TestRawTakeMovesStock(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	_, err := s.Preheat(ctx, sku, 2, 1)
+	require.NoError(t, err)
+	require.NoError(t, s.LoadScripts(ctx))
+	require.NoError(t, s.RawTake(ctx, sku, 0, "o1"))
+	require.NoError(t, s.RawTake(ctx, sku, 0, "o1")) // idempotent replay
+	st, err := s.Stock(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.Available)
+}

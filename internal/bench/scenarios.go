@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/ceiling"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// RedisReserve measures inventory.Reserve (routing, MGET, take.lua) on a SKU
+// preheated with far more units than the run needs, so every call is the
+// happy path.
+func RedisReserve(ctx context.Context, stock *inventory.Store, run string, buckets, n, conc int) (Stat, error) {
+	sku := fmt.Sprintf("bench-redis-%s-%d", run, buckets)
+	if _, err := stock.Preheat(ctx, sku, int64(2*n+buckets), buckets); err != nil {
+		return Stat{}, err
+	}
+	return Measure(ctx, fmt.Sprintf("redis Reserve, %d bucket(s)", buckets), n, conc, func(ctx context.Context, i int) error {
+		_, err := stock.Reserve(ctx, fmt.Sprintf("o-%d", i), sku, 1)
+		return err
+	}), nil
+}
+
+// RedisRawTake measures a bare EVALSHA of the same take.lua on one bucket:
+// the ceiling for RedisReserve.
+func RedisRawTake(ctx context.Context, stock *inventory.Store, run string, n, conc int) (Stat, error) {
+	sku := "bench-raw-" + run
+	if _, err := stock.Preheat(ctx, sku, int64(2*n), 1); err != nil {
+		return Stat{}, err
+	}
+	if err := stock.LoadScripts(ctx); err != nil {
+		return Stat{}, err
+	}
+	return Measure(ctx, "redis raw EVALSHA take.lua", n, conc, func(ctx context.Context, i int) error {
+		return stock.RawTake(ctx, sku, 0, fmt.Sprintf("o-%d", i))
+	}), nil
+}
+
+// MySQLHotRow is what most teams start with and the baseline the design is
+// measured against: no Redis, no Temporal, one transaction per order doing
+// SELECT ... FOR UPDATE then UPDATE on one hot inventory row.
+func MySQLHotRow(ctx context.Context, db *sql.DB, run string, n, conc int) (Stat, error) {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS bench_hot_row (
+		sku_id VARCHAR(64) PRIMARY KEY, available BIGINT NOT NULL, sold BIGINT NOT NULL,
+		CHECK (available >= 0)) ENGINE=InnoDB`); err != nil {
+		return Stat{}, fmt.Errorf("create bench table: %w", err)
+	}
+	sku := "hot-" + run
+	if _, err := db.ExecContext(ctx, `INSERT INTO bench_hot_row VALUES (?, ?, 0)`, sku, 2*n); err != nil {
+		return Stat{}, fmt.Errorf("seed bench row: %w", err)
+	}
+	return Measure(ctx, "mysql SELECT FOR UPDATE + UPDATE, one hot row", n, conc, func(ctx context.Context, _ int) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		var available int64
+		if err := tx.QueryRowContext(ctx, `SELECT available FROM bench_hot_row WHERE sku_id = ? FOR UPDATE`, sku).Scan(&available); err != nil {
+			return err
+		}
+		if available < 1 {
+			return errors.New("sold out")
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE bench_hot_row SET available = available - 1, sold = sold + 1 WHERE sku_id = ?`, sku); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}), nil
+}
+
+// Orders measures whole orders through the real workflow: Update-with-Start
+// (reserve in Redis + create in MySQL), then the pay update (confirm in
+// MySQL). It returns the reservation answer's latency and the whole order's.
+func Orders(ctx context.Context, svc *orders.Service, sku string, amount int64, run string, n, conc int) (reserve, whole Stat) {
+	reserveLat := make([]time.Duration, n)
+	whole = Measure(ctx, "whole order (reserve + create + pay + confirm)", n, conc, func(ctx context.Context, i int) error {
+		id := fmt.Sprintf("%s-%s-%d", sku, run, i)
+		t0 := time.Now()
+		res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: id, Items: []workflows.Item{{SKU: sku, Quantity: 1}}})
+		reserveLat[i] = time.Since(t0)
+		if err != nil {
+			return err
+		}
+		if res.Status != workflows.StatusPendingPayment {
+			return fmt.Errorf("order %s: %s %s", id, res.Status, res.Reason)
+		}
+		out, err := svc.Pay(ctx, id, workflows.Payment{TransactionID: "t-" + id, Amount: amount})
+		if err != nil {
+			return err
+		}
+		if out.Status != workflows.StatusPaid {
+			return fmt.Errorf("pay %s: %s", id, out.Status)
+		}
+		return nil
+	})
+	reserve = Summarize("reservation answer (Update-with-Start)", reserveLat[:whole.Ops], time.Duration(whole.Seconds*float64(time.Second)))
+	reserve.PerSec = whole.PerSec
+	return reserve, whole
+}
+
+// Ceiling measures the cheapest durable order the server can run: a
+// workflow started by Update-with-Start whose update answers at once.
+func Ceiling(ctx context.Context, c client.Client, queue, run string, n, conc int) Stat {
+	return Measure(ctx, "ceiling: Update-with-Start, update returns at once", n, conc, func(ctx context.Context, i int) error {
+		id := fmt.Sprintf("ceiling-%s-%d", run, i)
+		op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID: id, TaskQueue: queue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		}, ceiling.Workflow, id)
+		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: op,
+			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: ceiling.UpdateName,
+				WaitForStage: client.WorkflowUpdateStageCompleted},
+		})
+		if err != nil {
+			return err
+		}
+		return h.Get(ctx, nil)
+	})
+}
+
+// HTTP measures n POSTs of body to url and counts any status other than
+// want as an error.
+func HTTP(ctx context.Context, name string, hc *http.Client, url string, body []byte, want, n, conc int) Stat {
+	return Measure(ctx, name, n, conc, func(ctx context.Context, _ int) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			return fmt.Errorf("status %d, want %d", resp.StatusCode, want)
+		}
+		return nil
+	})
+}

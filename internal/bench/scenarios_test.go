@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/ceiling"
+	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// The scenarios run briefly against the real services, checking that each
+// measures what it claims (the stock it moved), not how fast.
+
+func TestRedisScenariosMoveStock(t *testing.T) {
+	ctx := context.Background()
+	stock := inventory.New(testenv.Redis(t), inventory.Options{})
+	run := testenv.UniqueID(t)
+	for _, buckets := range []int{1, 16} {
+		s, err := RedisReserve(ctx, stock, run, buckets, 200, 8)
+		require.NoError(t, err)
+		require.Equal(t, Stat{Name: s.Name, Ops: 200}, Stat{Name: s.Name, Ops: s.Ops, Errors: s.Errors})
+		st, err := stock.Stock(ctx, "bench-redis-"+run+"-"+map[int]string{1: "1", 16: "16"}[buckets])
+		require.NoError(t, err)
+		require.Equal(t, int64(200+buckets), st.Available, "2n+buckets preheated, n taken")
+	}
+	s, err := RedisRawTake(ctx, stock, run, 200, 8)
+	require.NoError(t, err)
+	require.Zero(t, s.Errors, s.FirstError)
+	st, err := stock.Stock(ctx, "bench-raw-"+run)
+	require.NoError(t, err)
+	require.Equal(t, int64(200), st.Available)
+}
+
+func TestMySQLHotRowSellsExactly(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("mysql", testenv.MySQLDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	run := testenv.UniqueID(t)
+	s, err := MySQLHotRow(ctx, db, run, 300, 16)
+	require.NoError(t, err)
+	require.Zero(t, s.Errors, s.FirstError)
+	var sold, available int64
+	require.NoError(t, db.QueryRow(`SELECT sold, available FROM bench_hot_row WHERE sku_id = ?`, "hot-"+run).Scan(&sold, &available))
+	require.Equal(t, int64(300), sold)
+	require.Equal(t, int64(300), available)
+}
+
+func TestOrdersAndCeilingOnTemporal(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Config{
+		TemporalAddress: testenv.TemporalAddress(), TemporalNamespace: "default",
+		TaskQueue: "bench-test-" + testenv.UniqueID(t), RedisAddr: testenv.RedisAddr(),
+		MySQLDSN: testenv.MySQLDSN(t), PaymentTimeout: 15 * time.Minute, WorkerConcurrency: 64,
+	}
+	be, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	require.NoError(t, err)
+	t.Cleanup(be.Close)
+	w := be.NewWorker()
+	w.RegisterWorkflow(ceiling.Workflow)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	sku := "bench-orders-" + testenv.UniqueID(t)
+	_, err = be.Orders.PutSKU(ctx, orderdb.SKU{ID: sku, Total: 100, Price: 250, Buckets: 4, PerUserLimit: 1})
+	require.NoError(t, err)
+	_, err = be.Stock.Preheat(ctx, sku, 100, 4)
+	require.NoError(t, err)
+
+	svc := &orders.Service{Temporal: be.Temporal, TaskQueue: cfg.TaskQueue, Orders: be.Orders}
+	reserve, whole := Orders(ctx, svc, sku, 250, "r", 20, 4)
+	require.Zero(t, whole.Errors, whole.FirstError)
+	require.Equal(t, int64(20), whole.Ops)
+	require.Equal(t, int64(20), reserve.Ops)
+	require.LessOrEqual(t, reserve.P50ms, whole.P50ms, "the answer comes before the payment")
+	inv, err := be.Orders.Inventory(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(20), inv.Sold)
+
+	c := Ceiling(ctx, be.Temporal, cfg.TaskQueue, testenv.UniqueID(t), 20, 4)
+	require.Zero(t, c.Errors, c.FirstError)
+	require.Equal(t, int64(20), c.Ops)
+}

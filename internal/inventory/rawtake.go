@@ -1,0 +1,32 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RawTake runs take.lua once on one bucket with a bare EVALSHA: no bucket
+// routing, no MGET of the bucket count, no fallback. It exists for the
+// benchmark, which reports Reserve against it as the ceiling of what Redis
+// can do with the same script; the buying path must use Reserve.
+func (s *Store) RawTake(ctx context.Context, sku string, bucket int, orderID string) error {
+	err := takeScript.EvalSha(ctx, s.rdb, []string{stockKey(sku, bucket), orderKey(sku, bucket, orderID)},
+		1, s.heldMs, s.zeroMs).Err()
+	if err != nil {
+		return fmt.Errorf("raw take %s/%d: %w", sku, bucket, err)
+	}
+	return nil
+}
+
+// LoadScripts loads every script into the Redis script cache, so a
+// benchmark's first EVALSHA does not pay for a NOSCRIPT round trip.
+func (s *Store) LoadScripts(ctx context.Context) error {
+	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript} {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return fmt.Errorf("load scripts: %w", err)
+		}
+	}
+	return nil
+}
