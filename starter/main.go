@@ -10,6 +10,7 @@
 //	starter pay --order ID --txn T --amount MINOR
 //	starter cancel --order ID
 //	starter status --order ID
+//	starter demo [--units N --buyers N ...]   (prints a table for a person)
 //
 // Configuration comes from the same environment variables as the worker.
 package main
@@ -43,6 +44,8 @@ func commands() []command {
 		{"pay", "pay an order", runPay},
 		{"cancel", "cancel an unpaid order", runCancel},
 		{"status", "show an order", runStatus},
+		{"bench", "measure the hot paths beside their ceilings; writes docs/bench", runBench},
+		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
 	}
 }
 
@@ -73,6 +76,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return 1
 		}
+		if t, ok := out.(texter); ok {
+			if text, human := t.Text(); human {
+				fmt.Fprint(stdout, text)
+				return 0
+			}
+		}
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(out); err != nil {
 			writeError(stderr, fmt.Errorf("write output: %w", err))
@@ -83,6 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	writeError(stderr, usageError(fmt.Sprintf("unknown command %q\n%s", args[0], usageText())))
 	return 2
 }
+
+// texter is a result meant for a person (the demo's table); it may still
+// choose JSON, e.g. when asked with --json.
+type texter interface {
+	Text() (text string, human bool)
+}
+
+func marshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func usageText() string {
 	s := "usage: starter <command> [flags]\ncommands:"

@@ -1,0 +1,221 @@
+// Package demo runs a whole flash sale in one process for a person to
+// watch: Temporal, Redis and a MySQL-compatible store (embedded unless the
+// environment names real ones), the worker, the HTTP API, and a crowd of
+// buyers. The benchmark reuses the same stack against real services.
+package demo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/ceiling"
+	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/devstack"
+	"github.com/flashsale/flashsale/internal/httpapi"
+)
+
+// StackOptions chooses the services.
+type StackOptions struct {
+	// Config names the services; an empty TemporalAddress, RedisAddr or
+	// MySQLDSN starts the embedded one.
+	Config config.Config
+	// TemporalDBFile keeps an embedded Temporal's history on disk.
+	TemporalDBFile string
+	// Progress receives start-up messages for a person (may be nil).
+	Progress io.Writer
+	Logger   *slog.Logger
+}
+
+// Stack is a running flash-sale deployment in this process.
+type Stack struct {
+	Backend     *backend.Backend
+	API         *httpapi.Server
+	URL         string // the HTTP API's base URL
+	UIURL       string // Temporal Web UI base URL, when known
+	AdminToken  string
+	Secret      string // webhook secret
+	TemporalPID int    // 0 when Temporal is not our child process
+
+	stops []func()
+}
+
+// Embedded is the service configuration that starts everything in process:
+// no TEMPORAL_ADDRESS, REDIS_ADDR or MYSQL_DSN.
+func Embedded(cfg config.Config, getenv func(string) string) config.Config {
+	if getenv("TEMPORAL_ADDRESS") == "" {
+		cfg.TemporalAddress = ""
+	}
+	if getenv("REDIS_ADDR") == "" {
+		cfg.RedisAddr = ""
+	}
+	if getenv("MYSQL_DSN") == "" {
+		cfg.MySQLDSN = ""
+	}
+	return cfg
+}
+
+// StartStack starts what is missing, connects, and serves the worker and the
+// API on a loopback port. Close stops everything it started.
+func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
+	st = &Stack{AdminToken: randomHex(16), Secret: randomHex(24)}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	cfg := opts.Config
+
+	if cfg.TemporalAddress == "" {
+		fmt.Fprintln(progress, "starting Temporal dev server (embedded)...")
+		t, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{DBFile: opts.TemporalDBFile, Progress: progress})
+		if err != nil {
+			return nil, fmt.Errorf("start temporal: %w", err)
+		}
+		st.stops = append(st.stops, func() { _ = t.Stop() })
+		cfg.TemporalAddress, st.UIURL, st.TemporalPID = t.Address(), t.UIURL(), t.PID()
+	}
+	if cfg.RedisAddr == "" {
+		fmt.Fprintln(progress, "starting Redis (embedded miniredis)...")
+		r, err := devstack.StartRedis()
+		if err != nil {
+			return nil, fmt.Errorf("start redis: %w", err)
+		}
+		st.stops = append(st.stops, r.Stop)
+		cfg.RedisAddr = r.Addr()
+	}
+	if cfg.MySQLDSN == "" {
+		fmt.Fprintln(progress, "starting MySQL-compatible store (embedded go-mysql-server)...")
+		m, err := devstack.StartMySQL(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("start mysql: %w", err)
+		}
+		st.stops = append(st.stops, func() { _ = m.Stop() })
+		cfg.MySQLDSN = m.DSN()
+	}
+
+	b, err := backend.Connect(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	st.Backend = b
+	st.stops = append(st.stops, b.Close)
+
+	w := b.NewWorker()
+	// The ceiling workflow rides along so the benchmark can compare on the
+	// same worker; it costs nothing when unused.
+	w.RegisterWorkflow(ceiling.Workflow)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	st.stops = append(st.stops, w.Stop)
+
+	api, err := httpapi.New(httpapi.FromBackend(b), httpapi.Config{
+		Addr: "127.0.0.1:0", WebhookSecrets: []string{st.Secret}, AdminToken: st.AdminToken,
+		// A demo crowd hammers from one machine; the per-user rate limit
+		// stays on (each buyer is its own user) at its default.
+		BuyRate: 5, MaxInFlight: 16,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.API = api
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = api.Run(apiCtx) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		stopAPI()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	srv := api.HTTPServer()
+	wg.Go(func() { _ = srv.Serve(ln) })
+	st.URL = "http://" + ln.Addr().String()
+	st.stops = append(st.stops, func() {
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+		stopAPI()
+		wg.Wait()
+	})
+	return st, nil
+}
+
+// Close stops everything, newest first.
+func (st *Stack) Close() {
+	for i := len(st.stops) - 1; i >= 0; i-- {
+		st.stops[i]()
+	}
+	st.stops = nil
+}
+
+// Admin calls an operator endpoint and decodes the answer into out.
+func (st *Stack) Admin(ctx context.Context, method, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, st.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+st.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// CreateSKU creates and preheats a SKU through the operator API.
+func (st *Stack) CreateSKU(ctx context.Context, sku string, units, price int64, buckets int) error {
+	if err := st.Admin(ctx, http.MethodPut, "/api/v1/admin/skus/"+sku,
+		map[string]any{"total": units, "price": price, "buckets": buckets}, nil); err != nil {
+		return fmt.Errorf("create sku: %w", err)
+	}
+	var pre struct {
+		Verified bool `json:"verified"`
+	}
+	if err := st.Admin(ctx, http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", struct{}{}, &pre); err != nil {
+		return fmt.Errorf("preheat sku: %w", err)
+	}
+	if !pre.Verified {
+		return errors.New("preheat not verified")
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
