@@ -29,12 +29,16 @@ const (
 	ErrTypeOrderPaid      = "OrderPaid"
 	ErrTypeOrderClosed    = "OrderClosed"
 	ErrTypeInvalid        = "InvalidRequest"
+	// ErrTypeLimitExceeded: MySQL refused the order because the user would
+	// hold more units of a SKU than its per-user limit. The Redis units the
+	// order took are real (unlike StockDrift) and must be given back.
+	ErrTypeLimitExceeded = "LimitExceeded"
 )
 
 // NonRetryableErrorTypes lists the types above, for retry policies.
 var NonRetryableErrorTypes = []string{
 	ErrTypeSoldOut, ErrTypeUnknownSKU, ErrTypeStockDrift, ErrTypeAmountMismatch,
-	ErrTypeOrderPaid, ErrTypeOrderClosed, ErrTypeInvalid,
+	ErrTypeOrderPaid, ErrTypeOrderClosed, ErrTypeInvalid, ErrTypeLimitExceeded,
 }
 
 // Activities holds the dependencies of the order activities. The workflow
@@ -188,6 +192,10 @@ type StockDriftDetails struct {
 // transaction; the database is the final guard against overselling. It is
 // idempotent by order id.
 //
+// When the user would exceed the SKU's per-user limit, the order is rejected
+// with LimitExceeded and nothing is written; the Redis units are real and
+// the workflow gives them back.
+//
 // When MySQL refuses (available < qty although Redis said yes), Redis holds
 // units that do not exist: the order is rejected with StockDrift, the drift
 // is logged and counted in Redis for reconciliation, and the workflow must
@@ -215,6 +223,8 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeUnknownSKU, nil)
 	case errors.Is(err, orderdb.ErrInvalidArgument):
 		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, nil)
+	case errors.Is(err, orderdb.ErrLimitExceeded):
+		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeLimitExceeded, nil)
 	case errors.Is(err, orderdb.ErrInsufficientStock):
 		drifted, derr := a.findDrift(ctx, in)
 		if derr != nil {

@@ -232,6 +232,8 @@ func runPay(ctx context.Context, args []string) (any, error) {
 	orderID := fs.String("order", "", "order id")
 	txn := fs.String("txn", "", "payment provider's transaction id")
 	amount := fs.Int64("amount", 0, "amount paid in minor units")
+	viaAPI := fs.String("via-api", "", "base URL of the HTTP API (e.g. http://localhost:8080): send the payment as the provider's signed webhook instead of calling Temporal")
+	status := fs.String("status", "SUCCESS", "with --via-api: the provider's verdict, SUCCESS or FAILED")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -243,6 +245,9 @@ func runPay(ctx context.Context, args []string) (any, error) {
 	}
 	if *amount <= 0 {
 		return nil, usageError("--amount must be positive")
+	}
+	if *viaAPI != "" {
+		return payViaAPI(ctx, *viaAPI, callback{OrderID: *orderID, TransactionID: *txn, Amount: *amount, Status: *status})
 	}
 	b, err := connect(ctx)
 	if err != nil {

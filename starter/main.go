@@ -7,7 +7,7 @@
 //	starter sku preheat --sku ID
 //	starter stock --sku ID
 //	starter order --user U --sku ID [--qty N] [--order-id ID]
-//	starter pay --order ID --txn T --amount MINOR
+//	starter pay --order ID --txn T --amount MINOR [--via-api URL [--status SUCCESS|FAILED]]
 //	starter cancel --order ID
 //	starter status --order ID
 //	starter demo [--units N --buyers N ...]   (prints a table for a person)
@@ -46,6 +46,8 @@ func commands() []command {
 		{"status", "show an order", runStatus},
 		{"bench", "measure the hot paths beside their ceilings; writes docs/bench", runBench},
 		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
+		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
+		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
 	}
 }
 

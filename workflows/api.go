@@ -81,6 +81,10 @@ const (
 	// ReasonUnavailable: Redis or MySQL failed for longer than a buyer
 	// should wait; whatever the order had taken was given back.
 	ReasonUnavailable = "UNAVAILABLE"
+	// ReasonLimitExceeded: the buyer already holds (pending or paid) as many
+	// units of a SKU as its per-user limit allows. MySQL decides; the Redis
+	// units the order took were given back.
+	ReasonLimitExceeded = "LIMIT_EXCEEDED"
 )
 
 // Input limits. Orders are checked before any stock moves, so a bad request

@@ -268,8 +268,11 @@ func (o *order) reserve(ctx workflow.Context) error {
 	}).Get(lctx, &created)
 	if err != nil {
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && (appErr.Type() == activities.ErrTypeStockDrift || appErr.Type() == activities.ErrTypeUnknownSKU) {
-			return o.rejectRefused(ctx, appErr)
+		if errors.As(err, &appErr) {
+			switch appErr.Type() {
+			case activities.ErrTypeStockDrift, activities.ErrTypeUnknownSKU, activities.ErrTypeLimitExceeded:
+				return o.rejectRefused(ctx, appErr)
+			}
 		}
 		// MySQL stayed unreachable; the last attempt may or may not have
 		// committed. Close the order in the database if it exists, then
@@ -286,11 +289,15 @@ func (o *order) reserve(ctx workflow.Context) error {
 
 // rejectRefused rejects an order MySQL refused. Units of SKUs that drifted
 // (Redis had them, MySQL did not) stay out of Redis, which shrinks Redis
-// toward the truth; units of the other items are real and go back.
+// toward the truth; units of the other items are real and go back. A
+// per-user limit refusal drifted nothing: every unit goes back.
 func (o *order) rejectRefused(ctx workflow.Context, appErr *temporal.ApplicationError) error {
 	reason := ReasonUnknownSKU
 	var drifted []string
-	if appErr.Type() == activities.ErrTypeStockDrift {
+	switch appErr.Type() {
+	case activities.ErrTypeLimitExceeded:
+		reason = ReasonLimitExceeded
+	case activities.ErrTypeStockDrift:
 		reason = ReasonStockDrift
 		var d activities.StockDriftDetails
 		if appErr.HasDetails() {

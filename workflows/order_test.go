@@ -291,6 +291,28 @@ func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
 	s.Equal(ReasonStockDrift, v.Reason)
 }
 
+// MySQL refused the order for the buyer's per-user limit: the Redis units are
+// real, so every item goes back, and the buyer is told LIMIT_EXCEEDED.
+func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("sku 1001: user u1 holds 1, wants 1 more, limit 1",
+			activities.ErrTypeLimitExceeded, nil)).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}, {SKU: "2002", Quantity: 2}},
+	}).Return(activities.ReleaseStockResult{Released: 3}, nil).Once()
+	var answered Reservation
+	s.reserve(func(r Reservation) { answered = r })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input(Item{SKU: "1001", Quantity: 1}, Item{SKU: "2002", Quantity: 2}))
+
+	s.Equal(Reservation{OrderID: testOrderID, Status: StatusRejected, Reason: ReasonLimitExceeded}, answered)
+	v := s.result()
+	s.Equal(StatusRejected, v.Status)
+	s.Equal(ReasonLimitExceeded, v.Reason)
+	s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
+}
+
 // Transient failures are retried: the order still gets reserved and paid,
 // and each side effect lands once because the activities are idempotent.
 func (s *orderSuite) TestTransientFailuresAreRetried() {

@@ -113,4 +113,6 @@ func (b *Backend) NewWorker() worker.Worker {
 func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflow(workflows.OrderWorkflow)
 	w.RegisterActivity(acts)
+	w.RegisterWorkflow(workflows.ReconcileWorkflow)
+	w.RegisterActivity(&activities.Reconciler{Stock: acts.Stock, Orders: acts.Orders, Logger: acts.Logger, OrderWorkflowID: workflows.OrderWorkflowID})
 }

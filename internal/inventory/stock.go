@@ -218,3 +218,72 @@ func (s *Store) RecordDrift(ctx context.Context, sku string, qty int64) error {
 	}
 	return nil
 }
+
+// Availability is a cheap read of how many units a SKU has left in Redis,
+// with the generation it was read at.
+type Availability struct {
+	Buckets int
+	// Gen is the generation read BEFORE the buckets, for MarkSoldOut.
+	Gen int64
+	// Units is the sum of the buckets; negative buckets (tampering) count
+	// as empty, like take.lua treats them.
+	Units int64
+}
+
+// Available sums sku's buckets: one MGET of the bucket count and generation,
+// then one pipeline of GETs. It is what an API edge reads to size admission
+// before it lets an order reach Temporal; like Stock it is a snapshot, not a
+// promise (only Reserve takes units). It returns ErrUnknownSKU if the SKU was
+// never preheated.
+func (s *Store) Available(ctx context.Context, sku string) (Availability, error) {
+	if err := validateSKU(sku); err != nil {
+		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
+	}
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku)).Result()
+	if err != nil {
+		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
+	}
+	n, err := parseBuckets(vals[0])
+	if err != nil {
+		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
+	}
+	gen, err := parseInt(vals[1])
+	if err != nil {
+		return Availability{}, fmt.Errorf("available %s: gen: %w", sku, err)
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, n)
+	for b := range cmds {
+		cmds[b] = pipe.Get(ctx, stockKey(sku, b))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Availability{}, fmt.Errorf("available %s: read buckets: %w", sku, err)
+	}
+	av := Availability{Buckets: n, Gen: gen}
+	for b, cmd := range cmds {
+		v, err := cmd.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return Availability{}, fmt.Errorf("available %s: bucket %d: %w", sku, b, err)
+		}
+		av.Units += max(v, 0)
+	}
+	return av, nil
+}
+
+// MarkSoldOut sets the sold-out flag for an observation of zero units made
+// at generation gen (Availability.Gen). soldout.lua refuses when gen moved
+// since, because units may have come back into a bucket already read; the
+// flag must never hide stock that is there. Reports whether it was set.
+func (s *Store) MarkSoldOut(ctx context.Context, sku string, gen int64) (bool, error) {
+	if err := validateSKU(sku); err != nil {
+		return false, fmt.Errorf("mark sold out %s: %w", sku, err)
+	}
+	set, err := soldOutScript.Run(ctx, s.rdb, []string{genKey(sku), soldOutKey(sku)}, gen, s.soldOutMs).Int64()
+	if err != nil {
+		return false, fmt.Errorf("mark sold out %s: %w", sku, err)
+	}
+	return set == 1, nil
+}

@@ -21,9 +21,14 @@ func newStore(t *testing.T) *orderdb.Store {
 	return s
 }
 
+// testUserLimit is the per-user limit of SKUs made by putSKU: high enough
+// that tests about stock, payments and locking never meet it. The limit has
+// its own tests (limit_test.go).
+const testUserLimit = 1000
+
 func putSKU(t *testing.T, s *orderdb.Store, id string, total, price int64) orderdb.Inventory {
 	t.Helper()
-	inv, err := s.PutSKU(context.Background(), orderdb.SKU{ID: id, Total: total, Price: price, Buckets: 4, PerUserLimit: 1})
+	inv, err := s.PutSKU(context.Background(), orderdb.SKU{ID: id, Total: total, Price: price, Buckets: 4, PerUserLimit: testUserLimit})
 	require.NoError(t, err)
 	return inv
 }

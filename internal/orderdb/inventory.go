@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"gorm.io/gorm"
@@ -111,4 +112,77 @@ func (s *Store) Inventory(ctx context.Context, skuID string) (Inventory, error) 
 		return Inventory{}, fmt.Errorf("inventory %s: %w", skuID, err)
 	}
 	return row.toInventory(), nil
+}
+
+// Restock adds qty units to a SKU during a sale (total and available go up
+// together) and journals a RESTOCK entry under requestID. It is idempotent
+// by requestID: the journal's unique (ref_id, sku_id, type) key records that
+// the request ran, so a repeat returns the current row with Added=false and
+// moves nothing. A repeat with a different quantity is refused, because the
+// caller evidently means a different request.
+//
+// Call it before adding the units to Redis (inventory.Store.Restock): Redis
+// must never offer units the database does not have yet.
+func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID string) (RestockResult, error) {
+	if err := checkID("sku id", skuID, maxIDLen); err != nil {
+		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
+	}
+	if err := checkID("request id", requestID, maxIDLen); err != nil {
+		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
+	}
+	if qty <= 0 {
+		return RestockResult{}, fmt.Errorf("restock %s: quantity %d is not positive: %w", skuID, qty, ErrInvalidArgument)
+	}
+
+	var out RestockResult
+	// A duplicate key on the journal insert means a concurrent call with the
+	// same request id committed first; the rerun finds its entry.
+	err := s.writeTx(ctx, isDuplicateKey, func(tx *gorm.DB) error {
+		var inv inventoryRow
+		err := lockInventory(tx, skuID, &inv)
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrUnknownSKU
+		}
+		if err != nil {
+			return err
+		}
+		var prior journalRow
+		err = tx.Where("ref_id = ? AND sku_id = ? AND type = ?", requestID, skuID, journalRestock).Take(&prior).Error
+		switch {
+		case err == nil:
+			if prior.DeltaAvailable != qty {
+				return fmt.Errorf("request %s already added %d units, not %d: %w", requestID, prior.DeltaAvailable, qty, ErrInvalidArgument)
+			}
+			out = RestockResult{Inventory: inv.toInventory()}
+			return nil
+		case !errors.Is(err, gorm.ErrRecordNotFound):
+			return err
+		}
+		if inv.Total > math.MaxInt64-qty {
+			return fmt.Errorf("total %d + %d overflows: %w", inv.Total, qty, ErrInvalidArgument)
+		}
+
+		ts := now()
+		err = tx.Model(&inventoryRow{}).Where("sku_id = ?", skuID).UpdateColumns(map[string]any{
+			"total":      gorm.Expr("total + ?", qty),
+			"available":  gorm.Expr("available + ?", qty),
+			"updated_at": ts,
+		}).Error
+		if err != nil {
+			return err
+		}
+		inv.Total += qty
+		inv.Available += qty
+		inv.UpdatedAt = ts
+		j := journalFor(inv, requestID, journalRestock, qty, 0, 0, fmt.Sprintf("restock +%d", qty), ts)
+		if err := tx.Create(&j).Error; err != nil {
+			return err
+		}
+		out = RestockResult{Inventory: inv.toInventory(), Added: true}
+		return nil
+	})
+	if err != nil {
+		return RestockResult{}, fmt.Errorf("restock %s by %s: %w", skuID, requestID, err)
+	}
+	return out, nil
 }

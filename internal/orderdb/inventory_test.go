@@ -50,9 +50,9 @@ func TestPutSKUCreateAndReset(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 
-	inv, err := s.PutSKU(ctx, orderdb.SKU{ID: "sku", Total: 10, Price: 250, Buckets: 8, PerUserLimit: 2})
+	inv, err := s.PutSKU(ctx, orderdb.SKU{ID: "sku", Total: 10, Price: 250, Buckets: 8, PerUserLimit: 3})
 	require.NoError(t, err)
-	want := orderdb.Inventory{SKU: "sku", Total: 10, Available: 10, Price: 250, Buckets: 8, PerUserLimit: 2}
+	want := orderdb.Inventory{SKU: "sku", Total: 10, Available: 10, Price: 250, Buckets: 8, PerUserLimit: 3}
 	require.Equal(t, want, inv)
 	require.Equal(t, want, inventory(t, s, "sku"))
 
@@ -66,7 +66,7 @@ func TestPutSKUCreateAndReset(t *testing.T) {
 	createOrder(t, s, "expired", item("sku", 2))
 	_, err = s.CloseOrder(ctx, "expired", orderdb.StatusExpired, "timeout")
 	require.NoError(t, err)
-	require.Equal(t, orderdb.Inventory{SKU: "sku", Total: 10, Available: 7, Sold: 3, Price: 250, Buckets: 8, PerUserLimit: 2},
+	require.Equal(t, orderdb.Inventory{SKU: "sku", Total: 10, Available: 7, Sold: 3, Price: 250, Buckets: 8, PerUserLimit: 3},
 		inventory(t, s, "sku"))
 
 	inv, err = s.PutSKU(ctx, orderdb.SKU{ID: "sku", Total: 20, Price: 199, Buckets: 16, PerUserLimit: 1})

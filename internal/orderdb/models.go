@@ -66,6 +66,7 @@ const (
 	journalRelease = "RELEASE" // frozen -> available (order expired/cancelled)
 	journalSell    = "SELL"    // frozen -> sold (order paid)
 	journalReset   = "RESET"   // PutSKU: stock redefined before a sale
+	journalRestock = "RESTOCK" // Restock: units added during a sale
 )
 
 type journalRow struct {

@@ -29,6 +29,9 @@ var (
 	ErrOrderPaid         = errors.New("order already paid")
 	ErrAmountMismatch    = errors.New("amount mismatch")
 	ErrSKUInUse          = errors.New("sku has unpaid reservations")
+	// ErrLimitExceeded means the order would give the user more units of a
+	// SKU than its per_user_limit allows. Nothing was written.
+	ErrLimitExceeded = errors.New("per-user limit exceeded")
 	// ErrInvalidArgument marks input that can never succeed (empty ids,
 	// non-positive quantities, ...). Retrying it is pointless, so a Temporal
 	// activity should report it as non-retryable.
@@ -125,6 +128,14 @@ type NewOrder struct {
 	UserID  string    `json:"user_id"`
 	Items   []Item    `json:"items"`
 	PayBy   time.Time `json:"pay_by"`
+}
+
+// RestockResult is the outcome of Restock.
+type RestockResult struct {
+	Inventory Inventory `json:"inventory"`
+	// Added is false when the request id had been applied before; nothing
+	// changed then.
+	Added bool `json:"added"`
 }
 
 // PaymentResult is the outcome of ConfirmPayment.

@@ -123,6 +123,9 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 			if err != nil {
 				return fmt.Errorf("sku %s: %w", it.SKU, err)
 			}
+			if err := checkUserLimit(tx, o.UserID, inv, it.Quantity); err != nil {
+				return err
+			}
 			createdItems = append(createdItems, orderItemRow{
 				OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price,
 			})
@@ -141,9 +144,9 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 	})
 	if err != nil {
 		// Lost a race against another attempt for the same order (duplicate
-		// key), or the stock check failed because that attempt already took
-		// the units: if the order now exists, that is the answer.
-		if isDuplicateKey(err) || errors.Is(err, ErrInsufficientStock) {
+		// key), or the stock or limit check failed because that attempt
+		// already took the units: if the order now exists, that is the answer.
+		if isDuplicateKey(err) || errors.Is(err, ErrInsufficientStock) || errors.Is(err, ErrLimitExceeded) {
 			if existing, rerr := s.Order(ctx, o.OrderID); rerr == nil {
 				return existing, nil
 			}
@@ -151,6 +154,34 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
 	return toOrder(created, createdItems, nil), nil
+}
+
+// checkUserLimit refuses an item that would give the user more units of the
+// SKU than its per_user_limit. Units of PENDING_PAYMENT and PAID orders
+// count; expired and cancelled orders gave theirs back.
+//
+// It must run after the conditional UPDATE of the SKU's inventory row: this
+// transaction then holds that row's exclusive lock, so every other
+// CreateOrder for the SKU waits behind it, and under READ COMMITTED the count
+// sees every order those committed before. Two concurrent orders of one user
+// can therefore never both pass, however many API instances or Redis
+// buckets let them through. The count is a few index lookups (orders by
+// user_id, then order_items by its (order_id, sku_id) key), which keeps the
+// hot row's lock short without a new index.
+func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) error {
+	var held int64
+	err := tx.Raw(`SELECT COALESCE(SUM(i.quantity), 0) FROM orders o
+		JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
+		WHERE o.user_id = ? AND o.status IN (?, ?)`,
+		inv.SKUID, userID, StatusPendingPayment, StatusPaid).Scan(&held).Error
+	if err != nil {
+		return fmt.Errorf("sku %s: count units of user %s: %w", inv.SKUID, userID, err)
+	}
+	if held+qty > int64(inv.PerUserLimit) {
+		return fmt.Errorf("sku %s: user %s holds %d, wants %d more, limit %d: %w",
+			inv.SKUID, userID, held, qty, inv.PerUserLimit, ErrLimitExceeded)
+	}
+	return nil
 }
 
 // shortage explains why the conditional reserve matched no row.

@@ -33,8 +33,8 @@ func TestCreateOrderAmountAndReservation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, o, read)
 
-	require.Equal(t, orderdb.Inventory{SKU: "apple", Total: 10, Available: 7, Frozen: 3, Price: 150, Buckets: 4, PerUserLimit: 1}, inventory(t, s, "apple"))
-	require.Equal(t, orderdb.Inventory{SKU: "pear", Total: 5, Available: 3, Frozen: 2, Price: 990, Buckets: 4, PerUserLimit: 1}, inventory(t, s, "pear"))
+	require.Equal(t, orderdb.Inventory{SKU: "apple", Total: 10, Available: 7, Frozen: 3, Price: 150, Buckets: 4, PerUserLimit: testUserLimit}, inventory(t, s, "apple"))
+	require.Equal(t, orderdb.Inventory{SKU: "pear", Total: 5, Available: 3, Frozen: 2, Price: 990, Buckets: 4, PerUserLimit: testUserLimit}, inventory(t, s, "pear"))
 
 	var j []struct {
 		SKUID                                        string

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// These tests run the real binaries: the api with its environment, a
+// worker, and the starter playing the payment provider.
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "flashsale-api-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	for _, cmd := range []string{"api", "worker", "starter"} {
+		src := "../" + cmd
+		if cmd == "api" {
+			src = "."
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), src).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	secret = "whsec-bin-0123456789abcdef"
+	admin  = "admin-bin-0123456789abcdef"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// start runs a binary until the test ends, then stops it with SIGTERM.
+func start(t *testing.T, env []string, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	cmd.Env = env
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(40 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, logs.String())
+		}
+	})
+	return cmd
+}
+
+func runBin(env []string, name string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	cmd.Env = env
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+func TestRefusesToStartWithoutSecrets(t *testing.T) {
+	env := append(os.Environ(), "WEBHOOK_SECRET=", "ADMIN_TOKEN=", "HTTP_ADDR="+freeAddr(t))
+	_, stderr, err := runBin(env, "api")
+	require.Error(t, err)
+	require.Contains(t, stderr, "WEBHOOK_SECRET")
+	require.Contains(t, stderr, "ADMIN_TOKEN")
+}
+
+func TestBinariesEndToEnd(t *testing.T) {
+	id := testenv.UniqueID(t)
+	addr := freeAddr(t)
+	env := append(os.Environ(),
+		"MYSQL_DSN="+testenv.MySQLDSN(t),
+		"REDIS_ADDR="+testenv.RedisAddr(),
+		"TEMPORAL_ADDRESS="+testenv.TemporalAddress(),
+		"TASK_QUEUE=api-bin-"+id,
+		"HTTP_ADDR="+addr,
+		// Rotation under way: the starter signs with the first secret.
+		"WEBHOOK_SECRET="+secret+",whsec-previous-0123456789ab",
+		"ADMIN_TOKEN="+admin,
+	)
+	start(t, env, "worker")
+	api := start(t, env, "api")
+	require.Eventually(t, func() bool {
+		_, _, err := runBin(env, "api", "-healthcheck")
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "api -healthcheck reports ready")
+
+	base := "http://" + addr
+	sku := "bin-" + id
+	call := func(method, path, body string, header http.Header) (int, map[string]any) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal(raw, &out), "%s", raw)
+		return resp.StatusCode, out
+	}
+	status, _ := call(http.MethodPut, "/api/v1/admin/skus/"+sku, `{"total":3,"price":1250,"buckets":2}`,
+		http.Header{"Authorization": {"Bearer " + admin}})
+	require.Equal(t, http.StatusOK, status)
+	order := "bin-o-" + id
+	status, out := call(http.MethodPost, "/api/v1/orders",
+		`{"order_id":"`+order+`","user_id":"bin-u-`+id+`","items":[{"sku_id":"`+sku+`","quantity":1}]}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+
+	// The starter as payment provider, through the signed webhook.
+	_, stderr, err := runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-short-"+id, "--amount", "1")
+	require.Error(t, err)
+	require.Contains(t, stderr, `"code":"AMOUNT_MISMATCH"`)
+	stdout, stderr, err := runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-tx-"+id, "--amount", "1250")
+	require.NoError(t, err, stderr)
+	require.JSONEq(t, `{"order_id":"`+order+`","status":"PAID"}`, stdout)
+	stdout, _, err = runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-tx-"+id, "--amount", "1250")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"order_id":"`+order+`","status":"PAID"}`, stdout, "a repeat gets the same answer")
+	wrong := append(env, "WEBHOOK_SECRET=whsec-not-the-servers-secret")
+	stdout, stderr, err = runBin(wrong, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-tx-"+id, "--amount", "1250")
+	require.Error(t, err, "stdout %s stderr %s", stdout, stderr)
+	require.Contains(t, stderr, `"code":"BAD_SIGNATURE"`)
+
+	status, out = call(http.MethodGet, "/api/v1/inventory/"+sku, "", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, float64(1), out["sold"])
+
+	// SIGTERM: the api drains and exits cleanly.
+	require.NoError(t, api.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- api.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "clean exit on SIGTERM")
+	case <-time.After(30 * time.Second):
+		t.Fatal("api did not stop on SIGTERM")
+	}
+	_, _, err = runBin(env, "api", "-healthcheck")
+	require.Error(t, err, "nothing answers once stopped")
+}

@@ -1,0 +1,310 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// fixture is a gate on the real Redis with its own SKU and id prefix, so
+// tests never share keys; cleanup deletes every key they made.
+type fixture struct {
+	t     *testing.T
+	rdb   *redis.Client
+	stock *inventory.Store
+	sku   string
+	id    string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	id := testenv.UniqueID(t)
+	f := &fixture{t: t, rdb: rdb, stock: inventory.New(rdb, inventory.Options{}), sku: "edge-" + id, id: id}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, pattern := range []string{"fs:{sku:" + f.sku + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*"} {
+			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+			for iter.Next(ctx) {
+				_ = rdb.Unlink(ctx, iter.Val()).Err()
+			}
+		}
+	})
+	return f
+}
+
+func (f *fixture) preheat(units int64) {
+	f.t.Helper()
+	_, err := f.stock.Preheat(context.Background(), f.sku, units, 4)
+	require.NoError(f.t, err)
+}
+
+// gate returns a gate whose stock-change listener runs for the test.
+func (f *fixture) gate(opts Options) *Gate {
+	f.t.Helper()
+	g := New(f.rdb, f.stock, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.Run(ctx)
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	// Until subscribed, the cache is cleared when the subscription lands.
+	require.Eventually(f.t, func() bool { return g.Stats().Subscribed }, 5*time.Second, time.Millisecond)
+	return g
+}
+
+func (f *fixture) req(n int, qty int64) Request {
+	return Request{
+		OrderID: fmt.Sprintf("%s-o%d", f.id, n), UserID: fmt.Sprintf("%s-u%d", f.id, n),
+		Items: []Item{{SKU: f.sku, Quantity: qty}},
+	}
+}
+
+func TestAdmissionIsSizedByStock(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(3)
+	g := f.gate(Options{MaxInFlight: 16})
+
+	var held []*Ticket
+	for i := range 3 {
+		tk, err := g.Admit(ctx, f.req(i, 1))
+		require.NoError(t, err)
+		held = append(held, tk)
+	}
+	// Three units, three in flight: a fourth buyer could only be told sold
+	// out by a workflow, so it is told to retry instead.
+	_, err := g.Admit(ctx, f.req(3, 1))
+	var re *RetryError
+	require.ErrorAs(t, err, &re)
+	require.ErrorIs(t, err, ErrBusy)
+	require.Equal(t, time.Second, re.After)
+
+	held[0].Done(ctx, false)
+	held[0].Done(ctx, false) // twice is harmless
+	tk, err := g.Admit(ctx, f.req(4, 1))
+	require.NoError(t, err)
+	tk.Done(ctx, false)
+
+	// An order for more than is left, with nobody else in flight, is sold
+	// out for that quantity only: no hint is cached.
+	for _, tk := range held[1:] {
+		tk.Done(ctx, false)
+	}
+	_, err = g.Admit(ctx, f.req(5, 4))
+	require.ErrorIs(t, err, ErrSoldOut)
+	_, err = g.Admit(ctx, f.req(6, 1))
+	require.NoError(t, err)
+
+	st := g.Stats()
+	require.Equal(t, int64(5), st.Admitted)
+	require.Equal(t, int64(1), st.Busy)
+	require.Equal(t, int64(1), st.InFlightUnits)
+	require.Zero(t, st.LocalSoldOutSKUs)
+}
+
+func TestAdmissionWindowCap(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(100)
+	g := f.gate(Options{MaxInFlight: 2})
+	for i := range 2 {
+		_, err := g.Admit(ctx, f.req(i, 1))
+		require.NoError(t, err)
+	}
+	_, err := g.Admit(ctx, f.req(2, 1))
+	require.ErrorIs(t, err, ErrBusy)
+	// An order larger than the window waits for an empty window.
+	_, err = g.Admit(ctx, f.req(3, 5))
+	require.ErrorIs(t, err, ErrBusy)
+}
+
+func TestSoldOutLayers(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(1)
+	// A long local TTL proves that Pub/Sub, not expiry, clears the cache.
+	a := f.gate(Options{LocalTTL: time.Minute})
+	b := f.gate(Options{LocalTTL: time.Minute})
+
+	_, err := f.stock.Reserve(ctx, "holder-"+f.id, f.sku, 1)
+	require.NoError(t, err)
+
+	_, err = a.Admit(ctx, f.req(1, 1))
+	require.ErrorIs(t, err, ErrSoldOut)
+	require.Equal(t, int64(1), a.Stats().SoldOutStock, "first seen empty by reading the buckets")
+	_, err = a.Admit(ctx, f.req(2, 1))
+	require.ErrorIs(t, err, ErrSoldOut)
+	require.Equal(t, int64(1), a.Stats().SoldOutLocal, "then answered without the network")
+
+	_, err = b.Admit(ctx, f.req(3, 1))
+	require.ErrorIs(t, err, ErrSoldOut)
+	require.Equal(t, int64(1), b.Stats().SoldOutRedis, "another instance stops at the Redis flag")
+	_, err = b.Admit(ctx, f.req(4, 1))
+	require.ErrorIs(t, err, ErrSoldOut)
+	require.Equal(t, int64(1), b.Stats().SoldOutLocal)
+
+	// The unit comes back: both instances sell it again at once.
+	_, err = f.stock.Release(ctx, "holder-"+f.id, f.sku)
+	require.NoError(t, err)
+	for _, g := range []*Gate{a, b} {
+		require.Eventually(t, func() bool { return !g.cache.soldOut(f.sku, time.Now()) },
+			time.Second, 5*time.Millisecond)
+	}
+	tk, err := b.Admit(ctx, f.req(5, 1))
+	require.NoError(t, err)
+	tk.Done(ctx, false)
+}
+
+// A workflow that answered SOLD_OUT caches the hint only if the SKU is
+// really empty.
+func TestDoneSoldOutVerifies(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(1)
+	g := f.gate(Options{LocalTTL: time.Minute})
+
+	tk, err := g.Admit(ctx, f.req(1, 1))
+	require.NoError(t, err)
+	tk.Done(ctx, true) // the unit is still there
+	require.Zero(t, g.Stats().LocalSoldOutSKUs)
+
+	tk, err = g.Admit(ctx, f.req(2, 1))
+	require.NoError(t, err)
+	_, err = f.stock.Reserve(ctx, "other-"+f.id, f.sku, 1)
+	require.NoError(t, err)
+	tk.Done(ctx, true)
+	require.Equal(t, 1, g.Stats().LocalSoldOutSKUs)
+}
+
+func TestUnknownSKU(t *testing.T) {
+	f := newFixture(t)
+	g := f.gate(Options{})
+	_, err := g.Admit(context.Background(), f.req(1, 1))
+	require.ErrorIs(t, err, ErrUnknownSKU)
+	require.Zero(t, g.Stats().InFlightUnits)
+}
+
+func TestRateLimit(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(100)
+	g := f.gate(Options{BuyRate: 2})
+	r := f.req(1, 1)
+	for i := range 2 {
+		r.OrderID = fmt.Sprintf("%s-r%d", f.id, i)
+		tk, err := g.Admit(ctx, r)
+		require.NoError(t, err)
+		tk.Done(ctx, false)
+	}
+	r.OrderID = f.id + "-r3"
+	_, err := g.Admit(ctx, r)
+	var re *RetryError
+	require.ErrorAs(t, err, &re)
+	require.ErrorIs(t, err, ErrRateLimited)
+	require.Positive(t, re.After)
+	// The budget is per user.
+	tk, err := g.Admit(ctx, f.req(2, 1))
+	require.NoError(t, err)
+	tk.Done(ctx, false)
+}
+
+func TestDuplicateOrderIDBypassesShedding(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(1)
+	g := f.gate(Options{})
+
+	r := f.req(1, 1)
+	r.ClientOrderID = true
+	tk, err := g.Admit(ctx, r)
+	require.NoError(t, err)
+	require.False(t, tk.Duplicate)
+	_, err = f.stock.Reserve(ctx, r.OrderID, f.sku, 1)
+	require.NoError(t, err)
+	tk.Done(ctx, false)
+
+	// Sold out now, but the repeat must reach its order for its answer.
+	tk, err = g.Admit(ctx, r)
+	require.NoError(t, err)
+	require.True(t, tk.Duplicate)
+	tk.Done(ctx, false)
+
+	// Another user cannot borrow the id.
+	thief := r
+	thief.UserID = f.id + "-thief"
+	_, err = g.Admit(ctx, thief)
+	require.ErrorIs(t, err, ErrIDConflict)
+
+	// A new buyer is shed as usual.
+	_, err = g.Admit(ctx, f.req(2, 1))
+	require.ErrorIs(t, err, ErrSoldOut)
+	require.Equal(t, int64(1), g.Stats().Duplicates)
+}
+
+func TestRedisDownFailsClosed(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	g := New(rdb, inventory.New(rdb, inventory.Options{}), Options{})
+	_, err := g.Admit(context.Background(), Request{OrderID: "o", UserID: "u", Items: []Item{{SKU: "s", Quantity: 1}}})
+	require.ErrorIs(t, err, ErrUnavailable)
+}
+
+// Many buyers racing one gate: every admitted request finds its unit, so
+// the workflows started equal the units sold.
+func TestConcurrentAdmissionWastesNothing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	const units = 40
+	f.preheat(units)
+	g := f.gate(Options{MaxInFlight: 8})
+
+	var seq, reserved, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			for {
+				n := int(seq.Add(1))
+				tk, err := g.Admit(ctx, f.req(n, 1))
+				switch {
+				case errors.Is(err, ErrBusy):
+					time.Sleep(5 * time.Millisecond)
+					continue
+				case errors.Is(err, ErrSoldOut):
+					return
+				case err != nil:
+					t.Error(err)
+					return
+				}
+				// What the order workflow's first step does.
+				_, rerr := f.stock.Reserve(ctx, f.req(n, 1).OrderID, f.sku, 1)
+				if rerr != nil {
+					refused.Add(1)
+				} else {
+					reserved.Add(1)
+				}
+				tk.Done(ctx, rerr != nil)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(units), reserved.Load())
+	require.Zero(t, refused.Load(), "no admitted request was turned away by Redis")
+	t.Logf("requests %d, stats %+v", seq.Load(), g.Stats())
+	require.Equal(t, int64(units), g.Stats().Admitted)
+}

@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/edge"
+)
+
+// Config holds the HTTP API's own settings; the services it talks to come
+// from internal/config like every other process.
+type Config struct {
+	Addr string // HTTP_ADDR, default :8080
+	// WebhookSecrets verify payment callbacks (WEBHOOK_SECRET, comma
+	// separated). During a rotation both the new and the old secret are
+	// listed; the first one is the current one, used by `starter pay
+	// --via-api` to sign.
+	WebhookSecrets []string
+	AdminToken     string // ADMIN_TOKEN: bearer token of the operator endpoints
+	// BuyRate is buy requests per second per user (BUY_RATE_PER_USER,
+	// default 5), shared by every instance.
+	BuyRate int
+	// MaxInFlight bounds the units of one SKU on their way through Temporal
+	// from this instance (EDGE_MAX_IN_FLIGHT, default 16).
+	MaxInFlight int64
+	// LocalSoldOutTTL overrides the in-process sold-out cache's expiry.
+	// Not read from the environment: tests raise it to prove that Pub/Sub,
+	// not expiry, clears the cache.
+	LocalSoldOutTTL time.Duration
+	// Now is the clock for signature timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultAddr is where the API listens unless HTTP_ADDR says otherwise.
+const DefaultAddr = ":8080"
+
+// minSecretLen refuses placeholder secrets ("secret", "changeme"): an HMAC
+// key or bearer token that short can be guessed.
+const minSecretLen = 16
+
+// LoadConfig reads the API settings. WEBHOOK_SECRET and ADMIN_TOKEN come only
+// from the environment and have no default: the API refuses to start
+// without them rather than run with a guessable one.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	cfg := Config{Addr: DefaultAddr, BuyRate: edge.DefaultBuyRate, MaxInFlight: edge.DefaultMaxInFlight}
+	if v := getenv("HTTP_ADDR"); v != "" {
+		cfg.Addr = v
+	}
+	var errs []error
+	secrets, err := ParseSecrets(getenv("WEBHOOK_SECRET"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("WEBHOOK_SECRET: %w", err))
+	}
+	cfg.WebhookSecrets = secrets
+	cfg.AdminToken = getenv("ADMIN_TOKEN")
+	if len(cfg.AdminToken) < minSecretLen {
+		errs = append(errs, fmt.Errorf("ADMIN_TOKEN: must be set to at least %d characters", minSecretLen))
+	}
+	if v := getenv("BUY_RATE_PER_USER"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("BUY_RATE_PER_USER=%q: want a positive integer", v))
+		}
+		cfg.BuyRate = n
+	}
+	if v := getenv("EDGE_MAX_IN_FLIGHT"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("EDGE_MAX_IN_FLIGHT=%q: want a positive integer", v))
+		}
+		cfg.MaxInFlight = n
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// ParseSecrets splits a comma-separated WEBHOOK_SECRET. Surrounding spaces
+// are trimmed; every secret must be at least 16 characters.
+func ParseSecrets(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, errors.New("must be set (comma-separated secrets, newest first)")
+	}
+	var out []string
+	for s := range strings.SplitSeq(v, ",") {
+		s = strings.TrimSpace(s)
+		if len(s) < minSecretLen {
+			return nil, fmt.Errorf("every secret must be at least %d characters", minSecretLen)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (c Config) validate() error {
+	if len(c.WebhookSecrets) == 0 {
+		return errors.New("no webhook secret")
+	}
+	for _, s := range c.WebhookSecrets {
+		if len(s) < minSecretLen {
+			return fmt.Errorf("webhook secret shorter than %d characters", minSecretLen)
+		}
+	}
+	if len(c.AdminToken) < minSecretLen {
+		return fmt.Errorf("admin token shorter than %d characters", minSecretLen)
+	}
+	return nil
+}

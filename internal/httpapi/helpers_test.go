@@ -1,0 +1,333 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// Test secrets: long enough for the API's minimum, never used elsewhere.
+const (
+	testSecret    = "whsec-test-0123456789abcdef"
+	testOldSecret = "whsec-old-0123456789abcdef"
+	testAdmin     = "admin-test-0123456789abcdef"
+)
+
+type stackOptions struct {
+	paymentTimeout time.Duration
+	maxInFlight    int64
+	buyRate        int
+	localTTL       time.Duration
+}
+
+// stack is one isolated deployment on the shared services: its own MySQL
+// database and task queue, an in-process worker, and API instances serving
+// over httptest. Ids it makes start with id, so Redis keys never collide
+// with another test's and cleanup can find them.
+type stack struct {
+	t    *testing.T
+	id   string
+	cfg  config.Config
+	opts stackOptions
+	b    *backend.Backend
+	// api is the first instance; more come from newInstance.
+	api *instance
+}
+
+type instance struct {
+	t      *testing.T
+	server *httpapi.Server
+	url    string
+	client *http.Client
+}
+
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func newStack(t *testing.T, opts stackOptions) *stack {
+	t.Helper()
+	if opts.paymentTimeout == 0 {
+		opts.paymentTimeout = 15 * time.Minute
+	}
+	id := testenv.UniqueID(t)
+	s := &stack{t: t, id: id, opts: opts, cfg: config.Config{
+		TemporalAddress:   testenv.TemporalAddress(),
+		TemporalNamespace: config.DefaultNamespace,
+		TaskQueue:         "api-test-" + id,
+		RedisAddr:         testenv.RedisAddr(),
+		MySQLDSN:          testenv.MySQLDSN(t),
+		PaymentTimeout:    opts.paymentTimeout,
+		WorkerConcurrency: 256,
+	}}
+	s.b = s.connect()
+	w := s.b.NewWorker()
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	rdb := testenv.Redis(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*"} {
+			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+			for iter.Next(ctx) {
+				_ = rdb.Unlink(ctx, iter.Val()).Err()
+			}
+		}
+	})
+	s.api = s.newInstance(s.b)
+	return s
+}
+
+// connect opens backend connections with the stack's config; a missing
+// service fails the test.
+func (s *stack) connect() *backend.Backend {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := backend.Connect(ctx, s.cfg, testLogger())
+	if err != nil {
+		s.t.Fatalf("Temporal, Redis and MariaDB are required (scripts/services.sh starts them): %v", err)
+	}
+	s.t.Cleanup(b.Close)
+	return b
+}
+
+func (s *stack) apiConfig() httpapi.Config {
+	return httpapi.Config{
+		WebhookSecrets:  []string{testSecret, testOldSecret},
+		AdminToken:      testAdmin,
+		BuyRate:         s.opts.buyRate,
+		MaxInFlight:     s.opts.maxInFlight,
+		LocalSoldOutTTL: s.opts.localTTL,
+	}
+}
+
+// newInstance starts an API server on b, as another process would.
+func (s *stack) newInstance(b *backend.Backend) *instance {
+	s.t.Helper()
+	api, err := httpapi.New(httpapi.FromBackend(b), s.apiConfig())
+	require.NoError(s.t, err)
+	return startInstance(s.t, api, true)
+}
+
+func startInstance(t *testing.T, api *httpapi.Server, waitSubscribed bool) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- api.Run(ctx) }()
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		require.NoError(t, <-done)
+	})
+	// Serve once the sold-out cache hears stock changes: until then a
+	// landing subscription clears it, which would make counters racy.
+	if waitSubscribed {
+		require.Eventually(t, func() bool { return api.Gate().Stats().Subscribed }, 5*time.Second, time.Millisecond)
+	}
+	return &instance{t: t, server: api, url: srv.URL, client: &http.Client{
+		Timeout: time.Minute,
+		// Floods reuse connections instead of exhausting ephemeral ports.
+		Transport: &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000},
+	}}
+}
+
+// secondInstance is another API process: its own connections to the same
+// Redis, MySQL and Temporal, no worker.
+func (s *stack) secondInstance() *instance {
+	return s.newInstance(s.connect())
+}
+
+// name makes an id unique to the stack.
+func (s *stack) name(n string) string { return s.id + "-" + n }
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &m), "body %q", r.body)
+	return m
+}
+
+// code checks an error answer's shape and returns its code.
+func (r response) code(t *testing.T) string {
+	t.Helper()
+	var e map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &e), "body %q", r.body)
+	require.Len(t, e, 2, "an error is exactly {code, message}: %s", r.body)
+	require.NotEmpty(t, e["message"])
+	code, _ := e["code"].(string)
+	return code
+}
+
+func (in *instance) call(method, path string, body []byte, header http.Header) response {
+	in.t.Helper()
+	req, err := http.NewRequest(method, in.url+path, bytes.NewReader(body))
+	require.NoError(in.t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := in.client.Do(req)
+	require.NoError(in.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(in.t, err)
+	require.Equal(in.t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"), "%s %s", method, path)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func adminHeader() http.Header {
+	return http.Header{"Authorization": {"Bearer " + testAdmin}}
+}
+
+// putSKU creates a SKU through the admin API.
+func (in *instance) putSKU(sku string, total, price int64, buckets, limit int) {
+	in.t.Helper()
+	r := in.call(http.MethodPut, "/api/v1/admin/skus/"+sku, mustJSON(in.t, map[string]any{
+		"total": total, "price": price, "buckets": buckets, "per_user_limit": limit,
+	}), adminHeader())
+	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
+}
+
+func (in *instance) buy(orderID, user, sku string, qty int64) response {
+	in.t.Helper()
+	body := map[string]any{"user_id": user, "items": []map[string]any{{"sku_id": sku, "quantity": qty}}}
+	if orderID != "" {
+		body["order_id"] = orderID
+	}
+	return in.call(http.MethodPost, "/api/v1/orders", mustJSON(in.t, body), nil)
+}
+
+// buyRetrying is a well-behaved client: it retries 429 BUSY (units remain,
+// too many buyers in flight) until it gets another answer. Safe to call from
+// several goroutines: it reports failures with t.Errorf.
+func (in *instance) buyRetrying(orderID, user, sku string, qty int64) response {
+	for {
+		r := in.buy(orderID, user, sku, qty)
+		if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), `"BUSY"`) {
+			return r
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type inventoryOut struct {
+	SKU         string `json:"sku_id"`
+	Total       int64  `json:"total"`
+	Available   int64  `json:"available"`
+	DBAvailable int64  `json:"db_available"`
+	Frozen      int64  `json:"frozen"`
+	Sold        int64  `json:"sold"`
+	IsSoldOut   bool   `json:"is_sold_out"`
+	BucketCount int    `json:"bucket_count"`
+}
+
+func (in *instance) inventory(sku string) inventoryOut {
+	in.t.Helper()
+	r := in.call(http.MethodGet, "/api/v1/inventory/"+sku, nil, nil)
+	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
+	var out inventoryOut
+	require.NoError(in.t, json.Unmarshal(r.body, &out))
+	return out
+}
+
+func (in *instance) order(id string) map[string]any {
+	in.t.Helper()
+	r := in.call(http.MethodGet, "/api/v1/orders/"+id, nil, nil)
+	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
+	return r.json(in.t)
+}
+
+func (in *instance) metrics() httpapi.MetricsSnapshot {
+	in.t.Helper()
+	r := in.call(http.MethodGet, "/metrics", nil, nil)
+	require.Equal(in.t, http.StatusOK, r.status)
+	var m httpapi.MetricsSnapshot
+	require.NoError(in.t, json.Unmarshal(r.body, &m))
+	return m
+}
+
+// callback is a payment provider's webhook body.
+type callback struct {
+	OrderID       string `json:"order_id"`
+	TransactionID string `json:"transaction_id"`
+	Amount        int64  `json:"amount"`
+	Status        string `json:"status"`
+}
+
+// pay sends a callback signed now with the current secret.
+func (in *instance) pay(cb callback) response {
+	in.t.Helper()
+	body := mustJSON(in.t, cb)
+	return in.signed(body, httpapi.Sign(testSecret, time.Now(), body))
+}
+
+func (in *instance) signed(body []byte, signature string) response {
+	in.t.Helper()
+	h := http.Header{}
+	if signature != "" {
+		h.Set(httpapi.SignatureHeader, signature)
+	}
+	return in.call(http.MethodPost, "/api/v1/payments/callback", body, h)
+}
+
+// payments reads the payments table for an order.
+func (s *stack) payments(orderID string) []orderdb.Payment {
+	s.t.Helper()
+	p, err := s.b.Orders.Payments(context.Background(), orderID)
+	require.NoError(s.t, err)
+	return p
+}
+
+func (s *stack) dbInventory(sku string) orderdb.Inventory {
+	s.t.Helper()
+	inv, err := s.b.Orders.Inventory(context.Background(), sku)
+	require.NoError(s.t, err)
+	return inv
+}
+
+// countWorkflows asks Temporal's visibility how many order workflows name
+// the SKU. Visibility is eventually consistent: poll it.
+func (s *stack) countWorkflows(sku string) int64 {
+	s.t.Helper()
+	resp, err := s.b.Temporal.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
+		Namespace: s.cfg.TemporalNamespace,
+		Query:     fmt.Sprintf("SkuIds = '%s'", sku),
+	})
+	require.NoError(s.t, err)
+	return resp.GetCount()
+}

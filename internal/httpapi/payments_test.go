@@ -1,0 +1,233 @@
+package httpapi_test
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+func TestPaymentCallback(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	api := s.api
+	sku := s.name("sku")
+	api.putSKU(sku, 5, 4999, 4, 1)
+	id := s.name("o1")
+	require.Equal(t, http.StatusCreated, api.buy(id, s.name("u1"), sku, 1).status)
+	pending := map[string]any{"order_id": id, "status": "PENDING_PAYMENT"}
+
+	good := callback{OrderID: id, TransactionID: s.name("tx-1"), Amount: 4999, Status: "SUCCESS"}
+	goodBody := mustJSON(t, good)
+	now := time.Now()
+	sig := func(secret string, at time.Time, body []byte) string { return httpapi.Sign(secret, at, body) }
+	tampered := strings.Replace(string(goodBody), "4999", "4998", 1)
+	wrongHex := "t=" + strconv.FormatInt(now.Unix(), 10) + ",v1=" + hex.EncodeToString(make([]byte, 32))
+
+	// Nothing here may touch the order.
+	refused := []struct {
+		name      string
+		body      []byte
+		signature string
+		status    int
+		code      string
+	}{
+		{"missing signature", goodBody, "", 401, "BAD_SIGNATURE"},
+		{"malformed signature", goodBody, "v1=abc", 401, "BAD_SIGNATURE"},
+		{"no v1", goodBody, "t=" + strconv.FormatInt(now.Unix(), 10), 401, "BAD_SIGNATURE"},
+		{"wrong signature", goodBody, wrongHex, 401, "BAD_SIGNATURE"},
+		{"unknown secret", goodBody, sig("whsec-someone-elses-secret", now, goodBody), 401, "BAD_SIGNATURE"},
+		{"tampered body", []byte(tampered), sig(testSecret, now, goodBody), 401, "BAD_SIGNATURE"},
+		{"stale", goodBody, sig(testSecret, now.Add(-6*time.Minute), goodBody), 401, "BAD_SIGNATURE"},
+		{"from the future", goodBody, sig(testSecret, now.Add(6*time.Minute), goodBody), 401, "BAD_SIGNATURE"},
+		{"signed but malformed", []byte(`{"order_id":"` + id + `"`), sig(testSecret, now, []byte(`{"order_id":"`+id+`"`)), 400, "INVALID_REQUEST"},
+		{"signed but unknown field", []byte(`{"order_id":"x","transaction_id":"t","amount":1,"status":"SUCCESS","tip":1}`),
+			sig(testSecret, now, []byte(`{"order_id":"x","transaction_id":"t","amount":1,"status":"SUCCESS","tip":1}`)), 400, "INVALID_REQUEST"},
+		{"signed but bad status", mustJSON(t, callback{OrderID: id, TransactionID: "t", Amount: 1, Status: "MAYBE"}),
+			sig(testSecret, now, mustJSON(t, callback{OrderID: id, TransactionID: "t", Amount: 1, Status: "MAYBE"})), 400, "INVALID_REQUEST"},
+		{"signed but zero amount", mustJSON(t, callback{OrderID: id, TransactionID: "t", Amount: 0, Status: "SUCCESS"}),
+			sig(testSecret, now, mustJSON(t, callback{OrderID: id, TransactionID: "t", Amount: 0, Status: "SUCCESS"})), 400, "INVALID_REQUEST"},
+		{"over 64 KiB", []byte(strings.Repeat(" ", 65<<10)), "t=1,v1=00", 413, "PAYLOAD_TOO_LARGE"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			r := api.signed(tt.body, tt.signature)
+			require.Equal(t, tt.status, r.status, "%s", r.body)
+			require.Equal(t, tt.code, r.code(t))
+		})
+	}
+	require.Equal(t, "PENDING_PAYMENT", api.order(id)["status"])
+	require.Empty(t, s.payments(id))
+
+	// A failed payment is acknowledged with the order's status.
+	r := api.pay(callback{OrderID: id, TransactionID: s.name("tx-failed"), Amount: 4999, Status: "FAILED"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, pending, r.json(t))
+
+	// The wrong amount: 422, recorded for refund, the order stays payable.
+	r = api.pay(callback{OrderID: id, TransactionID: s.name("tx-short"), Amount: 1, Status: "SUCCESS"})
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
+	require.Equal(t, "AMOUNT_MISMATCH", r.code(t))
+	require.Equal(t, "PENDING_PAYMENT", api.order(id)["status"])
+
+	// Paid, signed with the old secret while the rotation is under way and
+	// with a wrong value beside the right one.
+	header := wrongHex[strings.Index(wrongHex, ",")+1:]
+	goodSig := sig(testOldSecret, now, goodBody) + "," + header
+	r = api.signed(goodBody, goodSig)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	paid := map[string]any{"order_id": id, "status": "PAID"}
+	require.Equal(t, paid, r.json(t))
+
+	// A replay of the very same request: the same answer, nothing twice.
+	r = api.signed(goodBody, goodSig)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, paid, r.json(t))
+
+	// A second transaction for the paid order: acknowledged, refund owed.
+	r = api.pay(callback{OrderID: id, TransactionID: s.name("tx-2"), Amount: 4999, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"order_id": id, "status": "PAID", "refund": "REQUIRED"}, r.json(t))
+
+	require.Eventually(t, func() bool { return api.order(id)["status"] == "PAID" }, 10*time.Second, 50*time.Millisecond)
+	inv := api.inventory(sku)
+	require.Equal(t, int64(1), inv.Sold)
+	require.Equal(t, int64(0), inv.Frozen)
+	byTxn := map[string]orderdb.PaymentStatus{}
+	for _, p := range s.payments(id) {
+		byTxn[p.TransactionID] = p.Status
+	}
+	require.Equal(t, map[string]orderdb.PaymentStatus{
+		s.name("tx-short"): orderdb.PaymentRefundRequired,
+		s.name("tx-1"):     orderdb.PaymentCaptured,
+		s.name("tx-2"):     orderdb.PaymentRefundRequired,
+	}, byTxn)
+	require.Equal(t, "REQUIRED", api.order(id)["refund"])
+
+	// Money for an order that never existed is recorded for refund too.
+	ghost := s.name("ghost")
+	for range 2 {
+		r = api.pay(callback{OrderID: ghost, TransactionID: s.name("tx-ghost"), Amount: 10, Status: "SUCCESS"})
+		require.Equal(t, http.StatusNotFound, r.status, "%s", r.body)
+		require.Equal(t, "ORDER_NOT_FOUND", r.code(t))
+	}
+	require.Len(t, s.payments(ghost), 1)
+}
+
+// Payments at the edges of the deadline, with PAYMENT_TIMEOUT=2s.
+func TestCallbackAtTheDeadline(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 2 * time.Second})
+	api := s.api
+
+	t.Run("late and repeated", func(t *testing.T) {
+		sku := s.name("late")
+		api.putSKU(sku, 1, 700, 2, 1)
+		id := s.name("late-o")
+		require.Equal(t, http.StatusCreated, api.buy(id, s.name("late-u"), sku, 1).status)
+		require.Eventually(t, func() bool { return api.order(id)["status"] == "EXPIRED" }, 20*time.Second, 100*time.Millisecond)
+
+		// The provider retries, sometimes in parallel: every attempt is
+		// acknowledged the same way and the money is recorded once.
+		cb := callback{OrderID: id, TransactionID: s.name("late-tx"), Amount: 700, Status: "SUCCESS"}
+		want := map[string]any{"order_id": id, "status": "EXPIRED", "refund": "REQUIRED"}
+		answers := make([]response, 4)
+		var wg sync.WaitGroup
+		for i := range answers {
+			wg.Go(func() { answers[i] = api.pay(cb) })
+		}
+		wg.Wait()
+		answers = append(answers, api.pay(cb))
+		for _, r := range answers {
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			require.Equal(t, want, r.json(t))
+		}
+
+		pays := s.payments(id)
+		require.Len(t, pays, 1, "recorded once: %+v", pays)
+		require.Equal(t, orderdb.PaymentRefundRequired, pays[0].Status)
+		require.Equal(t, int64(700), pays[0].Amount)
+		o := api.order(id)
+		require.Equal(t, "EXPIRED", o["status"])
+		require.Equal(t, "REQUIRED", o["refund"])
+		require.Equal(t, inventoryOut{SKU: sku, Total: 1, Available: 1, DBAvailable: 1, BucketCount: 2}, api.inventory(sku))
+	})
+
+	t.Run("racing the deadline", func(t *testing.T) {
+		sku := s.name("race")
+		offsets := []time.Duration{-300 * time.Millisecond, -100 * time.Millisecond, -20 * time.Millisecond,
+			0, 20 * time.Millisecond, 100 * time.Millisecond}
+		api.putSKU(sku, int64(len(offsets)), 500, 4, 1)
+		type result struct {
+			id     string
+			status string
+			refund any
+		}
+		// Place every order first, then pay each at its own offset from its
+		// own deadline, all in parallel.
+		results := make([]result, len(offsets))
+		payBy := make([]time.Time, len(offsets))
+		for i := range offsets {
+			id := s.name(fmt.Sprintf("race-o%d", i))
+			r := api.buyRetrying(id, s.name(fmt.Sprintf("race-u%d", i)), sku, 1)
+			require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+			var err error
+			payBy[i], err = time.Parse(time.RFC3339Nano, r.json(t)["pay_by"].(string))
+			require.NoError(t, err)
+			results[i].id = id
+		}
+		answers := make([]response, len(offsets))
+		var wg sync.WaitGroup
+		for i, off := range offsets {
+			wg.Go(func() {
+				time.Sleep(time.Until(payBy[i].Add(off)))
+				id := results[i].id
+				answers[i] = api.pay(callback{OrderID: id, TransactionID: id + "-tx", Amount: 500, Status: "SUCCESS"})
+			})
+		}
+		wg.Wait()
+		for i, r := range answers {
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			m := r.json(t)
+			results[i].status, results[i].refund = m["status"].(string), m["refund"]
+		}
+
+		// Each order ended in exactly one of two consistent states, and
+		// the answer the provider got says which.
+		var paid int64
+		for i, res := range results {
+			require.Eventually(t, func() bool {
+				st := api.order(res.id)["status"]
+				return st == "PAID" || st == "EXPIRED"
+			}, 20*time.Second, 100*time.Millisecond)
+			pays := s.payments(res.id)
+			require.Len(t, pays, 1, "offset %v", offsets[i])
+			switch res.status {
+			case "PAID":
+				paid++
+				require.Nil(t, res.refund)
+				require.Equal(t, "PAID", api.order(res.id)["status"])
+				require.Equal(t, orderdb.PaymentCaptured, pays[0].Status)
+			case "EXPIRED":
+				require.Equal(t, "REQUIRED", res.refund)
+				require.Equal(t, orderdb.PaymentRefundRequired, pays[0].Status)
+			default:
+				t.Fatalf("offset %v: answered %q", offsets[i], res.status)
+			}
+			t.Logf("offset %5v: %s", offsets[i], res.status)
+		}
+		total := int64(len(offsets))
+		require.Eventually(t, func() bool {
+			inv := api.inventory(sku)
+			return inv == inventoryOut{SKU: sku, Total: total, Available: total - paid, DBAvailable: total - paid,
+				Sold: paid, IsSoldOut: paid == total, BucketCount: 4}
+		}, 10*time.Second, 100*time.Millisecond, "units of expired orders back on sale, paid ones sold: %+v", api.inventory(sku))
+	})
+}

@@ -1,0 +1,349 @@
+// Package httpapi is the flash sale's HTTP door for buyers, payment
+// providers and operators. Every buy request passes the load-shedding gate
+// (internal/edge) before it may start an order workflow; everything else
+// talks to the workflow (internal/orders) or the stores directly.
+//
+// Errors are JSON {"code","message"}, mapped from Go errors in one place
+// (classify in errors.go); unexpected ones become 500 INTERNAL with a
+// generic message, the detail going to the log only.
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/orders"
+)
+
+// Deps are the services the API uses.
+type Deps struct {
+	Orders   *orders.Service
+	Store    *orderdb.Store
+	Stock    *inventory.Store
+	Redis    redis.UniversalClient
+	Temporal client.Client
+	Logger   *slog.Logger
+}
+
+// FromBackend takes the dependencies from open backend connections.
+func FromBackend(b *backend.Backend) Deps {
+	return Deps{
+		Orders:   &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders},
+		Store:    b.Orders,
+		Stock:    b.Stock,
+		Redis:    b.Redis,
+		Temporal: b.Temporal,
+		Logger:   b.Logger,
+	}
+}
+
+// Timeouts of the work a request waits for.
+const (
+	// placeTimeout covers Update-with-Start up to the reservation answer.
+	// The workflow's reservation steps give up after 30 s (their local
+	// activity budget), so waiting longer would only hold the connection.
+	placeTimeout = 30 * time.Second
+	// opTimeout bounds payments, cancels and reads. A payment whose
+	// database write is stuck answers 503 and the provider retries; the
+	// transaction id makes the retry safe.
+	opTimeout = 10 * time.Second
+	// readyTimeout: a dependency slower than this is not ready for buyers.
+	readyTimeout = 2 * time.Second
+)
+
+// Server is the HTTP API. Create it with New, serve Handler (or
+// HTTPServer), and keep Run running for the edge's stock-change listener.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	gate     *edge.Gate
+	log      *slog.Logger
+	metrics  metrics
+	draining atomic.Bool
+	handler  http.Handler
+	// adminHash is SHA-256 of the admin token, compared in constant time.
+	adminHash [sha256.Size]byte
+}
+
+// New builds the API. It refuses a config without secrets.
+func New(deps Deps, cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("http api config: %w", err)
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:  cfg,
+		deps: deps,
+		log:  deps.Logger,
+		gate: edge.New(deps.Redis, deps.Stock, edge.Options{
+			MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
+		}),
+		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler serves the API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Gate is the buy requests' load-shedding gate.
+func (s *Server) Gate() *edge.Gate { return s.gate }
+
+// Run keeps the edge's sold-out cache in step with stock changes on every
+// instance, until ctx ends.
+func (s *Server) Run(ctx context.Context) error { return s.gate.Run(ctx) }
+
+// now is the clock signature timestamps are checked against.
+func (s *Server) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
+}
+
+// Drain makes /readyz fail, so a load balancer stops sending new requests
+// while the server shuts down.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// HTTPServer returns an http.Server for the API on cfg.Addr with timeouts
+// for a public listener.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Addr:    s.cfg.Addr,
+		Handler: s.handler,
+		// Slow-header clients (slowloris) are cut off early.
+		ReadHeaderTimeout: 5 * time.Second,
+		// Bodies are at most 64 KiB.
+		ReadTimeout: 15 * time.Second,
+		// Must exceed placeTimeout, or a buyer whose reservation took
+		// long would lose the answer after the unit was taken.
+		WriteTimeout:   placeTimeout + 10*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	route := func(path string, handlers map[string]http.HandlerFunc) {
+		allow := make([]string, 0, len(handlers))
+		for method, h := range handlers {
+			mux.HandleFunc(method+" "+path, h)
+			allow = append(allow, method)
+		}
+		slices.Sort(allow)
+		// The method-less pattern is less specific, so it only catches the
+		// other methods: a JSON 405 instead of the mux's plain-text one.
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, r, &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethod,
+				Message: "method not allowed; use " + strings.Join(allow, ", ")})
+		})
+	}
+	route("/api/v1/orders", map[string]http.HandlerFunc{http.MethodPost: s.createOrder})
+	route("/api/v1/orders/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getOrder})
+	route("/api/v1/orders/{id}/cancel", map[string]http.HandlerFunc{http.MethodPost: s.cancelOrder})
+	route("/api/v1/payments/callback", map[string]http.HandlerFunc{http.MethodPost: s.paymentCallback})
+	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory})
+	route("/api/v1/admin/skus/{sku}", map[string]http.HandlerFunc{http.MethodPut: s.admin(s.putSKU)})
+	route("/api/v1/admin/skus/{sku}/preheat", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.preheat)})
+	route("/api/v1/admin/skus/{sku}/restock", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.restock)})
+	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.healthz})
+	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: s.readyz})
+	route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.getMetrics})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: "no such endpoint"})
+	})
+	return s.middleware(mux)
+}
+
+// middleware counts answers by status, sets headers every answer needs and
+// turns a panic into a logged 500 instead of a dropped connection.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "handler panic", "panic", p, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					s.writeError(rec, r, fmt.Errorf("panic: %v", p))
+				}
+			}
+			s.metrics.count(rec.status)
+		}()
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(rec, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "encode response", "path", r.URL.Path, "error", err)
+		status = http.StatusInternalServerError
+		body = []byte(`{"code":"INTERNAL","message":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	if _, err := w.Write(append(body, '\n')); err != nil {
+		// The client went away; nothing left to tell it.
+		s.log.DebugContext(r.Context(), "write response", "path", r.URL.Path, "error", err)
+	}
+}
+
+// admin guards operator endpoints with the bearer token.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// Comparing hashes keeps the time independent of the token's
+		// length as well as its content.
+		got := sha256.Sum256([]byte(token))
+		if !ok || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="flashsale-admin"`)
+			s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Code: codeUnauthorized,
+				Message: "missing or wrong admin bearer token"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz checks, in parallel, that Temporal, Redis and MySQL answer within
+// readyTimeout. The failed ones are named; why they failed is logged.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		s.writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Message: "shutting down"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	checks := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"temporal", func(ctx context.Context) error {
+			_, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}},
+		{"redis", func(ctx context.Context) error { return s.deps.Redis.Ping(ctx).Err() }},
+		{"mysql", s.deps.Store.Ping},
+	}
+	errs := make([]error, len(checks))
+	done := make(chan struct{})
+	var pending atomic.Int32
+	pending.Store(int32(len(checks)))
+	for i, c := range checks {
+		go func() {
+			errs[i] = c.fn(ctx)
+			if pending.Add(-1) == 0 {
+				close(done)
+			}
+		}()
+	}
+	<-done
+	var failed []string
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, checks[i].name)
+			s.log.WarnContext(r.Context(), "not ready", "dependency", checks[i].name, "error", err)
+		}
+	}
+	if len(failed) > 0 {
+		s.writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+			Message: "not ready: " + strings.Join(failed, ", ") + " unreachable"})
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// metrics are the API's counters; /metrics adds the edge's.
+type metrics struct {
+	workflowsStarted atomic.Int64
+	statuses         [600]atomic.Int64
+}
+
+func (m *metrics) count(status int) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if status > 0 && status < len(m.statuses) {
+		m.statuses[status].Add(1)
+	}
+}
+
+// MetricsSnapshot is what GET /metrics returns.
+type MetricsSnapshot struct {
+	// WorkflowsStarted counts Update-with-Start calls for new orders (not
+	// repeats of placed ones): an upper bound on order workflows started.
+	WorkflowsStarted int64            `json:"workflows_started"`
+	Responses        map[string]int64 `json:"responses"`
+	Edge             edge.Stats       `json:"edge"`
+}
+
+// Metrics returns the counters since start.
+func (s *Server) Metrics() MetricsSnapshot {
+	out := MetricsSnapshot{WorkflowsStarted: s.metrics.workflowsStarted.Load(), Responses: map[string]int64{}, Edge: s.gate.Stats()}
+	for code := range s.metrics.statuses {
+		if n := s.metrics.statuses[code].Load(); n > 0 {
+			out.Responses[strconv.Itoa(code)] = n
+		}
+	}
+	return out
+}
+
+func (s *Server) getMetrics(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, http.StatusOK, s.Metrics())
+}

@@ -1,0 +1,61 @@
+package inventory
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAvailableAndMarkSoldOut(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+
+	_, err := s.Available(ctx, sku)
+	require.ErrorIs(t, err, ErrUnknownSKU)
+	_, err = s.Available(ctx, "a{b")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+
+	_, err = s.Preheat(ctx, sku, 3, 4)
+	require.NoError(t, err)
+	av, err := s.Available(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), av.Units)
+	require.Equal(t, 4, av.Buckets)
+
+	// A tampered negative bucket counts as empty, never as debt.
+	require.NoError(t, rdb.Set(ctx, stockKey(sku, 3), -5, 0).Err())
+	av, err = s.Available(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), av.Units)
+
+	for i := range 3 {
+		_, err := s.Reserve(ctx, "o"+string(rune('a'+i)), sku, 1)
+		require.NoError(t, err)
+	}
+	empty, err := s.Available(ctx, sku)
+	require.NoError(t, err)
+	require.Zero(t, empty.Units)
+
+	// A stale observation (a unit came back after the read) sets nothing.
+	_, err = s.Release(ctx, "oa", sku)
+	require.NoError(t, err)
+	set, err := s.MarkSoldOut(ctx, sku, empty.Gen)
+	require.NoError(t, err)
+	require.False(t, set)
+	require.False(t, stock(t, s, sku).SoldOut)
+
+	// A current one does.
+	_, err = s.Reserve(ctx, "od", sku, 1)
+	require.NoError(t, err)
+	empty, err = s.Available(ctx, sku)
+	require.NoError(t, err)
+	require.Zero(t, empty.Units)
+	set, err = s.MarkSoldOut(ctx, sku, empty.Gen)
+	require.NoError(t, err)
+	require.True(t, set)
+	soldOut, err := s.SoldOut(ctx, sku)
+	require.NoError(t, err)
+	require.True(t, soldOut)
+}

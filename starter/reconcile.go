@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// reconcileRunTimeout backstops a scheduled run: with overlap SKIP, a run
+// that never ended would block every later one. Every activity of the run
+// is bounded already, so this only fires on a bug.
+const reconcileRunTimeout = time.Hour
+
+func runReconcile(ctx context.Context, args []string) (any, error) {
+	if len(args) == 0 {
+		return nil, usageError("usage: starter reconcile schedule|now [flags]")
+	}
+	switch args[0] {
+	case "schedule":
+		return runReconcileSchedule(ctx, args[1:])
+	case "now":
+		return runReconcileNow(ctx, args[1:])
+	}
+	return nil, usageError(fmt.Sprintf("unknown reconcile command %q: want schedule or now", args[0]))
+}
+
+// scheduleResult is the output of reconcile schedule.
+type scheduleResult struct {
+	ScheduleID string        `json:"schedule_id"`
+	WorkflowID string        `json:"workflow_id"`
+	TaskQueue  string        `json:"task_queue"`
+	Every      time.Duration `json:"every"`
+	Settle     time.Duration `json:"settle"`
+	// Created is false when an existing schedule was updated instead.
+	Created bool `json:"created"`
+}
+
+// runReconcileSchedule creates the reconcile Schedule, or updates it to the
+// given settings if it exists, so running it twice is harmless.
+func runReconcileSchedule(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("reconcile schedule", flag.ContinueOnError)
+	every := fs.Duration("every", time.Minute, "how often a run starts (skipped while the previous one still runs)")
+	sku := fs.String("sku", "", "reconcile only this SKU (default: every SKU)")
+	settle := fs.Duration("settle", workflows.DefaultReconcileSettle, "wait between the two observations a correction needs")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *every < time.Second || *settle <= 0 {
+		return nil, usageError("--every must be at least 1s and --settle positive")
+	}
+	b, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+
+	in := workflows.ReconcileInput{Settle: *settle}
+	if *sku != "" {
+		in.SKUs = []string{*sku}
+	}
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: *every}}}
+	action := &client.ScheduleWorkflowAction{
+		ID:                       workflows.ReconcileWorkflowID(*sku),
+		Workflow:                 workflows.ReconcileWorkflow,
+		Args:                     []any{in},
+		TaskQueue:                b.Config.TaskQueue,
+		WorkflowExecutionTimeout: reconcileRunTimeout,
+	}
+	out := scheduleResult{
+		ScheduleID: workflows.ReconcileScheduleID(*sku), WorkflowID: action.ID,
+		TaskQueue: b.Config.TaskQueue, Every: *every, Settle: *settle, Created: true,
+	}
+	sc := b.Temporal.ScheduleClient()
+	_, err = sc.Create(ctx, client.ScheduleOptions{
+		ID:     out.ScheduleID,
+		Spec:   spec,
+		Action: action,
+		// Runs never overlap: a correction is only valid against the
+		// observations of its own run (the fence keeps overlapping runs
+		// safe too, but they would only waste work).
+		Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Note:    "flashsale: bring Redis stock in step with MySQL",
+	})
+	if err == nil {
+		return out, nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return nil, fmt.Errorf("create schedule %s: %w", out.ScheduleID, err)
+	}
+	out.Created = false
+	err = sc.GetHandle(ctx, out.ScheduleID).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(cur client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := cur.Description.Schedule
+			s.Spec, s.Action = &spec, action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap = enums.SCHEDULE_OVERLAP_POLICY_SKIP
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update schedule %s: %w", out.ScheduleID, err)
+	}
+	return out, nil
+}
+
+// runReconcileNow runs one reconciliation and prints what it did. A run of
+// the same scope already in progress is joined rather than doubled.
+func runReconcileNow(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("reconcile now", flag.ContinueOnError)
+	sku := fs.String("sku", "", "reconcile only this SKU (default: every SKU)")
+	settle := fs.Duration("settle", workflows.DefaultReconcileSettle, "wait between the two observations a correction needs")
+	dryRun := fs.Bool("dry-run", false, "observe and report, change nothing")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *settle <= 0 {
+		return nil, usageError("--settle must be positive")
+	}
+	b, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+
+	in := workflows.ReconcileInput{Settle: *settle, DryRun: *dryRun}
+	if *sku != "" {
+		in.SKUs = []string{*sku}
+	}
+	run, err := b.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.ReconcileWorkflowID(*sku),
+		TaskQueue: b.Config.TaskQueue,
+		// Two operators pressing the button get one run and one answer.
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowExecutionTimeout: reconcileRunTimeout,
+		StaticSummary:            "manual reconcile of " + workflows.ReconcileWorkflowID(*sku),
+	}, workflows.ReconcileWorkflow, in)
+	if err != nil {
+		return nil, fmt.Errorf("start reconcile: %w", err)
+	}
+	var res workflows.ReconcileResult
+	if err := run.Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("reconcile run %s: %w", run.GetID(), err)
+	}
+	return res, nil
+}

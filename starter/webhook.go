@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/httpapi"
+)
+
+// callback is the payment provider's webhook body (see internal/httpapi).
+type callback struct {
+	OrderID       string `json:"order_id"`
+	TransactionID string `json:"transaction_id"`
+	Amount        int64  `json:"amount"`
+	Status        string `json:"status"`
+}
+
+// webhookTimeout bounds the whole call; the API itself answers a payment
+// within ~10 s or says 503.
+const webhookTimeout = 30 * time.Second
+
+// payViaAPI plays the payment provider: it signs the callback with the
+// current (first) secret of WEBHOOK_SECRET and POSTs it to the API, so the
+// signature check, the JSON decoding and the answer mapping are exercised
+// exactly as a provider's call would be. The API's JSON answer is the
+// output; an error answer becomes this command's error with the API's code.
+func payViaAPI(ctx context.Context, base string, cb callback) (any, error) {
+	if cb.Status != "SUCCESS" && cb.Status != "FAILED" {
+		return nil, usageError("--status must be SUCCESS or FAILED")
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError(fmt.Sprintf("--via-api %q: want a URL such as http://localhost:8080", base))
+	}
+	secrets, err := httpapi.ParseSecrets(os.Getenv("WEBHOOK_SECRET"))
+	if err != nil {
+		return nil, invalid("WEBHOOK_SECRET: %v", err)
+	}
+	body, err := json.Marshal(cb)
+	if err != nil {
+		return nil, fmt.Errorf("encode callback: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, webhookTimeout)
+	defer cancel()
+	endpoint := strings.TrimRight(u.String(), "/") + "/api/v1/payments/callback"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("build callback request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(httpapi.SignatureHeader, httpapi.Sign(secrets[0], time.Now(), body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("post callback to %s: %w", endpoint, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read callback answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var apiErr cliError
+		if err := json.Unmarshal(raw, &apiErr); err != nil || apiErr.Code == "" {
+			return nil, fmt.Errorf("callback answered %s: %q", resp.Status, raw)
+		}
+		return nil, &apiErr
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, errors.Join(fmt.Errorf("callback answered %s with non-JSON %q", resp.Status, raw), err)
+	}
+	return out, nil
+}
