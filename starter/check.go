@@ -16,8 +16,13 @@ import (
 // status and the details.
 const codeViolated = "INVARIANT_VIOLATED"
 
+// failedReportOut receives the report of a failed check. run prints a
+// command's result only on success and hands commands no writer, so check
+// prints this one itself; tests point it at a buffer.
+var failedReportOut io.Writer = os.Stdout
+
 func runCheck(ctx context.Context, args []string) (any, error) {
-	return check(ctx, args, os.Stdout)
+	return check(ctx, args, failedReportOut)
 }
 
 // check runs the invariant checker. A clean report is returned for run to

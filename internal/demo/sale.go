@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/loadgen"
 )
 
@@ -54,6 +55,7 @@ type Summary struct {
 	Oversold         int64            `json:"oversold"`
 	Undersold        int64            `json:"undersold"`
 	WorkflowsStarted int64            `json:"workflows_started"`
+	Edge             edge.Stats       `json:"edge"`
 	P50, P99, P999   time.Duration    `json:"-"`
 	TimeToReserveAll time.Duration    `json:"time_to_reserve_all"`
 	Elapsed          time.Duration    `json:"elapsed"`
@@ -110,7 +112,9 @@ func (st *Stack) Sale(ctx context.Context, o SaleOptions) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	s.WorkflowsStarted = st.API.Metrics().WorkflowsStarted - started
+	m := st.API.Metrics()
+	s.WorkflowsStarted = m.WorkflowsStarted - started
+	s.Edge = m.Edge
 	return s, nil
 }
 
@@ -210,6 +214,8 @@ func (s Summary) Table() string {
 	row("oversold (must be 0)", s.Oversold)
 	row("undersold (must be 0)", s.Undersold)
 	row("order workflows started", s.WorkflowsStarted)
+	row("shed: sold out (local / redis flag / stock)", fmt.Sprintf("%d / %d / %d", s.Edge.SoldOutLocal, s.Edge.SoldOutRedis, s.Edge.SoldOutStock))
+	row("shed: busy / rate limited", fmt.Sprintf("%d / %d", s.Edge.Busy, s.Edge.RateLimited))
 	row("buy decision p50 / p99 / p999", fmt.Sprintf("%s / %s / %s", round(s.P50), round(s.P99), round(s.P999)))
 	row("all units reserved after", round(s.TimeToReserveAll))
 	row("sale took", round(s.Elapsed))

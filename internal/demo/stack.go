@@ -134,7 +134,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 		Addr: "127.0.0.1:0", WebhookSecrets: []string{st.Secret}, AdminToken: st.AdminToken,
 		// A demo crowd hammers from one machine; the per-user rate limit
 		// stays on (each buyer is its own user) at its default.
-		BuyRate: 5, MaxInFlight: 16,
+		BuyRate: 5, MaxInFlight: 64,
 	})
 	if err != nil {
 		return nil, err

@@ -75,22 +75,46 @@ func TestSoldOutCacheExpiresAndPrunes(t *testing.T) {
 	require.Empty(t, c.lastChange)
 }
 
-func TestInflight(t *testing.T) {
-	f := newInflight()
-	pos, ok := f.acquire("a", 1, 2)
-	require.True(t, ok)
-	require.Equal(t, int64(1), pos)
-	pos, ok = f.acquire("a", 1, 2)
-	require.True(t, ok)
-	require.Equal(t, int64(2), pos)
-	_, ok = f.acquire("a", 1, 2)
-	require.False(t, ok, "window full")
-	pos, ok = f.acquire("b", 5, 2)
-	require.True(t, ok, "an order larger than the window is admitted alone")
-	require.Equal(t, int64(5), pos)
-	require.Equal(t, int64(7), f.total())
+func TestInflightAdmit(t *testing.T) {
+	tests := []struct {
+		name        string
+		inFlight    int64 // units of sku "a" admitted before
+		qty, units  int64
+		limit       int64
+		want        admission
+		wantInFight int64
+	}{
+		{"first of plenty", 0, 1, 100, 2, admitted, 1},
+		{"within window and stock", 1, 1, 100, 2, admitted, 2},
+		{"window full", 2, 1, 100, 2, busy, 2},
+		{"stock would be overcommitted", 3, 1, 3, 10, busy, 3},
+		{"last unit, nobody in flight", 0, 1, 1, 2, admitted, 1},
+		{"order larger than the window, alone", 0, 5, 10, 2, admitted, 5},
+		{"more than is left, alone", 0, 3, 2, 10, tooFew, 0},
+		{"more than is left, others in flight", 1, 3, 2, 10, busy, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newInflight()
+			if tt.inFlight > 0 {
+				require.Equal(t, admitted, f.admit("a", tt.inFlight, tt.inFlight, tt.inFlight, 0))
+			}
+			require.Equal(t, tt.want, f.admit("a", tt.qty, tt.units, tt.limit, 0))
+			require.Equal(t, tt.wantInFight, f.total())
+		})
+	}
+}
 
+func TestInflightRelease(t *testing.T) {
+	f := newInflight()
+	require.Equal(t, admitted, f.admit("a", 1, 10, 2, 0))
+	require.Equal(t, admitted, f.admit("b", 5, 10, 2, 0))
+	require.Equal(t, int64(6), f.total())
+	require.True(t, f.full("a", 2, 2))
+	seen := f.releases("a")
 	f.release("a", 1)
+	require.Equal(t, stale, f.admit("a", 1, 10, 2, seen), "a unit given back after the read makes the read stale")
+	require.Equal(t, admitted, f.admit("a", 1, 10, 2, f.releases("a")))
 	f.release("a", 1)
 	f.release("b", 5)
 	require.Empty(t, f.units, "idle SKUs cost nothing")

@@ -222,7 +222,7 @@ func (g *Gate) Admit(ctx context.Context, req Request) (*Ticket, error) {
 	}
 	// A full window is also known without the network. At the height of a
 	// sale most requests end here, so they cost no Redis round trip; the
-	// binding check is the acquire in admit.
+	// binding check is the window's admit in admit.
 	for _, it := range items {
 		if g.inflight.full(it.SKU, it.Quantity, g.opts.MaxInFlight) {
 			return nil, g.busy()
@@ -276,54 +276,34 @@ func (g *Gate) rateLimit(ctx context.Context, userID string) error {
 // admit is the last layer: per-SKU in-flight slots sized by what Redis
 // still holds.
 //
-// A request first takes its slot, THEN reads the SKU's units, and is
-// admitted only if the units in flight at the moment it took its slot
-// (its own included) fit into what it read. Every unit counted in flight
-// either has not been reserved yet (so it is still in Redis and is owed to
-// that request) or has been (so it is gone from Redis and counted twice,
-// which errs on the side of BUSY). A later request counts every earlier one
-// still in flight, so on one instance the admitted requests never ask for
-// more than Redis has: workflows started ~= units sold. Each further
-// instance can add at most MaxInFlight per SKU to that.
+// A request reads the SKU's units, THEN, under the window's lock, is
+// admitted only if the units already admitted and still in flight plus its
+// own fit into what it read (and into MaxInFlight). Every unit counted in
+// flight either has not been reserved yet (so it is still in Redis and is
+// owed to that request) or has been (so it is gone from Redis and counted
+// twice, which errs on the side of BUSY). So on one instance the admitted
+// requests never ask for more than Redis has: workflows started ~= units
+// sold. Each further instance can add at most MaxInFlight per SKU to that.
+//
+// Only admitted requests hold a slot. An earlier version took the slot
+// before the read; under a flood the requests merely probing then filled
+// the window, and near the end of a sale (few units left, many probes)
+// every request saw itself behind the probes and was told BUSY forever.
 func (g *Gate) admit(ctx context.Context, req Request, items []Item) (*Ticket, error) {
 	t := &Ticket{g: g}
-	positions := make([]int64, len(items))
-	for i, it := range items {
-		pos, ok := g.inflight.acquire(it.SKU, it.Quantity, g.opts.MaxInFlight)
-		if !ok {
-			t.release()
-			return nil, g.busy()
-		}
-		t.items = append(t.items, it)
-		positions[i] = pos
-	}
-
-	for i, it := range items {
-		tok := g.cache.token(time.Now())
-		av, err := g.stock.Available(ctx, it.SKU)
-		if errors.Is(err, inventory.ErrUnknownSKU) {
-			t.release()
-			g.stats.unknownSKU.Add(1)
-			return nil, fmt.Errorf("sku %s: %w", it.SKU, ErrUnknownSKU)
-		}
+	for _, it := range items {
+		res, err := g.admitItem(ctx, it)
 		if err != nil {
 			t.release()
-			return nil, g.unavailable(err)
+			return nil, err
 		}
-		switch {
-		case av.Units == 0:
-			t.release()
-			g.observedEmpty(ctx, it.SKU, tok, av.Gen)
-			g.stats.soldOutStock.Add(1)
-			return nil, fmt.Errorf("sku %s: %w", it.SKU, ErrSoldOut)
-		case positions[i] <= av.Units:
-			continue
-		case positions[i] == it.Quantity:
-			// Nobody else is in flight: the SKU simply has fewer units
-			// than this order wants. Not empty, so no sold-out hint.
+		switch res {
+		case admitted:
+			t.items = append(t.items, it)
+		case tooFew:
 			t.release()
 			g.stats.soldOutStock.Add(1)
-			return nil, fmt.Errorf("sku %s: %d wanted, %d left: %w", it.SKU, it.Quantity, av.Units, ErrSoldOut)
+			return nil, fmt.Errorf("sku %s: %d wanted, fewer left: %w", it.SKU, it.Quantity, ErrSoldOut)
 		default:
 			t.release()
 			return nil, g.busy()
@@ -348,6 +328,35 @@ func (g *Gate) admit(ctx context.Context, req Request, items []Item) (*Ticket, e
 	}
 	g.stats.admitted.Add(1)
 	return t, nil
+}
+
+// admitItem reads what Redis holds for one item and asks the window. A
+// read made stale by a request finishing meanwhile is repeated a few times;
+// under a flood that keeps happening, the answer is BUSY.
+func (g *Gate) admitItem(ctx context.Context, it Item) (admission, error) {
+	for range 3 {
+		seen := g.inflight.releases(it.SKU)
+		tok := g.cache.token(time.Now())
+		av, err := g.stock.Available(ctx, it.SKU)
+		if errors.Is(err, inventory.ErrUnknownSKU) {
+			g.stats.unknownSKU.Add(1)
+			return 0, fmt.Errorf("sku %s: %w", it.SKU, ErrUnknownSKU)
+		}
+		if err != nil {
+			return 0, g.unavailable(err)
+		}
+		if av.Units == 0 {
+			g.observedEmpty(ctx, it.SKU, tok, av.Gen)
+			g.stats.soldOutStock.Add(1)
+			return 0, fmt.Errorf("sku %s: %w", it.SKU, ErrSoldOut)
+		}
+		// Nobody else in flight and too few units is a plain "not enough
+		// left", not an empty SKU: no sold-out hint is recorded.
+		if res := g.inflight.admit(it.SKU, it.Quantity, av.Units, g.opts.MaxInFlight, seen); res != stale {
+			return res, nil
+		}
+	}
+	return busy, nil
 }
 
 func (g *Gate) busy() error {

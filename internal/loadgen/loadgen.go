@@ -34,9 +34,10 @@ type Config struct {
 	Buyers        int   // distinct users
 	Concurrency   int   // buyers acting at once
 	WebhookSecret string
-	// Shares of first-round winners that pay, cancel; the rest let the
-	// payment deadline pass. Buyers who win a released unit always pay, so
-	// the sale converges instead of halving forever.
+	// Shares of first-round winners (the first Units reservations) that
+	// pay, cancel; the rest let the payment deadline pass. Buyers who win a
+	// released unit always pay, so the sale converges instead of halving
+	// forever.
 	PayShare, CancelShare float64
 	// DuplicateClickShare of buyers send their order twice at once, with
 	// the same order id, like an impatient thumb.
@@ -183,7 +184,6 @@ func (r *run) sample(ctx context.Context) (stop func()) {
 func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(n)))
 	user := fmt.Sprintf("user-%d", n)
-	firstRound := true
 	for ctx.Err() == nil && !r.soldOut.Load() {
 		orderID := uuid.Must(uuid.NewV7()).String()
 		status, code, body, err := r.placeWithClicks(ctx, rng, user, orderID)
@@ -201,6 +201,7 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 			if got == r.cfg.Units {
 				r.allReservedAt.CompareAndSwap(0, int64(time.Since(r.start)))
 			}
+			firstRound := got <= r.cfg.Units
 			winners.Go(func() { r.winner(ctx, rng.Float64(), firstRound, o.OrderID, o.Amount) })
 			return
 		case status == http.StatusTooManyRequests:
@@ -210,14 +211,13 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 		case status == http.StatusUnprocessableEntity:
 			return // per-user limit: this user already holds a unit
 		default: // 409 SOLD_OUT and anything else: wait for released units
-			firstRound = false
 			sleep(ctx, time.Duration(1000+rng.IntN(1000))*time.Millisecond)
 		}
 	}
 }
 
 func retryAfter(code string, rng *rand.Rand) time.Duration {
-	base := 100 * time.Millisecond
+	base := 250 * time.Millisecond
 	if code == "RATE_LIMITED" {
 		base = time.Second
 	}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/audit"
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// cliStack points the CLI at the real services through the environment,
+// with its own database and task queue, and runs a worker in process.
+type cliStack struct {
+	b   *backend.Backend
+	sku string
+}
+
+func newCLIStack(t *testing.T) *cliStack {
+	t.Helper()
+	id := testenv.UniqueID(t)
+	cfg := config.Config{
+		TemporalAddress: testenv.TemporalAddress(), TemporalNamespace: config.DefaultNamespace,
+		TaskQueue: "starter-test-" + id, RedisAddr: testenv.RedisAddr(), MySQLDSN: testenv.MySQLDSN(t),
+		PaymentTimeout: 15 * time.Minute, WorkerConcurrency: 16,
+	}
+	t.Setenv("TEMPORAL_ADDRESS", cfg.TemporalAddress)
+	t.Setenv("TASK_QUEUE", cfg.TaskQueue)
+	t.Setenv("REDIS_ADDR", cfg.RedisAddr)
+	t.Setenv("MYSQL_DSN", cfg.MySQLDSN)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("Temporal, Redis and MariaDB are required: %v", err)
+	}
+	t.Cleanup(b.Close)
+	w := b.NewWorker()
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	s := &cliStack{b: b, sku: "cli-" + id}
+	t.Cleanup(func() {
+		keys, _ := b.Redis.Keys(context.Background(), "fs:{sku:"+s.sku+"*").Result()
+		if len(keys) > 0 {
+			_ = b.Redis.Unlink(context.Background(), keys...).Err()
+		}
+	})
+	_, err = b.Orders.PutSKU(ctx, orderdb.SKU{ID: s.sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
+	require.NoError(t, err)
+	_, err = b.Stock.Preheat(ctx, s.sku, 10, 4)
+	require.NoError(t, err)
+	return s
+}
+
+// starter runs the CLI in process and returns its exit status and output.
+// A failed check's report goes to failedReportOut, which it points at the
+// same stdout buffer.
+func starter(t *testing.T, args ...string) (int, []byte, []byte) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	failedReportOut = &stdout
+	t.Cleanup(func() { failedReportOut = os.Stdout })
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.Bytes(), stderr.Bytes()
+}
+
+func TestCheckCommand(t *testing.T) {
+	s := newCLIStack(t)
+	tests := []struct {
+		name     string
+		fault    func(t *testing.T)
+		wantCode int
+		wantOK   bool
+	}{
+		{name: "clean: exit 0", wantOK: true},
+		{
+			name: "redis over mysql: exit 1, report still on stdout",
+			fault: func(t *testing.T) {
+				require.NoError(t, s.b.Redis.IncrBy(context.Background(), "fs:{sku:"+s.sku+":b0}:stock", 2).Err())
+			},
+			wantCode: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.fault != nil {
+				tt.fault(t)
+			}
+			code, stdout, stderr := starter(t, "check", "--sku", s.sku)
+			require.Equal(t, tt.wantCode, code, "stderr: %s", stderr)
+			var rep audit.Report
+			require.NoError(t, json.Unmarshal(stdout, &rep), "stdout is one JSON report: %s", stdout)
+			require.Equal(t, tt.wantOK, rep.OK)
+			if !tt.wantOK {
+				require.Equal(t, audit.KindRedisOver, rep.Violations[0].Kind)
+				var cerr cliError
+				require.NoError(t, json.Unmarshal(stderr, &cerr))
+				require.Equal(t, codeViolated, cerr.Code)
+			}
+		})
+	}
+}
+
+func TestReconcileCommands(t *testing.T) {
+	ctx := context.Background()
+	s := newCLIStack(t)
+
+	t.Run("schedule is created, then updated in place", func(t *testing.T) {
+		h := s.b.Temporal.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID(s.sku))
+		t.Cleanup(func() { _ = h.Delete(context.Background()) })
+		for _, step := range []struct {
+			every       string
+			wantCreated bool
+		}{{"30s", true}, {"45s", false}} {
+			code, stdout, stderr := starter(t, "reconcile", "schedule", "--sku", s.sku, "--every", step.every)
+			require.Equal(t, 0, code, "stderr: %s", stderr)
+			var out scheduleResult
+			require.NoError(t, json.Unmarshal(stdout, &out))
+			require.Equal(t, step.wantCreated, out.Created)
+
+			d, err := h.Describe(ctx)
+			require.NoError(t, err)
+			every, err := time.ParseDuration(step.every)
+			require.NoError(t, err)
+			require.Equal(t, every, d.Schedule.Spec.Intervals[0].Every)
+			require.Equal(t, enums.SCHEDULE_OVERLAP_POLICY_SKIP, d.Schedule.Policy.Overlap)
+			action, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+			require.True(t, ok)
+			require.Equal(t, workflows.ReconcileWorkflowID(s.sku), action.ID)
+		}
+	})
+
+	t.Run("now corrects a drift and prints what it did", func(t *testing.T) {
+		require.NoError(t, s.b.Redis.DecrBy(ctx, "fs:{sku:"+s.sku+":b1}:stock", 2).Err())
+		code, stdout, stderr := starter(t, "reconcile", "now", "--sku", s.sku, "--settle", "500ms")
+		require.Equal(t, 0, code, "stderr: %s", stderr)
+		var res workflows.ReconcileResult
+		require.NoError(t, json.Unmarshal(stdout, &res))
+		require.Len(t, res.SKUs, 1)
+		require.Equal(t, workflows.ActionCorrected, res.SKUs[0].Action)
+		require.Equal(t, int64(2), res.SKUs[0].Applied)
+
+		code, _, stderr = starter(t, "check", "--sku", s.sku)
+		require.Equal(t, 0, code, "stderr: %s", stderr)
+	})
+
+	t.Run("usage errors exit 2", func(t *testing.T) {
+		for _, args := range [][]string{{"reconcile"}, {"reconcile", "later"}, {"reconcile", "schedule", "--every", "0s"}} {
+			code, _, _ := starter(t, args...)
+			require.Equal(t, 2, code, "%v", args)
+		}
+	})
+}
