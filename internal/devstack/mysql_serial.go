@@ -259,7 +259,8 @@ var doStmt = regexp.MustCompile(`(?is)^\s*DO\s+`)
 // rewriteDo turns "DO expr" into "SELECT expr". DO evaluates expressions
 // and discards them; SELECT returns them as a row, which a client's Exec
 // reads and drops (go-sql-driver does), so callers see the same outcome.
-// internal/orderdb releases its migration lock with DO RELEASE_LOCK(?).
+// internal/orderdb now uses SELECT RELEASE_LOCK(?); the rewrite stays for
+// any other client that sends DO.
 func rewriteDo(query string) string {
 	loc := doStmt.FindStringIndex(query)
 	if loc == nil {

@@ -207,7 +207,10 @@ func (l migrationLocker) SessionLock(ctx context.Context, conn *sql.Conn) error 
 }
 
 func (l migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", l.name); err != nil {
+	// SELECT, not DO: go-mysql-server (the demo's embedded store) cannot
+	// parse DO, and a lock left held would block the next migration.
+	var released sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released); err != nil {
 		return fmt.Errorf("migration unlock: %w", err)
 	}
 	return nil
