@@ -178,7 +178,7 @@ func (s *Sale) WriteChart(path string) error {
 	ll.Color = color.RGBA{R: 214, G: 39, B: 40, A: 255}
 	over.Add(lr, ll)
 	over.Legend.Add("reserved", lr)
-	over.Legend.Add("stock left (Redis)", ll)
+	over.Legend.Add("stock left (units - reserved)", ll)
 	over.Legend.Top = true
 
 	hist := plot.New()
@@ -190,6 +190,9 @@ func (s *Sale) WriteChart(path string) error {
 	for i, b := range s.Histogram {
 		vals[i] = float64(b.Count)
 		labels[i] = fmt.Sprintf("%g", b.UpToMs)
+		if b.UpToMs >= 1e9 {
+			labels[i] = "more"
+		}
 	}
 	bars, err := plotter.NewBarChart(vals, vg.Points(14))
 	if err != nil {
