@@ -316,7 +316,7 @@ func (r *Reconciler) orderRunning(ctx context.Context, orderID string) (bool, er
 		}
 		c = activity.GetClient(ctx)
 	}
-	resp, err := c.DescribeWorkflowExecution(ctx, r.OrderWorkflowID(orderID), "")
+	desc, err := c.DescribeWorkflow(ctx, r.OrderWorkflowID(orderID), "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return false, nil // never started, or gone past retention
@@ -324,7 +324,7 @@ func (r *Reconciler) orderRunning(ctx context.Context, orderID string) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("describe workflow of order %s: %w", orderID, err)
 	}
-	return resp.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+	return desc.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }
 
 // RestoreStockInput names a SKU whose buckets Redis lost.

@@ -34,10 +34,14 @@ func ReconcileScheduleID(sku string) string { return ReconcileWorkflowID(sku) }
 // units missed.
 const DefaultReconcileSettle = 65 * time.Second
 
-// maxCorrectBudget caps how long a correction may keep retrying. It must
-// stay below the settle time (see Reconciler, rule 5), so the workflow uses
-// the smaller of this and half the settle time.
-const maxCorrectBudget = 30 * time.Second
+// Bounds on how long a correction may keep retrying. It must stay below
+// the settle time (see Reconciler, rule 5), so the workflow uses half the
+// settle time within these bounds. Below 2 s of settle (tests) the floor
+// wins: an activity needs a moment to run at all.
+const (
+	maxCorrectBudget = 30 * time.Second
+	minCorrectBudget = time.Second
+)
 
 // ReconcileInput starts a ReconcileWorkflow.
 type ReconcileInput struct {
@@ -263,7 +267,7 @@ func (rc *reconcile) correct(ctx workflow.Context, res *SKUReconcile) {
 		// Bounded below the settle time: a later run's two observations
 		// must either both see this correction or be sure it never lands
 		// (rule 5). The activity context's deadline stops a late attempt.
-		ScheduleToCloseTimeout: min(rc.settle/2, maxCorrectBudget),
+		ScheduleToCloseTimeout: max(min(rc.settle/2, maxCorrectBudget), minCorrectBudget),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        100 * time.Millisecond,
 			BackoffCoefficient:     2,

@@ -158,6 +158,7 @@ func Check(ctx context.Context, deps Deps, skuFilter string) (Report, error) {
 		c.now = deps.Now
 	}
 	c.report.CheckedAt = c.now().UTC()
+	c.report.SKUs = []SKUState{} // [] rather than null for scripts
 	c.recon = &activities.Reconciler{
 		Stock: deps.Stock, Orders: deps.Orders, Temporal: deps.Temporal,
 		OrderWorkflowID: workflows.OrderWorkflowID,

@@ -19,14 +19,14 @@ import (
 // fixture is a gate on the real Redis with its own SKU and id prefix, so
 // tests never share keys; cleanup deletes every key they made.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	rdb   *redis.Client
 	stock *inventory.Store
 	sku   string
 	id    string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	rdb := testenv.Redis(t)
 	id := testenv.UniqueID(t)
