@@ -126,6 +126,17 @@ func benchTemporal(ctx context.Context, r *bench.Report, st *demo.Stack, server,
 	}
 	svc := &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders}
 
+	// One caller first: the answer's latency without queueing, which is
+	// what a buyer sees when the server is not saturated.
+	const idle = 50
+	logf("%s: %d ceiling workflows and %d orders, one caller", server, idle, idle)
+	ceilIdle := bench.Ceiling(ctx, b.Temporal, b.Config.TaskQueue, run+"-idle", idle, 1)
+	ceilIdle.Name += ", one caller"
+	reserveIdle, _ := bench.Orders(ctx, svc, sku, 100, run+"-idle", idle, 1)
+	reserveIdle.Name += ", one caller"
+	r.Comparisons = append(r.Comparisons,
+		bench.Compare("temporal: "+server, reserveIdle, ceilIdle, "reservation answer vs the cheapest Update-with-Start, unloaded"))
+
 	logf("%s: %d ceiling workflows", server, n)
 	cpu0 := serverCPU(st)
 	ceil := bench.Ceiling(ctx, b.Temporal, b.Config.TaskQueue, run, n, conc)

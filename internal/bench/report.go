@@ -108,13 +108,14 @@ func (r *Report) WriteJSON(path string) error {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run %s on %s.\n\n", r.When.Format(time.RFC3339), r.Machine)
-	b.WriteString("| section | measured | per s | p50 ms | p99 ms | against | per s | p50 ms | p99 ms | ratio |\n")
+	b.WriteString("| section | measured | per s | p50 ms | p99 ms | against | per s | p50 ms | p99 ms | ratio (per s) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, c := range r.Comparisons {
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %.1f | %.1f | %s | %.0f | %.1f | %.1f | %.2f |\n",
 			c.Section, c.Measured.Name, c.Measured.PerSec, c.Measured.P50ms, c.Measured.P99ms,
 			c.Against.Name, c.Against.PerSec, c.Against.P50ms, c.Against.P99ms, c.Ratio)
 	}
+	b.WriteString("\nA reservation's per-s is the whole orders' rate it was measured in; its latencies are its own.\n")
 	if len(r.Costs) > 0 {
 		b.WriteString("\nWhat one order costs the Temporal server (measured):\n\n")
 		b.WriteString("| server | history events | server CPU ms | client RPCs | ceiling events | ceiling CPU ms |\n|---|---:|---:|---:|---:|---:|\n")
