@@ -86,6 +86,10 @@ type Item struct {
 type ReserveStockInput struct {
 	OrderID string `json:"order_id"`
 	Items   []Item `json:"items"`
+	// FromOrder, when set, names a released order whose Redis units this
+	// order takes over instead of taking from the buckets (a waitlist
+	// offer; see Store.Transfer). Only single-item orders carry it.
+	FromOrder string `json:"from_order,omitempty"`
 }
 
 // ReserveStockResult lists, per item, the buckets the units came from.
@@ -105,7 +109,7 @@ type SoldOutDetails struct {
 func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (ReserveStockResult, error) {
 	var res ReserveStockResult
 	for i, it := range in.Items {
-		r, err := a.Stock.Reserve(ctx, in.OrderID, it.SKU, it.Quantity)
+		r, err := a.reserveItem(ctx, in, it)
 		if err == nil {
 			res.Reservations = append(res.Reservations, r)
 			continue
@@ -138,6 +142,12 @@ func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (Re
 type ReleaseStockInput struct {
 	OrderID string `json:"order_id"`
 	Items   []Item `json:"items"`
+	// FromOrder is the released order a waitlist offer took its units
+	// from. Its units are released too: after a successful hand-over that
+	// moves nothing (its markers say "given back"), and if the hand-over
+	// never happened (Redis down past the reservation budget) it returns
+	// the units nobody else would release.
+	FromOrder string `json:"from_order,omitempty"`
 }
 
 // ReleaseStockResult reports how many units this call returned; a retry
@@ -152,6 +162,13 @@ type ReleaseStockResult struct {
 func (a *Activities) ReleaseStock(ctx context.Context, in ReleaseStockInput) (ReleaseStockResult, error) {
 	var total int64
 	for _, it := range in.Items {
+		if in.FromOrder != "" {
+			n, err := a.Stock.Release(ctx, in.FromOrder, it.SKU)
+			if err != nil {
+				return ReleaseStockResult{}, fmt.Errorf("release %s of order %s: %w", it.SKU, in.FromOrder, err)
+			}
+			total += n
+		}
 		n, err := a.Stock.Release(ctx, in.OrderID, it.SKU)
 		if err != nil {
 			return ReleaseStockResult{}, fmt.Errorf("release %s of order %s: %w", it.SKU, in.OrderID, err)

@@ -115,6 +115,10 @@ func (f *reconcileFixture) reconcile(sku string) (workflows.ReconcileResult, err
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := ts.NewTestWorkflowEnvironment()
+	// The activities run against the real stores; on two shared cores
+	// under a parallel test run they can take longer than the test
+	// environment's default 3 s wall-clock budget.
+	env.SetTestTimeout(time.Minute)
 	env.RegisterWorkflow(workflows.ReconcileWorkflow)
 	env.RegisterActivity(f.rec)
 	env.ExecuteWorkflow(workflows.ReconcileWorkflow, workflows.ReconcileInput{SKUs: []string{sku}, Settle: time.Second})

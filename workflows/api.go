@@ -110,6 +110,10 @@ type OrderInput struct {
 	// moment the order is written. Zero means the worker's PAYMENT_TIMEOUT
 	// (default 15m).
 	PaymentTimeout time.Duration `json:"payment_timeout,omitempty"`
+	// FromOrder is set on a waitlist offer: the order id of the expired or
+	// cancelled order whose Redis units this order takes over (moved, never
+	// put back on open sale in between). Empty for every buyer's order.
+	FromOrder string `json:"from_order,omitempty"`
 }
 
 // ReserveRequest is the UpdateReserve argument. It is empty today; it exists
@@ -174,4 +178,9 @@ type OrderView struct {
 	PayBy    time.Time        `json:"pay_by,omitzero"`
 	Reason   string           `json:"reason,omitempty"`
 	Payments []PaymentOutcome `json:"payments,omitempty"`
+	// FromOrder: see OrderInput.FromOrder.
+	FromOrder string `json:"from_order,omitempty"`
+	// OfferedTo is set on an expired or cancelled order whose units were
+	// offered to a waiting buyer instead of open sale: the new order's id.
+	OfferedTo string `json:"offered_to,omitempty"`
 }

@@ -103,7 +103,7 @@ func (o *order) setup(ctx workflow.Context, in OrderInput) error {
 	o.outcomes = make(map[string]PaymentOutcome)
 	o.view = OrderView{
 		OrderID: in.OrderID, UserID: in.UserID, Items: slices.Clone(in.Items),
-		Status: StatusReserving,
+		Status: StatusReserving, FromOrder: in.FromOrder,
 	}
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (OrderView, error) {
@@ -237,7 +237,7 @@ func (o *order) reserve(ctx workflow.Context) error {
 
 	var reserved activities.ReserveStockResult
 	err := workflow.ExecuteLocalActivity(lctx, a.ReserveStock,
-		activities.ReserveStockInput{OrderID: o.in.OrderID, Items: items}).Get(lctx, &reserved)
+		activities.ReserveStockInput{OrderID: o.in.OrderID, Items: items, FromOrder: o.in.FromOrder}).Get(lctx, &reserved)
 	if err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
@@ -444,7 +444,9 @@ func (o *order) record(out PaymentOutcome) {
 
 // close compensates an unpaid order: the database first (CAS from
 // PENDING_PAYMENT, frozen -> available), then Redis. In that order, Redis
-// never offers a unit that MySQL still holds frozen.
+// never offers a unit that MySQL still holds frozen. The Redis units go to
+// the first buyer on the SKU's waitlist if there is one (offerToWaitlist),
+// otherwise back on open sale.
 func (o *order) close(ctx workflow.Context, to Status, reason string) error {
 	err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), a.CloseOrder,
 		activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.Status(to), Reason: reason}).Get(ctx, nil)
@@ -452,12 +454,19 @@ func (o *order) close(ctx workflow.Context, to Status, reason string) error {
 		return fmt.Errorf("close order as %s: %w", to, err)
 	}
 	o.setStatus(ctx, to, reason)
+	offered, err := o.offerToWaitlist(ctx)
+	if err != nil {
+		return err
+	}
+	if offered {
+		return nil
+	}
 	return o.releaseRedis(ctx, o.activityItems())
 }
 
 func (o *order) releaseRedis(ctx workflow.Context, items []activities.Item) error {
 	err := workflow.ExecuteActivity(o.activityOptions(ctx, "put units back on sale"), a.ReleaseStock,
-		activities.ReleaseStockInput{OrderID: o.in.OrderID, Items: items}).Get(ctx, nil)
+		activities.ReleaseStockInput{OrderID: o.in.OrderID, Items: items, FromOrder: o.in.FromOrder}).Get(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("release redis stock: %w", err)
 	}

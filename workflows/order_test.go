@@ -55,7 +55,16 @@ func (s *orderSuite) expectReserved() time.Time {
 	return payBy
 }
 
+// expectNobodyWaiting mocks an empty waitlist: the compensation releases
+// the units to open sale.
+func (s *orderSuite) expectNobodyWaiting() {
+	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+		ReleasedOrderID: testOrderID, SKU: "1001",
+	}).Return(activities.OfferToWaitlistResult{}, nil).Once()
+}
+
 func (s *orderSuite) expectCompensation(status orderdb.Status) {
+	s.expectNobodyWaiting()
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
 		OrderID: testOrderID, Status: status, Reason: map[orderdb.Status]string{
 			orderdb.StatusExpired: ReasonPaymentTimeout, orderdb.StatusCancelled: ReasonBuyerCancelled,
@@ -153,6 +162,7 @@ func (s *orderSuite) TestOperatorCancelsWorkflow() {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.MatchedBy(func(in activities.CloseOrderInput) bool {
 		return in.Status == orderdb.StatusCancelled
 	})).Return(activities.CloseOrderResult{}, nil).Once()
+	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 
@@ -169,6 +179,7 @@ func (s *orderSuite) TestPaymentRacesDeadline() {
 	confirm := s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
 		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Maybe()
 	closeOrder := s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Maybe()
+	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, mock.Anything).Return(activities.OfferToWaitlistResult{}, nil).Maybe()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Maybe()
 	refund := s.env.OnActivity(a.RecordRefund, mock.Anything, mock.Anything).Return(activities.RecordRefundResult{}, nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
@@ -242,6 +253,7 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 	s.expectReserved()
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).
 		After(30*time.Second).Return(activities.CloseOrderResult{}, nil).Once()
+	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: RefundReasonOrderClosed,

@@ -35,12 +35,14 @@ const (
 	codeOrderIDConflict = "ORDER_ID_CONFLICT"
 	codeSKUInUse        = "SKU_IN_USE"
 	codePreheatMismatch = "PREHEAT_MISMATCH"
+	codeResizeBusy      = "RESIZE_IN_PROGRESS"
 	codeLimitExceeded   = "LIMIT_EXCEEDED"
 	codeAmountMismatch  = "AMOUNT_MISMATCH"
 	codeRateLimited     = "RATE_LIMITED"
 	codeBusy            = "BUSY"
 	codeUnavailable     = "UNAVAILABLE"
 	codeInternal        = "INTERNAL"
+	codeNotSoldOut      = "NOT_SOLD_OUT"
 )
 
 // apiError is an answer the client may see in full. Handlers return it for
@@ -88,6 +90,8 @@ func classify(err error) *apiError {
 	case errors.Is(err, edge.ErrBusy):
 		return &apiError{Status: http.StatusTooManyRequests, Code: codeBusy,
 			Message: "units remain but many buyers are ahead of you; retry shortly", RetryAfter: retryAfter}
+	case errors.Is(err, inventory.ErrNotSoldOut):
+		return e(http.StatusConflict, codeNotSoldOut, "units are on sale; buy one instead of waiting")
 	case errors.Is(err, edge.ErrSoldOut):
 		return e(http.StatusConflict, codeSoldOut, "sold out")
 	case errors.Is(err, edge.ErrUnknownSKU), errors.Is(err, orderdb.ErrUnknownSKU), errors.Is(err, inventory.ErrUnknownSKU):
@@ -100,6 +104,8 @@ func classify(err error) *apiError {
 		return e(http.StatusConflict, codeOrderClosed, "order already paid, expired, cancelled or rejected")
 	case errors.Is(err, orderdb.ErrSKUInUse):
 		return e(http.StatusConflict, codeSKUInUse, "unpaid orders hold units of this sku; wait for them to close")
+	case errors.Is(err, inventory.ErrResizeBusy):
+		return e(http.StatusConflict, codeResizeBusy, "another bucket resize of this sku is running; retry when it ends")
 	case errors.Is(err, inventory.ErrPreheatMismatch):
 		return e(http.StatusConflict, codePreheatMismatch, "redis stock does not match the database after preheat; retry when no sale is running")
 	case errors.Is(err, orders.ErrInvalid), errors.Is(err, orderdb.ErrInvalidArgument), errors.Is(err, inventory.ErrInvalidArgument):

@@ -44,6 +44,8 @@ func TestClassify(t *testing.T) {
 		{wrap(orders.ErrClosed), 409, "ORDER_CLOSED", ""},
 		{wrap(orderdb.ErrSKUInUse), 409, "SKU_IN_USE", ""},
 		{wrap(inventory.ErrPreheatMismatch), 409, "PREHEAT_MISMATCH", ""},
+		{wrap(inventory.ErrNotSoldOut), 409, "NOT_SOLD_OUT", ""},
+		{wrap(inventory.ErrResizeBusy), 409, "RESIZE_IN_PROGRESS", ""},
 		{wrap(orders.ErrInvalid), 400, "INVALID_REQUEST", ""},
 		{wrap(&http.MaxBytesError{Limit: maxBodyBytes}), 413, "PAYLOAD_TOO_LARGE", ""},
 		{wrap(edge.ErrUnavailable), 503, "UNAVAILABLE", "2"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,6 +39,10 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	clientID := in.OrderID != ""
+	if strings.HasPrefix(in.OrderID, workflows.WaitlistOrderPrefix) {
+		s.writeError(w, r, invalid("order ids starting with "+workflows.WaitlistOrderPrefix+" are reserved for waitlist offers"))
+		return
+	}
 	if !clientID {
 		// Time-ordered, so ids sort by creation in the database index.
 		id, err := uuid.NewV7()

@@ -232,5 +232,20 @@ func (s *Store) evalPipelined(ctx context.Context, script *redis.Script, calls [
 
 // bump runs bump.lua: gen+1, sold-out flag cleared, change published.
 func (s *Store) bump(ctx context.Context, sku string) error {
-	return bumpScript.Run(ctx, s.rdb, []string{genKey(sku), soldOutKey(sku)}, sku, StockChangedChannel).Err()
+	_, err := s.bumpCount(ctx, sku)
+	return err
+}
+
+// bumpCount is bump that also returns the bucket count read in the same
+// step (0 when the SKU has none).
+func (s *Store) bumpCount(ctx context.Context, sku string) (int, error) {
+	res, err := bumpScript.Run(ctx, s.rdb, []string{genKey(sku), soldOutKey(sku), bucketsKey(sku)},
+		sku, StockChangedChannel).Int64Slice()
+	if err != nil {
+		return 0, err
+	}
+	if len(res) != 2 {
+		return 0, fmt.Errorf("bump: unexpected reply %v", res)
+	}
+	return int(res[1]), nil
 }

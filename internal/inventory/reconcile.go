@@ -99,10 +99,14 @@ type Snapshot struct {
 	Units int64 `json:"units"`
 	// NegativeBuckets lists buckets holding a negative count.
 	NegativeBuckets []int `json:"negative_buckets,omitempty"`
+	// InTransit is the part of Units that a bucket resize (resize.go) has
+	// taken out of one bucket and not yet put into another.
+	InTransit int64 `json:"in_transit,omitempty"`
 }
 
-// Snapshot reads the marks, then every bucket in one pipeline. A missing
-// SKU is not an error: Missing is set and there are no buckets to read.
+// Snapshot reads the marks, then every bucket in one pipeline, then the
+// units a resize has in transit between buckets. A missing SKU is not an
+// error: Missing is set and there are no buckets to read.
 func (s *Store) Snapshot(ctx context.Context, sku string) (Snapshot, error) {
 	m, err := s.Marks(ctx, sku)
 	if err != nil {
@@ -134,6 +138,10 @@ func (s *Store) Snapshot(ctx context.Context, sku string) (Snapshot, error) {
 		}
 		snap.Units += v
 	}
+	if snap.InTransit, err = s.inTransit(ctx, sku); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot %s: %w", sku, err)
+	}
+	snap.Units += snap.InTransit
 	return snap, nil
 }
 

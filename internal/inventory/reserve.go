@@ -32,9 +32,11 @@ func startBucket(orderID string, n int) int {
 // It starts at bucket crc32(orderID)%N and probes (start+k)%N for
 // k = 0..N-1, taking min(still needed, bucket stock) from each until the
 // order is served, so an empty bucket never refuses a buyer while other
-// buckets hold stock. If all buckets together cannot serve qty, every take of
-// this order is given back, the sold-out flag is set when the probe proves
-// the SKU empty, and ErrSoldOut is returned: a reservation is never partial.
+// buckets hold stock (after a resize, a retry walks the layout its first
+// attempt walked: walkFor in resize.go). If all buckets together cannot
+// serve qty, every take of this order is given back, the sold-out flag is
+// set when the probe proves the SKU empty, and ErrSoldOut is returned: a
+// reservation is never partial.
 //
 // Reserve is idempotent per (orderID, sku) as long as qty is the same: a retry
 // replays the markers the first attempt left and returns the same Reservation
@@ -54,13 +56,14 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
 	}
 
-	// N and gen share the SKU slot: one MGET. gen must be read BEFORE the
-	// probe so soldout.lua can tell whether stock came back during it.
-	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku)).Result()
+	// N, gen and the resize history share the SKU slot: one MGET. gen must
+	// be read BEFORE the probe so soldout.lua can tell whether stock came
+	// back during it.
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku), layoutsKey(sku)).Result()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: read bucket count: %w", sku, err)
 	}
-	n, err := parseBuckets(vals[0])
+	lay, err := parseLayout(vals[0], vals[2])
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
 	}
@@ -68,16 +71,23 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: read gen: %w", sku, err)
 	}
+	// After a resize a retry must walk the buckets its first attempt
+	// walked (resize.go); for a SKU never resized this is the plain walk.
+	walk, err := s.walkFor(ctx, sku, orderID, lay)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
+	}
 
-	start := startBucket(orderID, n)
 	need := qty
 	var parts []Part
 	// allFresh stays true only if every bucket was probed live by this call.
 	// A replayed "0" is an old observation (the bucket may have been refilled
 	// since), so it cannot justify a sold-out flag.
 	allFresh := true
-	for k := 0; k < n && need > 0; k++ {
-		b := (start + k) % n
+	for _, b := range walk {
+		if need == 0 {
+			break
+		}
 		res, err := takeScript.Run(ctx, s.rdb,
 			[]string{stockKey(sku, b), orderKey(sku, b, orderID)},
 			need, s.heldMs, s.zeroMs).Int64Slice()
@@ -92,13 +102,13 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 			// Released while (or before) we probed. Release visits every
 			// bucket, but run it again so nothing this call took can outlive
 			// the release even if the two interleaved.
-			if _, err := s.release(ctx, orderID, sku, n); err != nil {
+			if _, err := s.release(ctx, orderID, sku, lay); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
 			}
 			return Reservation{}, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, ErrReleased)
 		case -3:
 			// An earlier attempt of this order ended sold out; repeat that.
-			if _, err := s.giveBack(ctx, orderID, sku, n); err != nil {
+			if _, err := s.giveBack(ctx, orderID, sku, lay); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back: %w", sku, err)
 			}
 			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, ErrSoldOut)
@@ -126,7 +136,7 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 
 	// Not enough in all buckets together: give back every take so the
 	// reservation is all or nothing, and remember the outcome in the markers.
-	held, err := s.giveBack(ctx, orderID, sku, n)
+	held, err := s.giveBack(ctx, orderID, sku, lay)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
 	}
@@ -143,7 +153,8 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 }
 
 // Release returns every unit orderID holds in sku to the bucket it came
-// from. It probes all N buckets with one pipeline of release.lua calls and
+// from. It probes all N buckets (and, after a shrink, every bucket the SKU
+// ever had: resize.go) with one pipeline of release.lua calls and
 // is idempotent: it returns the units released by this call, so 0 on a
 // retry. Buckets where the order held nothing get a tombstone, so a Reserve
 // attempt of the same order still in flight cannot take stock afterwards.
@@ -154,25 +165,25 @@ func (s *Store) Release(ctx context.Context, orderID, sku string) (int64, error)
 	if err := validateOrder(orderID, sku); err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}
-	n, err := s.bucketCount(ctx, sku)
+	lay, err := s.layout(ctx, sku)
 	if err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}
-	released, err := s.release(ctx, orderID, sku, n)
+	released, err := s.release(ctx, orderID, sku, lay)
 	if err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}
 	return released, nil
 }
 
-// release is Release once N is known.
-func (s *Store) release(ctx context.Context, orderID, sku string, n int) (int64, error) {
-	released, held, err := s.releaseBuckets(ctx, orderID, sku, n, modeRelease)
+// release is Release once the layout is known.
+func (s *Store) release(ctx context.Context, orderID, sku string, lay layout) (int64, error) {
+	released, held, heldIn, err := s.releaseBuckets(ctx, orderID, sku, lay, modeRelease)
 	if err != nil {
 		return 0, err
 	}
 	if held {
-		if err := s.bump(ctx, sku); err != nil {
+		if err := s.announce(ctx, sku, heldIn); err != nil {
 			return 0, fmt.Errorf("bump after release: %w", err)
 		}
 	}
@@ -182,24 +193,26 @@ func (s *Store) release(ctx context.Context, orderID, sku string, n int) (int64,
 // giveBack returns a sold-out order's takes and reports whether it had
 // held any units (now or in an earlier attempt), bumping gen if so: units
 // came back, so buyers must not be turned away by the flag.
-func (s *Store) giveBack(ctx context.Context, orderID, sku string, n int) (bool, error) {
-	_, held, err := s.releaseBuckets(ctx, orderID, sku, n, modeSoldOut)
+func (s *Store) giveBack(ctx context.Context, orderID, sku string, lay layout) (bool, error) {
+	_, held, heldIn, err := s.releaseBuckets(ctx, orderID, sku, lay, modeSoldOut)
 	if err != nil {
 		return false, err
 	}
 	if held {
-		if err := s.bump(ctx, sku); err != nil {
+		if err := s.announce(ctx, sku, heldIn); err != nil {
 			return true, fmt.Errorf("bump after give-back: %w", err)
 		}
 	}
 	return held, nil
 }
 
-// releaseBuckets runs release.lua on all N buckets of the order in one
-// pipeline. It returns the units returned now and whether the order had
-// held any units at all (returned now or before).
-func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, n int, mode string) (int64, bool, error) {
-	calls := make([]scriptCall, n)
+// releaseBuckets runs release.lua on all lay.probe buckets of the order in
+// one pipeline. It returns the units returned now, whether the order had
+// held any units at all (returned now or before), and the buckets it held
+// units in (announce sweeps those a shrink removed; a retry reports them
+// again, in case the first sweep died).
+func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, lay layout, mode string) (int64, bool, []int, error) {
+	calls := make([]scriptCall, lay.probe)
 	for b := range calls {
 		calls[b] = scriptCall{
 			keys: []string{stockKey(sku, b), orderKey(sku, b, orderID)},
@@ -208,17 +221,18 @@ func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, n int, 
 	}
 	cmds, err := s.evalPipelined(ctx, releaseScript, calls)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	var released int64
 	held := false
+	var heldIn []int
 	for b, cmd := range cmds {
 		res, err := cmd.Int64Slice()
 		if err != nil {
-			return 0, false, fmt.Errorf("release bucket %d: %w", b, err)
+			return 0, false, nil, fmt.Errorf("release bucket %d: %w", b, err)
 		}
 		if len(res) != 2 {
-			return 0, false, fmt.Errorf("release bucket %d: unexpected reply %v", b, res)
+			return 0, false, nil, fmt.Errorf("release bucket %d: unexpected reply %v", b, res)
 		}
 		switch status, k := res[0], res[1]; status {
 		case 1:
@@ -227,8 +241,11 @@ func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, n int, 
 		case 2:
 			held = held || k > 0
 		}
+		if res[0] != 0 && res[1] > 0 {
+			heldIn = append(heldIn, b)
+		}
 	}
-	return released, held, nil
+	return released, held, heldIn, nil
 }
 
 // validateOrder checks the ids every per-order call needs.

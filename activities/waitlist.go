@@ -1,0 +1,48 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flashsale/flashsale/internal/inventory"
+)
+
+// reserveItem takes one item's units: from the buckets, or, for a waitlist
+// offer, from the released order named by in.FromOrder. The transfer moves
+// no bucket stock, so the released unit is never on open sale between the
+// two orders; its errors are the same as Reserve's (ErrSoldOut when the
+// released order holds nothing any more), so ReserveStock maps them alike.
+func (a *Activities) reserveItem(ctx context.Context, in ReserveStockInput, it Item) (inventory.Reservation, error) {
+	if in.FromOrder == "" {
+		return a.Stock.Reserve(ctx, in.OrderID, it.SKU, it.Quantity)
+	}
+	if len(in.Items) != 1 {
+		return inventory.Reservation{}, fmt.Errorf("order %s: %w: a waitlist offer has exactly one item",
+			in.OrderID, inventory.ErrInvalidArgument)
+	}
+	return a.Stock.Transfer(ctx, in.FromOrder, in.OrderID, it.SKU, it.Quantity)
+}
+
+// OfferToWaitlistInput names the released order and its SKU.
+type OfferToWaitlistInput struct {
+	ReleasedOrderID string `json:"released_order_id"`
+	SKU             string `json:"sku_id"`
+}
+
+// OfferToWaitlistResult names the user the released units are offered to;
+// empty when nobody waits.
+type OfferToWaitlistResult struct {
+	UserID string `json:"user_id,omitempty"`
+}
+
+// OfferToWaitlist pops the first user waiting for the SKU and records that
+// the released order's units are theirs. A retry returns the same user (the
+// record is keyed by the released order), so a lost reply never skips a
+// waiting buyer or offers one unit twice.
+func (a *Activities) OfferToWaitlist(ctx context.Context, in OfferToWaitlistInput) (OfferToWaitlistResult, error) {
+	user, err := a.Stock.PopWaitlist(ctx, in.SKU, in.ReleasedOrderID)
+	if err != nil {
+		return OfferToWaitlistResult{}, fmt.Errorf("offer units of order %s to the waitlist: %w", in.ReleasedOrderID, err)
+	}
+	return OfferToWaitlistResult{UserID: user}, nil
+}

@@ -1,0 +1,188 @@
+package inventory
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Waitlist: buyers answered "sold out" queue per SKU; a unit released by an
+// expired or cancelled order is offered to the first of them before it goes
+// back on open sale.
+//
+// Keys. The waitlist lives in the SKU's slot ({sku:<sku>}), beside the
+// bucket count and the sold-out flag, so the list, its membership set and
+// the per-release offer records change together in one script:
+//
+//	fs:{sku:<sku>}:waitlist               FIFO list of user ids
+//	fs:{sku:<sku>}:waitlist:users         set of the same ids (join is idempotent)
+//	fs:{sku:<sku>}:offer:<released order> who got that order's units ("" = nobody)
+//
+// The hand-over itself (Transfer) touches only bucket slots: both orders'
+// markers of bucket i share bucket i's hash tag.
+
+func waitlistKey(sku string) string      { return "fs:{sku:" + sku + "}:waitlist" }
+func waitlistUsersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:users" }
+func offerKey(sku, releasedOrderID string) string {
+	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID
+}
+
+var (
+	//go:embed waitlist_join.lua
+	waitlistJoinSrc string
+	//go:embed waitlist_pop.lua
+	waitlistPopSrc string
+	//go:embed transfer.lua
+	transferSrc string
+
+	waitlistJoinScript = redis.NewScript(waitlistJoinSrc)
+	waitlistPopScript  = redis.NewScript(waitlistPopSrc)
+	transferScript     = redis.NewScript(transferSrc)
+)
+
+// ErrNotSoldOut refuses a waitlist join while the SKU still has units on
+// open sale: the buyer should simply buy.
+var ErrNotSoldOut = errors.New("not sold out")
+
+// WaitlistEntry is a user's place in a SKU's waitlist.
+type WaitlistEntry struct {
+	SKU      string `json:"sku_id"`
+	UserID   string `json:"user_id"`
+	Position int64  `json:"position"` // 1 is next
+	// Joined is false when the user was already waiting (a repeated join).
+	Joined bool `json:"-"`
+}
+
+// JoinWaitlist queues userID for sku, once: a repeated join answers the
+// user's current position. Joining is allowed only when no bucket holds a
+// unit (ErrNotSoldOut otherwise) and the SKU is known (ErrUnknownSKU).
+//
+// The sold-out check and the push are not one atomic step (the buckets live
+// in other slots); that race is harmless: a unit that comes back just after
+// the check is on open sale, where the waiting user may buy it too, and the
+// next released unit is offered to them anyway.
+func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string) (WaitlistEntry, error) {
+	if err := validateSKU(sku); err != nil {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
+	}
+	if userID == "" {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, invalidf("empty user id"))
+	}
+	st, err := s.Stock(ctx, sku)
+	if err != nil {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
+	}
+	if st.Available > 0 {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d units on sale: %w", sku, st.Available, ErrNotSoldOut)
+	}
+	res, err := waitlistJoinScript.Run(ctx, s.rdb, []string{waitlistKey(sku), waitlistUsersKey(sku)},
+		userID, s.heldMs).Int64Slice()
+	if err != nil {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
+	}
+	if len(res) != 2 {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: unexpected reply %v", sku, res)
+	}
+	return WaitlistEntry{SKU: sku, UserID: userID, Position: res[0], Joined: res[1] == 1}, nil
+}
+
+// PopWaitlist takes the first waiting user of sku for the units released by
+// releasedOrderID and returns it, or "" when nobody waits. It is idempotent
+// per released order: a retry returns the same answer and pops nobody else.
+func (s *Store) PopWaitlist(ctx context.Context, sku, releasedOrderID string) (string, error) {
+	if err := validateOrder(releasedOrderID, sku); err != nil {
+		return "", fmt.Errorf("pop waitlist %s: %w", sku, err)
+	}
+	user, err := waitlistPopScript.Run(ctx, s.rdb,
+		[]string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, releasedOrderID)}, s.heldMs).Text()
+	if err != nil {
+		return "", fmt.Errorf("pop waitlist %s for order %s: %w", sku, releasedOrderID, err)
+	}
+	return user, nil
+}
+
+// Transfer hands the qty units fromOrder holds in sku to toOrder, bucket by
+// bucket, without moving bucket stock: the units never reappear on open sale
+// in between, and fromOrder's markers become released markers, so a late
+// Release of fromOrder moves nothing. The result is toOrder's reservation,
+// as Reserve would have returned it.
+//
+// Transfer is idempotent: a retry finds toOrder's markers and replays them.
+// If fromOrder does not hold exactly qty units (its markers expired or were
+// released) the answer is ErrSoldOut; if toOrder was released already,
+// ErrReleased. Either way whatever either order still held is released to
+// open sale first, so a failed hand-over never leaves a unit held by an
+// order nobody will release.
+//
+// Transfer probes the current N buckets. Markers in buckets a shrink
+// removed are not handed over; the failed hand-over then releases them.
+func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qty int64) (Reservation, error) {
+	if err := validateOrder(fromOrder, sku); err != nil {
+		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+	}
+	if err := validateOrder(toOrder, sku); err != nil {
+		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+	}
+	if fromOrder == toOrder || qty <= 0 {
+		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, invalidf("transfer %d units from %s to %s", qty, fromOrder, toOrder))
+	}
+	n, err := s.bucketCount(ctx, sku)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+	}
+	calls := make([]scriptCall, n)
+	for b := range calls {
+		calls[b] = scriptCall{
+			keys: []string{orderKey(sku, b, fromOrder), orderKey(sku, b, toOrder)},
+			args: []any{s.heldMs},
+		}
+	}
+	cmds, err := s.evalPipelined(ctx, transferScript, calls)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+	}
+	var got int64
+	var parts []Part
+	released := false
+	for b, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		if err != nil {
+			return Reservation{}, fmt.Errorf("transfer %s: bucket %d: %w", sku, b, err)
+		}
+		if len(res) != 2 {
+			return Reservation{}, fmt.Errorf("transfer %s: bucket %d: unexpected reply %v", sku, b, res)
+		}
+		switch status, k := res[0], res[1]; status {
+		case 1, 2:
+			if k > 0 {
+				got += k
+				parts = append(parts, Part{Bucket: b, Quantity: k})
+			}
+		case -2:
+			released = true
+		}
+	}
+	if got == qty && !released {
+		return Reservation{SKU: sku, Quantity: qty, Parts: parts}, nil
+	}
+	// The hand-over failed: the receiving order was released meanwhile,
+	// or the giving order held another quantity or nothing here (markers
+	// expired, or left in buckets a resize removed). Nobody would ever
+	// release units left under either order, so both are released now,
+	// through Release so every bucket the SKU ever had is visited: the
+	// units go back on open sale (Release clears the sold-out flag) rather
+	// than to a waiting buyer with a wrong quantity.
+	if _, err := s.Release(ctx, toOrder, sku); err != nil {
+		return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, toOrder, err)
+	}
+	if _, err := s.Release(ctx, fromOrder, sku); err != nil {
+		return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, fromOrder, err)
+	}
+	if released {
+		return Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, toOrder, ErrReleased)
+	}
+	return Reservation{}, fmt.Errorf("transfer %s: order %s held %d of %d units: %w", sku, fromOrder, got, qty, ErrSoldOut)
+}

@@ -1,0 +1,28 @@
+-- waitlist_pop.lua: take the first waiting user for the units one released
+-- order gave up, exactly once per released order.
+--
+-- KEYS[1] FIFO list of user ids   fs:{sku:<sku>}:waitlist
+-- KEYS[2] set of waiting users    fs:{sku:<sku>}:waitlist:users
+-- KEYS[3] offer record            fs:{sku:<sku>}:offer:<released order id>
+-- ARGV[1] TTL in ms of the offer record
+--
+-- Returns the user id, or '' when nobody waits.
+--
+-- The offer record is what makes the pop idempotent: an activity retried
+-- after its reply was lost finds the record and gets the same user back
+-- instead of popping (and losing) the next one. "Nobody waited" is recorded
+-- too, so a retry cannot turn a release into an offer after the fact. All
+-- three keys share the SKU's hash tag, so this is one atomic step.
+
+local offered = redis.call('GET', KEYS[3])
+if offered then
+  return offered
+end
+local user = redis.call('LPOP', KEYS[1])
+if not user then
+  user = ''
+else
+  redis.call('SREM', KEYS[2], user)
+end
+redis.call('SET', KEYS[3], user, 'PX', ARGV[1])
+return user

@@ -1,0 +1,52 @@
+package orderdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// SetBuckets records a SKU's Redis bucket count after a mid-sale resize, so
+// a later preheat or restore of the SKU lays Redis out the same way. It
+// touches no stock column, so it needs no journal entry and is safe while
+// orders hold units. It returns the row as it is afterwards, or
+// ErrUnknownSKU.
+func (s *Store) SetBuckets(ctx context.Context, skuID string, buckets int) (Inventory, error) {
+	if err := checkID("sku id", skuID, maxIDLen); err != nil {
+		return Inventory{}, fmt.Errorf("set buckets %s: %w", skuID, err)
+	}
+	if buckets < 1 || buckets > maxBuckets {
+		return Inventory{}, fmt.Errorf("set buckets %s: buckets %d not in 1..%d: %w", skuID, buckets, maxBuckets, ErrInvalidArgument)
+	}
+	var out inventoryRow
+	err := s.writeTx(ctx, nil, func(tx *gorm.DB) error {
+		// Locked read, not RowsAffected: MySQL reports 0 affected rows for
+		// an update that changes nothing, which is not "unknown sku".
+		err := lockInventory(tx, skuID, &out)
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrUnknownSKU
+		}
+		if err != nil {
+			return err
+		}
+		if out.BucketCount == buckets {
+			return nil
+		}
+		ts := now()
+		err = tx.Model(&inventoryRow{}).Where("sku_id = ?", skuID).UpdateColumns(map[string]any{
+			"bucket_count": buckets,
+			"updated_at":   ts,
+		}).Error
+		if err != nil {
+			return err
+		}
+		out.BucketCount, out.UpdatedAt = buckets, ts
+		return nil
+	})
+	if err != nil {
+		return Inventory{}, fmt.Errorf("set buckets %s: %w", skuID, err)
+	}
+	return out.toInventory(), nil
+}

@@ -1,0 +1,115 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale/activities"
+)
+
+// waitlistChangeID versions the waitlist offer in compensation. Orders
+// recorded before it (workflows/testdata) released their units straight
+// after CloseOrder; replaying them must not find an offer activity there.
+const waitlistChangeID = "waitlist-offer"
+
+// WaitlistOrderID is the order id of the offer made with the units of
+// releasedOrderID. It is derived from the released order alone, so the
+// parent's retries and replays can only ever start one offer per release.
+// An offer of an offer's units would grow the id past MaxIDLength, so a
+// long id is replaced by a hash of it (still deterministic).
+func WaitlistOrderID(releasedOrderID string) string {
+	id := WaitlistOrderPrefix + releasedOrderID
+	if len(id) <= MaxIDLength {
+		return id
+	}
+	sum := sha256.Sum256([]byte(releasedOrderID))
+	return WaitlistOrderPrefix + hex.EncodeToString(sum[:16])
+}
+
+// WaitlistOrderPrefix starts every waitlist offer's order id. Buyers may
+// not choose ids with it (the HTTP API refuses them): a buyer's order under
+// an offer's id would take the offer's workflow id and database row.
+const WaitlistOrderPrefix = "wl-"
+
+// waitlistEligible says whether this order's units may be offered to a
+// waiting buyer. A waitlist join names no quantity (a buyer waits for one
+// unit), and the hand-over moves an order's markers whole, so only orders of
+// exactly one unit of one SKU are offered; any other release goes to open
+// sale as before, where the waiting buyers may buy too (the release clears
+// the sold-out flag).
+func (o *order) waitlistEligible() bool {
+	return len(o.in.Items) == 1 && o.in.Items[0].Quantity == 1
+}
+
+// offerToWaitlist runs after CloseOrder freed the units in MySQL, instead of
+// putting the Redis units straight back. It pops the first waiting buyer
+// (idempotent per released order) and starts a new order for them as a
+// child workflow; that order's ReserveStock takes this order's Redis units
+// over atomically (Store.Transfer), so open sale never sees the unit in
+// between and a sold-out SKU stays sold out. It reports whether the units
+// were handed on; false means nobody waits and the caller releases them.
+//
+// The child is abandoned on purpose (ParentClosePolicy ABANDON): it is a
+// buyer's order with its own pay-by timer and must outlive this one, which
+// ends as soon as the child has started. If the new order is rejected
+// (limit, drift) its own compensation releases the units to open sale; if
+// it expires or is cancelled it offers them to the next waiting buyer.
+//
+// MySQL shows the unit available from CloseOrder until the child's
+// CreateOrder freezes it again, and Redis holds it under a marker of a
+// closed order until the transfer: the reconciler may see that as drift
+// once, but it only corrects a drift seen identically twice, and the child
+// starts within one workflow task.
+func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
+	if workflow.GetVersion(ctx, waitlistChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false, nil
+	}
+	if !o.waitlistEligible() {
+		return false, nil
+	}
+	it := o.in.Items[0]
+	var offer activities.OfferToWaitlistResult
+	err := workflow.ExecuteActivity(o.activityOptions(ctx, "offer unit to waitlist"), a.OfferToWaitlist,
+		activities.OfferToWaitlistInput{ReleasedOrderID: o.in.OrderID, SKU: it.SKU}).Get(ctx, &offer)
+	if err != nil {
+		return false, fmt.Errorf("offer to waitlist: %w", err)
+	}
+	if offer.UserID == "" {
+		return false, nil
+	}
+
+	child := OrderInput{
+		OrderID: WaitlistOrderID(o.in.OrderID), UserID: offer.UserID,
+		Items: []Item{it}, PaymentTimeout: o.in.PaymentTimeout, FromOrder: o.in.OrderID,
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:        OrderWorkflowID(child.OrderID),
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		// Set on start, like the starters do, so the offer is findable in
+		// the Web UI by buyer and SKU without an extra event.
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			UserIDKey.ValueSet(child.UserID), SKUIDsKey.ValueSet(SKUs(child.Items)),
+			OrderStatusKey.ValueSet(string(StatusReserving)),
+		),
+		StaticSummary: "waitlist offer of the unit released by order " + o.in.OrderID,
+	})
+	var exec workflow.Execution
+	err = workflow.ExecuteChildWorkflow(cctx, OrderWorkflow, child).GetChildWorkflowExecution().Get(ctx, &exec)
+	if err != nil {
+		// Only an id already in use can refuse the start (the id is
+		// derived from this order, so another order made the same offer).
+		// The units are still under this order's markers: put them back on
+		// open sale rather than leave them held by nobody.
+		o.logger.Error("waitlist offer did not start; releasing the units to open sale",
+			"offer_order_id", child.OrderID, "user_id", child.UserID, "error", err)
+		return false, nil
+	}
+	o.logger.Info("released unit offered to waitlist", "offer_order_id", child.OrderID, "user_id", child.UserID)
+	o.view.OfferedTo = child.OrderID
+	return true, nil
+}

@@ -1,0 +1,137 @@
+package workflows
+
+import (
+	"strings"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// The offer's child is an OrderWorkflow too. The test environment applies
+// workflow mocks to the root as well, so the root is mocked to run the real
+// workflow and only the child (the one with FromOrder) is stubbed.
+func (s *orderSuite) mockOfferChild(child OrderInput) {
+	s.env.OnWorkflow(OrderWorkflow, mock.Anything, mock.MatchedBy(func(in OrderInput) bool {
+		return in.FromOrder == ""
+	})).Return(OrderWorkflow)
+	s.env.OnWorkflow(OrderWorkflow, mock.Anything, child).
+		Return(OrderView{OrderID: child.OrderID, Status: StatusPendingPayment}, nil).Once()
+}
+
+func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
+	s.expectReserved()
+	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+		ReleasedOrderID: testOrderID, SKU: "1001",
+	}).Return(activities.OfferToWaitlistResult{UserID: "u2"}, nil).Once()
+	child := OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
+	s.mockOfferChild(child)
+	var started workflow.Info
+	s.env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		started = *info
+	})
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalCancel, CancelRequest{}) }, time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusCancelled, v.Status)
+	s.Equal("wl-"+testOrderID, v.OfferedTo)
+	s.Equal(OrderWorkflowID("wl-"+testOrderID), started.WorkflowExecution.ID)
+	// The units went to the offer, not to open sale.
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+}
+
+func (s *orderSuite) TestNobodyWaitingReleasesToOpenSale() {
+	s.expectReserved()
+	s.expectCompensation(orderdb.StatusCancelled)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalCancel, CancelRequest{}) }, time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusCancelled, v.Status)
+	s.Empty(v.OfferedTo)
+}
+
+// A waitlist join names no quantity, so a multi-unit release goes straight
+// back to open sale without popping a waiting buyer.
+func (s *orderSuite) TestMultiUnitReleaseSkipsWaitlist() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
+		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 2}}}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
+		Return(activities.CreateOrderResult{Amount: 2 * testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
+	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 2}},
+	}).Return(activities.ReleaseStockResult{Released: 2}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input(Item{SKU: "1001", Quantity: 2}))
+
+	s.Equal(StatusExpired, s.result().Status)
+	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
+}
+
+// offerInput is the order a waitlist offer starts.
+func offerInput() OrderInput {
+	return OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
+}
+
+// The offer takes the released order's units over (ReserveStock with
+// FromOrder); when MySQL then refuses it (the buyer is at the per-user
+// limit), its compensation releases the units to open sale, together with
+// anything the released order might still hold.
+func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
+	in := offerInput()
+	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
+		OrderID: in.OrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
+	}).Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("limit", activities.ErrTypeLimitExceeded, nil)).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+		OrderID: in.OrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
+	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	var answered Reservation
+	s.reserve(func(r Reservation) { answered = r })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, in)
+
+	v := s.result()
+	s.Equal(StatusRejected, v.Status)
+	s.Equal(ReasonLimitExceeded, v.Reason)
+	s.Equal(testOrderID, v.FromOrder)
+	s.Equal(StatusRejected, answered.Status)
+}
+
+// The offer is paid like any order: nothing is released.
+func (s *orderSuite) TestWaitlistOrderPaid() {
+	in := offerInput()
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.MatchedBy(func(r activities.ReserveStockInput) bool {
+		return r.FromOrder == testOrderID
+	})).Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
+		Return(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute)}, nil).Once()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	s.pay(time.Minute, Payment{TransactionID: "t-wl", Amount: testAmount}, func(PaymentOutcome) {})
+
+	s.env.ExecuteWorkflow(OrderWorkflow, in)
+
+	s.Equal(StatusPaid, s.result().Status)
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+}
+
+func (s *orderSuite) TestWaitlistOrderID() {
+	s.Equal("wl-A1", WaitlistOrderID("A1"))
+	long := WaitlistOrderID(strings.Repeat("x", MaxIDLength))
+	s.LessOrEqual(len(long), MaxIDLength)
+	s.Equal(long, WaitlistOrderID(strings.Repeat("x", MaxIDLength)), "deterministic")
+	s.NotEqual(long, WaitlistOrderID(strings.Repeat("y", MaxIDLength)))
+}
