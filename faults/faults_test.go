@@ -1,0 +1,391 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// caseResult is one row of the summary table.
+type caseResult struct {
+	name       string
+	orders     int
+	faults     int64
+	violations int
+	oversold   int64
+	undersold  int64
+	result     string
+}
+
+var (
+	summaryMu sync.Mutex
+	summary   []caseResult
+)
+
+func record(r caseResult) {
+	summaryMu.Lock()
+	defer summaryMu.Unlock()
+	summary = append(summary, r)
+}
+
+// notCovered are the cases that need features not built yet.
+var notCovered = []string{
+	"4 redis unreachable 10s (degrade to MySQL): not built",
+	"6 activity reply lost then retried (deduct, create, restock): not built",
+	"8 restock, bucket resize, sold-out flag under load: not built",
+}
+
+func printSummary(w io.Writer) {
+	summaryMu.Lock()
+	defer summaryMu.Unlock()
+	if len(summary) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfault-injection summary:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Fprintln(tw, "case\torders\tfaults injected\tviolations\toversold\tundersold\tresult\t")
+	for _, r := range summary {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.name, r.orders, r.faults, r.violations, r.oversold, r.undersold, r.result)
+	}
+	_ = tw.Flush()
+	for _, n := range notCovered {
+		fmt.Fprintln(w, "not covered:", n)
+	}
+}
+
+// sale is one case in progress.
+type sale struct {
+	t      *testing.T
+	s      *stack
+	sku    string
+	units  int64
+	c      *crowd
+	faults int64
+}
+
+// caseSpec describes a case: its stack, its crowd, and the fault, which
+// runs on the test goroutine while the crowd buys.
+type caseSpec struct {
+	name    string
+	opts    stackOptions
+	units   int64
+	buyers  int
+	crowd   func(*crowd)
+	inject  func(ctx context.Context, sl *sale)
+	beforeC func(ctx context.Context, sl *sale) // after the sale, before the check
+}
+
+func runCase(t *testing.T, spec caseSpec) {
+	ctx := context.Background()
+	res := caseResult{name: spec.name, result: "FAIL"}
+	defer func() {
+		if !t.Failed() {
+			res.result = "PASS"
+		}
+		record(res)
+	}()
+
+	s := newStack(t, spec.opts)
+	sl := &sale{t: t, s: s, sku: "f-" + s.id, units: spec.units}
+	s.createSKU(sl.sku, spec.units, 1999, 4)
+	sl.c = newCrowd(s.baseURL(), sl.sku, spec.units, spec.buyers)
+	if spec.crowd != nil {
+		spec.crowd(sl.c)
+	}
+
+	start := time.Now()
+	crowdDone := make(chan struct{})
+	go func() {
+		defer close(crowdDone)
+		sl.c.run(ctx)
+	}()
+	if spec.inject != nil {
+		spec.inject(ctx, sl)
+	}
+	<-crowdDone
+	t.Logf("sale over after %s: reserved %d, paid %d, requests %d, same-id retries after no answer %d, answers %v",
+		time.Since(start).Round(time.Millisecond), sl.c.reserved.Load(), sl.c.paid.Load(), sl.c.requests.Load(),
+		sl.c.connRetries.Load(), sl.c.answers)
+	if spec.beforeC != nil {
+		spec.beforeC(ctx, sl)
+	}
+
+	rep := s.settleAndCheck(ctx, sl.sku, 3*time.Minute)
+	res.faults = sl.faults + sl.c.oddCallbacks.Load()
+	st := rep.SKUs[0]
+	t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
+		st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
+	for _, w := range rep.Warnings {
+		t.Logf("checker warning: %s", w)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("violation: %s order=%s txn=%s expected=%v actual=%v: %s", v.Kind, v.OrderID, v.TransactionID, v.Expected, v.Actual, v.Detail)
+	}
+	res.violations = len(rep.Violations)
+
+	db, err := s.dbOrders(ctx)
+	if err != nil {
+		t.Fatalf("read orders: %v", err)
+	}
+	res.orders = len(db)
+	t.Logf("orders in mysql by status %v; buyers' winners %s", countStatus(db), describeWinners(sl.c))
+	mismatches := verifyClient(sl.c, db)
+	for _, m := range mismatches {
+		t.Errorf("client/database mismatch: %s", m)
+	}
+	res.violations += len(mismatches)
+
+	// Oversell: more sold than exists, or sold units without a paid order.
+	res.oversold = max(0, st.Sold-st.Total) + abs(st.PaidUnits-st.Sold)
+	// Undersell: units neither sold nor on sale, Redis short of MySQL, and,
+	// since buyers outnumbered units and kept trying to the end, any unit
+	// left unsold.
+	res.undersold = abs(st.Total-st.Sold-st.Available-st.Frozen) + max(0, st.Redis.Drift) + (st.Total - st.Sold)
+	if res.oversold != 0 {
+		t.Errorf("oversold %d: total %d sold %d paid units %d", res.oversold, st.Total, st.Sold, st.PaidUnits)
+	}
+	if res.undersold != 0 {
+		t.Errorf("undersold %d: total %d sold %d available %d frozen %d redis drift %d (buyers kept trying until %s)",
+			res.undersold, st.Total, st.Sold, st.Available, st.Frozen, st.Redis.Drift, sl.c.deadline)
+	}
+	if st.Redis.Drift < 0 {
+		t.Errorf("redis offers %d units mysql does not have", -st.Redis.Drift)
+	}
+	if len(sl.c.orders) == 0 {
+		t.Errorf("no buyer got a reservation")
+	}
+}
+
+func countStatus(db map[string]orderRow) map[string]int {
+	out := map[string]int{}
+	for _, r := range db {
+		out[r.Status]++
+	}
+	return out
+}
+
+// describeWinners counts what winners did and, for payments at the exact
+// deadline, what they were answered.
+func describeWinners(c *crowd) string {
+	actions := map[string]int{}
+	deadline := map[string]int{}
+	late := 0
+	for _, o := range c.orders {
+		actions[o.Action]++
+		if o.Action == "deadline-pay" {
+			deadline[o.DeadlineAnswer]++
+		}
+		late += len(o.LateTxns)
+	}
+	return fmt.Sprintf("%v, deadline payments answered %v, late transactions %d", actions, deadline, late)
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// verifyClient compares what buyers were told with what MySQL holds.
+func verifyClient(c *crowd, db map[string]orderRow) []string {
+	var out []string
+	ids := make([]string, 0, len(c.orders))
+	for id := range c.orders {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	clientPaid := map[string]bool{}
+	for _, id := range ids {
+		o := c.orders[id]
+		row, ok := db[id]
+		if !ok {
+			out = append(out, fmt.Sprintf("order %s answered 201 has no row", id))
+			continue
+		}
+		bad := func(format string, args ...any) {
+			out = append(out, fmt.Sprintf("order %s (%s, db %+v): ", id, o.Action, row)+fmt.Sprintf(format, args...))
+		}
+		if o.Paid {
+			clientPaid[id] = true
+			if row.Status != "PAID" || row.Captured != 1 {
+				bad("buyer was told PAID")
+			}
+		}
+		if o.Cancelled && row.Status != "CANCELLED" {
+			bad("cancel answered 200")
+		}
+		if o.Action == "expire" && row.Status != "EXPIRED" {
+			bad("left unpaid, not expired")
+		}
+		for txn, refund := range o.LateTxns {
+			if !refund {
+				bad("late transaction %s not answered refund REQUIRED", txn)
+			}
+		}
+		if n := len(o.LateTxns); n > 0 && row.Refunds != n {
+			bad("%d late transactions, %d refunds recorded", n, row.Refunds)
+		}
+		if o.Action == "deadline-pay" {
+			switch o.DeadlineAnswer {
+			case "PAID":
+				if row.Status != "PAID" {
+					bad("deadline payment answered PAID")
+				}
+			case "EXPIRED+refund":
+				if row.Status != "EXPIRED" || row.Refunds != 1 || row.Captured != 0 {
+					bad("deadline payment answered EXPIRED with refund")
+				}
+			default:
+				bad("deadline payment answered %q", o.DeadlineAnswer)
+			}
+		}
+	}
+	for id, row := range db {
+		if row.Status == "PAID" && !clientPaid[id] {
+			out = append(out, fmt.Sprintf("order %s is PAID but no buyer was told so", id))
+		}
+	}
+	return out
+}
+
+// waitReserved blocks until the crowd holds n reservations (or the sale
+// ended), so a fault lands while reservations are under way.
+func (sl *sale) waitReserved(ctx context.Context, n int64) {
+	waitFor(ctx, 2*time.Minute, func() bool { return sl.c.reserved.Load() >= n || sl.c.soldOut.Load() })
+}
+
+// firstExpiry returns the earliest pay_by of an order left to expire.
+func (sl *sale) firstExpiry() (time.Time, bool) {
+	sl.c.mu.Lock()
+	defer sl.c.mu.Unlock()
+	var first time.Time
+	for _, o := range sl.c.orders {
+		if o.Action == "expire" && (first.IsZero() || o.PayBy.Before(first)) {
+			first = o.PayBy
+		}
+	}
+	return first, !first.IsZero()
+}
+
+func TestFaults(t *testing.T) {
+	cases := []caseSpec{
+		{
+			// 1: kill -9 of the worker while reservations run, and again
+			// while the first expiries compensate.
+			name: "1 worker kill -9 (reserve + compensate)", units: 20, buyers: 80,
+			inject: func(ctx context.Context, sl *sale) {
+				sl.waitReserved(ctx, 3)
+				sl.s.worker().kill9()
+				sl.faults++
+				sl.t.Logf("worker killed with %d reserved", sl.c.reserved.Load())
+				time.Sleep(2 * time.Second)
+				sl.s.startWorker()
+
+				var at time.Time
+				waitFor(ctx, time.Minute, func() bool { var ok bool; at, ok = sl.firstExpiry(); return ok })
+				sleep(ctx, time.Until(at)+50*time.Millisecond)
+				sl.s.worker().kill9()
+				sl.faults++
+				sl.t.Logf("worker killed at the first expiry (%s)", at.Format(time.StampMilli))
+				time.Sleep(2 * time.Second)
+				sl.s.startWorker()
+			},
+		},
+		{
+			// 2: kill -9 of the API in the flood, twice; buyers retry with
+			// the same order id against the restarted API.
+			name: "2 api kill -9 (flood)", units: 20, buyers: 100,
+			inject: func(ctx context.Context, sl *sale) {
+				for _, n := range []int64{2, 10} {
+					sl.waitReserved(ctx, n)
+					sl.s.api().kill9()
+					sl.faults++
+					sl.t.Logf("api killed with %d reserved", sl.c.reserved.Load())
+					time.Sleep(time.Second)
+					sl.s.startAPI()
+				}
+			},
+		},
+		{
+			// 7: duplicate, reordered and late callbacks, and payments at
+			// the exact deadline.
+			name: "7 payment callbacks (dup/reorder/late/deadline)", units: 20, buyers: 80,
+			crowd: func(c *crowd) { c.callbacks = true },
+		},
+		{
+			// 3b: SCRIPT FLUSH under load: every EVALSHA meets NOSCRIPT.
+			name: "3b redis SCRIPT FLUSH under load", units: 20, buyers: 80,
+			inject: func(ctx context.Context, sl *sale) {
+				sl.waitReserved(ctx, 2)
+				for i := 0; i < 30 && !sl.c.soldOut.Load(); i++ {
+					if err := sl.s.redis.scriptFlush(ctx); err != nil {
+						sl.t.Errorf("script flush: %v", err)
+						return
+					}
+					sl.faults++
+					time.Sleep(300 * time.Millisecond)
+				}
+			},
+		},
+		{
+			// 9: the Temporal dev server (SQLite file) restarted mid-sale.
+			name: "9 temporal restart (db file)", units: 20, buyers: 80,
+			inject: func(ctx context.Context, sl *sale) {
+				sl.waitReserved(ctx, 4)
+				sl.t.Logf("restarting temporal with %d reserved", sl.c.reserved.Load())
+				sl.s.restartTemporal(time.Second)
+				sl.faults++
+			},
+		},
+		{
+			// 3a: Redis restarted empty mid-sale (a failover that lost the
+			// writes): reconcile restores the buckets from MySQL, and the
+			// reconcile schedule corrects what the lost order markers cost.
+			name: "3a redis restarted empty + reconcile", units: 20, buyers: 80,
+			inject: func(ctx context.Context, sl *sale) {
+				// Reconciliation is the product's repair; it runs on a
+				// Temporal Schedule. The settle is short for the test (see
+				// the report).
+				if out, err := sl.s.starter(ctx, "reconcile", "schedule", "--sku", sl.sku, "--every", "5s", "--settle", "3s"); err != nil {
+					sl.t.Fatalf("reconcile schedule: %v", err)
+				} else {
+					sl.t.Logf("reconcile schedule: %s", strings.TrimSpace(out))
+				}
+				sl.waitReserved(ctx, 7)
+				sl.t.Logf("restarting redis empty with %d reserved", sl.c.reserved.Load())
+				sl.s.redis.restartEmpty(500 * time.Millisecond)
+				sl.faults++
+				out, err := sl.s.reconcileNow(ctx, sl.sku, 3*time.Second)
+				if err != nil {
+					sl.t.Errorf("reconcile now: %v", err)
+				}
+				sl.t.Logf("reconcile now: %s", strings.TrimSpace(out))
+			},
+		},
+	}
+	for _, spec := range cases {
+		t.Run(spec.name, func(t *testing.T) { runCase(t, spec) })
+	}
+	t.Run("5 mariadb restart", func(t *testing.T) {
+		m := startMaria(t)
+		runCase(t, caseSpec{
+			name: "5 mariadb restart", units: 20, buyers: 80,
+			opts: stackOptions{mysqlServer: m.dsn("")},
+			inject: func(ctx context.Context, sl *sale) {
+				sl.waitReserved(ctx, 4)
+				sl.t.Logf("killing mariadb with %d reserved", sl.c.reserved.Load())
+				m.restart(time.Second)
+				sl.faults++
+			},
+		})
+	})
+}

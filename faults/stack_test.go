@@ -1,0 +1,345 @@
+//go:build faults
+
+package faults
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/flashsale/flashsale/internal/audit"
+	"github.com/flashsale/flashsale/internal/devstack"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+const (
+	webhookSecret = "whsec-faults-0123456789abcdef"
+	adminToken    = "admin-faults-0123456789abcdef"
+	// paymentTimeout is short so expiries (compensation) happen during the
+	// sale, not after it.
+	paymentTimeout = 5 * time.Second
+)
+
+var bin string // directory holding the built worker, api and starter
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "flashsale-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	for _, cmd := range []string{"worker", "api", "starter"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	printSummary(os.Stdout)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stackOptions chooses the MySQL server of a stack.
+type stackOptions struct {
+	// mysqlServer is a DSN of the server to create the case's database on;
+	// empty means the shared MariaDB (testenv).
+	mysqlServer string
+}
+
+// stack is one private flashsale deployment: its own Redis and Temporal
+// dev server (on a SQLite file, so it survives a restart), a fresh MySQL
+// database, a unique task queue, and worker and API processes.
+type stack struct {
+	t        *testing.T
+	id       string
+	redis    *redisServer
+	temporal *devstack.Temporal
+	tPort    int
+	tUIPort  int
+	tDBFile  string
+	dsn      string
+	apiAddr  string
+	env      []string
+	workers  []*proc
+	apis     []*proc
+	logs     map[string]*logBuffer
+}
+
+func newStack(t *testing.T, opts stackOptions) *stack {
+	t.Helper()
+	s := &stack{t: t, id: testenv.UniqueID(t), logs: map[string]*logBuffer{}}
+	s.redis = startRedis(t)
+
+	server := opts.mysqlServer
+	if server == "" {
+		server = os.Getenv("MYSQL_DSN")
+		if server == "" {
+			server = "root@tcp(127.0.0.1:3306)/?parseTime=true"
+		}
+	}
+	s.dsn = freshDatabase(t, server, "flashsale_faults_"+s.id)
+
+	s.tPort, s.tUIPort = freePort(t), freePort(t)
+	s.tDBFile = filepath.Join(t.TempDir(), "temporal.db")
+	s.startTemporal()
+	t.Cleanup(func() {
+		for _, p := range append(s.apis, s.workers...) {
+			p.stop(10 * time.Second)
+		}
+		if s.temporal != nil {
+			_ = s.temporal.Stop()
+		}
+		if t.Failed() {
+			for name, l := range s.logs {
+				t.Logf("%s log (tail):\n%s", name, l.tail(40))
+			}
+		}
+	})
+
+	s.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s.env = append(os.Environ(),
+		"MYSQL_DSN="+s.dsn,
+		"REDIS_ADDR="+s.redis.addr(),
+		"TEMPORAL_ADDRESS="+s.temporal.Address(),
+		"TEMPORAL_NAMESPACE=default",
+		"TASK_QUEUE=faults-"+s.id,
+		"PAYMENT_TIMEOUT="+paymentTimeout.String(),
+		"HTTP_ADDR="+s.apiAddr,
+		"WEBHOOK_SECRET="+webhookSecret,
+		"ADMIN_TOKEN="+adminToken,
+	)
+	s.startWorker()
+	s.startAPI()
+	return s
+}
+
+func (s *stack) startTemporal() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tp, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{Port: s.tPort, UIPort: s.tUIPort, DBFile: s.tDBFile})
+	if err != nil {
+		s.t.Fatalf("private temporal: %v", err)
+	}
+	s.temporal = tp
+}
+
+// restartTemporal stops the dev server and starts it again on the same
+// ports and database file: every workflow, timer and task survives.
+func (s *stack) restartTemporal(down time.Duration) {
+	s.t.Helper()
+	if err := s.temporal.Stop(); err != nil {
+		s.t.Logf("stop temporal: %v", err)
+	}
+	time.Sleep(down)
+	s.startTemporal()
+}
+
+func (s *stack) logBuffer(name string) *logBuffer {
+	l := s.logs[name]
+	if l == nil {
+		l = &logBuffer{}
+		s.logs[name] = l
+	}
+	return l
+}
+
+func (s *stack) startWorker() {
+	s.t.Helper()
+	p, err := startProc("worker", s.env, s.logBuffer("worker"), filepath.Join(bin, "worker"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.workers = append(s.workers, p)
+}
+
+func (s *stack) worker() *proc { return s.workers[len(s.workers)-1] }
+
+func (s *stack) api() *proc { return s.apis[len(s.apis)-1] }
+
+// startAPI starts the API and waits until /readyz answers.
+func (s *stack) startAPI() {
+	s.t.Helper()
+	p, err := startProc("api", s.env, s.logBuffer("api"), filepath.Join(bin, "api"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.apis = append(s.apis, p)
+	ok := waitFor(context.Background(), 60*time.Second, func() bool {
+		if p.exited() {
+			return true
+		}
+		resp, err := http.Get(s.baseURL() + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !ok || p.exited() {
+		s.t.Fatalf("api did not become ready:\n%s", s.logBuffer("api").tail(20))
+	}
+}
+
+func (s *stack) baseURL() string { return "http://" + s.apiAddr }
+
+// admin calls an admin endpoint and decodes the answer.
+func (s *stack) admin(method, path string, body any) map[string]any {
+	s.t.Helper()
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, s.baseURL()+path, bytes.NewReader(raw))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
+	}
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// createSKU defines the SKU and preheats its buckets through the admin API.
+func (s *stack) createSKU(sku string, units int64, price int64, buckets int) {
+	s.t.Helper()
+	s.admin(http.MethodPut, "/api/v1/admin/skus/"+sku, map[string]any{"total": units, "price": price, "buckets": buckets})
+	out := s.admin(http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", nil)
+	if out["redis_total"] != float64(units) {
+		s.t.Fatalf("preheat %s: %v", sku, out)
+	}
+}
+
+// starter runs the starter CLI with the stack's environment.
+func (s *stack) starter(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "starter"), args...)
+	cmd.Env = s.env
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if err != nil {
+		return o.String(), fmt.Errorf("starter %s: %w: %s", strings.Join(args, " "), err, e.String())
+	}
+	return o.String(), nil
+}
+
+// deps opens fresh connections for the checker (the services may have been
+// restarted since the stack started).
+func (s *stack) deps(ctx context.Context) (audit.Deps, func(), error) {
+	rdb := redis.NewClient(&redis.Options{Addr: s.redis.addr()})
+	orders, err := orderdb.Open(ctx, s.dsn)
+	if err != nil {
+		_ = rdb.Close()
+		return audit.Deps{}, nil, err
+	}
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort: s.temporal.Address(), Namespace: "default",
+		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+	})
+	if err != nil {
+		_ = rdb.Close()
+		_ = orders.Close()
+		return audit.Deps{}, nil, err
+	}
+	closeAll := func() { tc.Close(); _ = orders.Close(); _ = rdb.Close() }
+	return audit.Deps{Stock: inventory.New(rdb, inventory.Options{}), Orders: orders, Temporal: tc}, closeAll, nil
+}
+
+// settleAndCheck waits until the SKU has no unpaid order and no running
+// order workflow, then returns the checker's report. It gives up after
+// timeout and returns the last report.
+func (s *stack) settleAndCheck(ctx context.Context, sku string, timeout time.Duration) audit.Report {
+	s.t.Helper()
+	deps, closeDeps, err := s.deps(ctx)
+	if err != nil {
+		s.t.Fatalf("checker deps: %v", err)
+	}
+	defer closeDeps()
+	var rep audit.Report
+	deadline := time.Now().Add(timeout)
+	for {
+		rep, err = audit.Check(ctx, deps, sku)
+		if err != nil {
+			s.t.Logf("check: %v", err)
+		} else if st := rep.SKUs[0]; st.Frozen == 0 && st.PendingUnits == 0 && st.OpenWorkflows == 0 && !st.Redis.Torn && st.Redis.Drift == 0 {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				s.t.Fatalf("check: %v", err)
+			}
+			s.t.Errorf("orders did not settle within %s: %+v", timeout, rep.SKUs)
+			return rep
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// orderRow is an order as MySQL has it.
+type orderRow struct {
+	Status   string
+	Captured int
+	Refunds  int
+}
+
+// dbOrders reads every order of the stack's database with its payments.
+func (s *stack) dbOrders(ctx context.Context) (map[string]orderRow, error) {
+	db, err := sql.Open("mysql", s.dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT o.order_id, o.status,
+		COALESCE(SUM(p.status = 'CAPTURED'), 0), COALESCE(SUM(p.status = 'REFUND_REQUIRED'), 0)
+		FROM orders o LEFT JOIN payments p ON p.order_id = o.order_id GROUP BY o.order_id, o.status`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]orderRow{}
+	for rows.Next() {
+		var id string
+		var r orderRow
+		if err := rows.Scan(&id, &r.Status, &r.Captured, &r.Refunds); err != nil {
+			return nil, err
+		}
+		out[id] = r
+	}
+	return out, rows.Err()
+}
+
+// reconcileNow runs one reconciliation through the starter, the way an
+// operator does after a Redis loss.
+func (s *stack) reconcileNow(ctx context.Context, sku string, settle time.Duration) (string, error) {
+	return s.starter(ctx, "reconcile", "now", "--sku", sku, "--settle", settle.String())
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
