@@ -184,6 +184,10 @@ func TestOrderPaidEndToEnd(t *testing.T) {
 	var again orderOut
 	s.starter(&again, "order", "--user", "alice", "--sku", sku, "--order-id", "paid-"+sku)
 	require.Equal(t, o, again)
+	// The same order id from another user is refused, not answered.
+	_, stderr, err := s.run("order", "--user", "mallory", "--sku", sku, "--order-id", "paid-"+sku)
+	require.Error(t, err)
+	require.Contains(t, string(stderr), `"code":"ORDER_ID_CONFLICT"`)
 	st := s.stock(sku)
 	require.Equal(t, stockOut{SKU: sku, Total: 10, Available: 9, DBAvailable: 9, Frozen: 1, BucketCount: 4}, st)
 
@@ -225,7 +229,7 @@ func TestOrderPaidEndToEnd(t *testing.T) {
 	require.Equal(t, int64(1), s.stock(sku).Sold)
 
 	// Cancelling a paid order is refused.
-	_, stderr, err := s.run("cancel", "--order", o.OrderID)
+	_, stderr, err = s.run("cancel", "--order", o.OrderID)
 	require.Error(t, err)
 	require.Contains(t, string(stderr), `"code":"ORDER_CLOSED"`)
 }

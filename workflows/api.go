@@ -116,9 +116,12 @@ type OrderInput struct {
 	FromOrder string `json:"from_order,omitempty"`
 }
 
-// ReserveRequest is the UpdateReserve argument. It is empty today; it exists
-// so fields can be added later without changing the update's signature.
-type ReserveRequest struct{}
+// ReserveRequest is the UpdateReserve argument.
+type ReserveRequest struct {
+	// UserID, when set, must be the order's buyer: a repeated order id from
+	// another user is refused instead of being told someone else's answer.
+	UserID string `json:"user_id,omitempty"`
+}
 
 // Reservation is the answer to UpdateReserve.
 type Reservation struct {

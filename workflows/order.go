@@ -111,7 +111,8 @@ func (o *order) setup(ctx workflow.Context, in OrderInput) error {
 	}); err != nil {
 		return fmt.Errorf("register %s query: %w", QueryStatus, err)
 	}
-	if err := workflow.SetUpdateHandler(ctx, UpdateReserve, o.handleReserve); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateReserve, o.handleReserve,
+		workflow.UpdateHandlerOptions{Validator: o.validateReserve}); err != nil {
 		return fmt.Errorf("register %s update: %w", UpdateReserve, err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePay, o.handlePay,
@@ -152,6 +153,20 @@ func validatePayment(_ workflow.Context, p Payment) error {
 	}
 	if p.Amount <= 0 {
 		return errors.New("amount must be positive")
+	}
+	return nil
+}
+
+// ErrTypeOrderOfAnotherUser is the application error type of the
+// validator's refusal of UpdateReserve from a user other than the order's
+// buyer (an order id reused by someone else).
+const ErrTypeOrderOfAnotherUser = "OrderOfAnotherUser"
+
+// validateReserve refuses a reserve from another user before it is written
+// to history.
+func (o *order) validateReserve(_ workflow.Context, r ReserveRequest) error {
+	if r.UserID != "" && r.UserID != o.in.UserID {
+		return temporal.NewNonRetryableApplicationError("order id belongs to another user", ErrTypeOrderOfAnotherUser, nil)
 	}
 	return nil
 }

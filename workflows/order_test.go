@@ -417,3 +417,31 @@ func TestValidateInput(t *testing.T) {
 }
 
 var _ = context.Background
+
+// A reserve from another user (an order id reused by someone else) is
+// refused by the validator; the buyer's own repeat is answered.
+func (s *orderSuite) TestReserveFromAnotherUserIsRefused() {
+	s.expectReserved()
+	s.expectCompensation(orderdb.StatusExpired)
+	var refused error
+	var own Reservation
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(UpdateReserve, "other", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { refused = err },
+			OnAccept:   func() { s.Fail("accepted a reserve from another user") },
+			OnComplete: func(any, error) {},
+		}, ReserveRequest{UserID: "mallory"})
+		s.env.UpdateWorkflow(UpdateReserve, "own", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { s.Fail("own reserve rejected", err) },
+			OnAccept:   func() {},
+			OnComplete: func(v any, err error) { s.Require().NoError(err); own = v.(Reservation) },
+		}, ReserveRequest{UserID: "u1"})
+	}, time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(refused, &appErr)
+	s.Equal(ErrTypeOrderOfAnotherUser, appErr.Type())
+	s.Equal(StatusPendingPayment, own.Status)
+}

@@ -64,17 +64,24 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 	h, err := s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
-			// A fixed update id makes a repeated call on a running order
-			// return the stored result instead of running the handler again.
-			UpdateID:     workflows.UpdateReserve,
+			// A fixed update id per buyer makes a repeated call on a
+			// running order return the stored result instead of running the
+			// handler again. The user is part of it because the server
+			// answers a known update id from its record without asking the
+			// validator: another user's reserve must reach the validator.
+			UpdateID:     workflows.UpdateReserve + "-" + in.UserID,
 			UpdateName:   workflows.UpdateReserve,
-			Args:         []any{workflows.ReserveRequest{}},
+			Args:         []any{workflows.ReserveRequest{UserID: in.UserID}},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
 	var res workflows.Reservation
 	if err == nil {
 		err = h.Get(ctx, &res)
+	}
+	if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.Type() == workflows.ErrTypeOrderOfAnotherUser {
+		// The running order's validator refused: the id is someone else's.
+		return workflows.Reservation{}, fmt.Errorf("order %s: %w", in.OrderID, ErrIDConflict)
 	}
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
