@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/bench"
 	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -56,25 +52,10 @@ func BenchmarkReservation(b *testing.B) {
 	run := testenv.UniqueID(b)
 
 	b.Run("ceiling", func(b *testing.B) {
-		measure(b, func(i int64) error {
-			id := fmt.Sprintf("ceiling-%s-%d", run, i)
-			op := be.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-				ID: id, TaskQueue: cfg.TaskQueue,
-				WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			}, ceiling.Workflow, id)
-			h, err := be.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-				StartWorkflowOperation: op,
-				UpdateOptions: client.UpdateWorkflowOptions{UpdateName: ceiling.UpdateName,
-					WaitForStage: client.WorkflowUpdateStageCompleted},
-			})
-			if err != nil {
-				return err
-			}
-			return h.Get(ctx, nil)
-		})
+		report(b, bench.Ceiling(ctx, be.Temporal, cfg.TaskQueue, run, b.N, callers))
 	})
 	b.Run("order", func(b *testing.B) {
-		measure(b, func(i int64) error {
+		report(b, bench.Measure(ctx, "reservation", b.N, callers, func(ctx context.Context, i int) error {
 			id := fmt.Sprintf("%s-%s-%d", sku, run, i)
 			res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: id,
 				Items: []workflows.Item{{SKU: sku, Quantity: 1}}})
@@ -82,44 +63,20 @@ func BenchmarkReservation(b *testing.B) {
 				err = fmt.Errorf("order %s: %s %s", id, res.Status, res.Reason)
 			}
 			return err
-		})
+		}))
 	})
 }
 
-// measure runs b.N calls from 64 concurrent callers and reports
-// throughput and latency percentiles of one call.
-func measure(b *testing.B, call func(i int64) error) {
-	const callers = 64
-	var next atomic.Int64
-	lat := make([]time.Duration, b.N)
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	b.ResetTimer()
-	start := time.Now()
-	for range callers {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				if err := call(i); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-				}
-				lat[i] = time.Since(t0)
-			}
-		})
+// callers is how many calls are in flight at once in each sub-benchmark.
+const callers = 64
+
+// report turns a bench.Stat into the benchmark's custom metrics; the
+// measuring itself is internal/bench's, shared with `starter bench`.
+func report(b *testing.B, s bench.Stat) {
+	if s.Errors > 0 {
+		b.Fatalf("%d errors, first: %s", s.Errors, s.FirstError)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if err := firstErr.Load(); err != nil {
-		b.Fatal(err)
-	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "orders/s")
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(s.PerSec, "orders/s")
+	b.ReportMetric(s.P50ms, "p50-ms")
+	b.ReportMetric(s.P99ms, "p99-ms")
 }

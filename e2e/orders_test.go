@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -31,7 +32,7 @@ func newOrderService(t *testing.T, s *stack) *orderService {
 		}
 	}
 	c, err := client.Dial(client.Options{HostPort: testenv.TemporalAddress(),
-		Logger: slogAdapter()})
+		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return &orderService{svc: &orders.Service{Temporal: c, TaskQueue: queue}}
@@ -42,13 +43,4 @@ func (o *orderService) place(orderID, user, sku string) (workflows.Reservation, 
 	defer cancel()
 	return o.svc.Place(ctx, workflows.OrderInput{OrderID: orderID, UserID: user,
 		Items: []workflows.Item{{SKU: sku, Quantity: 1}}})
-}
-
-func slogAdapter() interface {
-	Debug(string, ...any)
-	Info(string, ...any)
-	Warn(string, ...any)
-	Error(string, ...any)
-} {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/flashsale/flashsale/internal/loadgen"
+	"github.com/flashsale/flashsale/internal/httpapi"
 )
 
 // crowd is a sale's buyers. Unlike loadgen, a buyer whose request failed
@@ -251,7 +251,7 @@ func (c *crowd) pay(ctx context.Context, orderID, txn string, amount int64, stat
 	body, _ := json.Marshal(map[string]any{"order_id": orderID, "transaction_id": txn, "amount": amount, "status": status})
 	end := time.Now().Add(budget)
 	for time.Now().Before(end) {
-		hdr := http.Header{"X-Signature": {loadgen.Sign(webhookSecret, time.Now(), body)}}
+		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(webhookSecret, time.Now(), body)}}
 		code, resp, err := c.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
 		if err == nil && code == http.StatusOK {
 			var out struct {

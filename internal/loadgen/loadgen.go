@@ -8,9 +8,6 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/flashsale/flashsale/internal/httpapi"
 )
 
 // Config describes one sale.
@@ -314,7 +313,7 @@ func (r *run) pay(ctx context.Context, orderID string, amount int64) bool {
 		"order_id": orderID, "transaction_id": "txn-" + orderID, "amount": amount, "status": "SUCCESS",
 	})
 	for range 20 {
-		hdr := http.Header{"X-Signature": {Sign(r.cfg.WebhookSecret, time.Now(), body)}}
+		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(r.cfg.WebhookSecret, time.Now(), body)}}
 		status, resp, err := r.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
 		if err == nil && status == http.StatusOK {
 			var out struct {
@@ -326,16 +325,6 @@ func (r *run) pay(ctx context.Context, orderID string, amount int64) bool {
 		sleep(ctx, 200*time.Millisecond)
 	}
 	return false
-}
-
-// Sign returns the X-Signature header value for a payment callback body:
-// t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">.
-func Sign(secret string, at time.Time, body []byte) string {
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 func (r *run) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte, error) {
