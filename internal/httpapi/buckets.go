@@ -39,17 +39,7 @@ func decodeBuckets(body []byte) (int, error) {
 // SKU MySQL knows but Redis does not (never preheated) only gets the new
 // count in MySQL, for its preheat, and answers redis_total 0.
 func (s *Server) resizeBuckets(w http.ResponseWriter, r *http.Request) {
-	sku, err := skuParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	n, err := decodeBuckets(body)
+	sku, n, err := readSKURequest(w, r, decodeBuckets)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

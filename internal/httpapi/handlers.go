@@ -228,6 +228,25 @@ type inventoryResponse struct {
 	BucketCount int    `json:"bucket_count"`
 }
 
+// readSKURequest reads what every SKU-addressed request with a body needs: the
+// SKU id from the path, then the body (size-capped), decoded strictly.
+func readSKURequest[T any](w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (string, T, error) {
+	var zero T
+	sku, err := skuParam(r)
+	if err != nil {
+		return "", zero, err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return "", zero, err
+	}
+	in, err := decode(body)
+	if err != nil {
+		return "", zero, err
+	}
+	return sku, in, nil
+}
+
 func skuParam(r *http.Request) (string, error) {
 	sku := r.PathValue("sku")
 	return sku, checkID("sku id", sku, workflows.MaxIDLength)
@@ -281,17 +300,7 @@ type skuResponse struct {
 // Redis buckets loaded from it, so Redis never keeps selling a previous
 // sale's stock.
 func (s *Server) putSKU(w http.ResponseWriter, r *http.Request) {
-	sku, err := skuParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	in, err := decodeSKU(body)
+	sku, in, err := readSKURequest(w, r, decodeSKU)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -365,17 +374,7 @@ type restockResponse struct {
 // a repeat after that would only make Redis offer units MySQL then refuses
 // (recorded as drift), never an oversale.
 func (s *Server) restock(w http.ResponseWriter, r *http.Request) {
-	sku, err := skuParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := decodeRestock(body)
+	sku, req, err := readSKURequest(w, r, decodeRestock)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -33,17 +33,7 @@ func decodeWaitlist(body []byte) (waitlistRequest, error) {
 // NOT_SOLD_OUT while units are on open sale (buy them instead); 404
 // UNKNOWN_SKU.
 func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
-	sku, err := skuParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := decodeWaitlist(body)
+	sku, req, err := readSKURequest(w, r, decodeWaitlist)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
