@@ -13,7 +13,9 @@
 //  2. Full admission window (see 5), also known in process: 429 BUSY.
 //  3. Per-user rate limit (Redis, shared by all instances): the first layer
 //     that costs a network call, so every later one is bounded per user.
-//  4. Redis sold-out flag: one GET.
+//  4. Redis sold-out flag: read in the same MGET as the SKU's bucket count
+//     and generation (one slot), so it costs no round trip of its own;
+//     when set, the buckets are not read.
 //  5. Admission: at most MaxInFlight units of a SKU may be on their way
 //     through Temporal from this instance, and never more than Redis still
 //     holds. Everything else is answered at once: 429 BUSY (retry) while
@@ -233,19 +235,6 @@ func (g *Gate) Admit(ctx context.Context, req Request) (*Ticket, error) {
 		return nil, err
 	}
 
-	for _, it := range items {
-		tok := g.cache.token(time.Now())
-		soldOut, err := g.stock.SoldOut(ctx, it.SKU)
-		if err != nil {
-			return nil, g.unavailable(err)
-		}
-		if soldOut {
-			g.cache.set(it.SKU, tok, time.Now())
-			g.stats.soldOutRedis.Add(1)
-			return nil, fmt.Errorf("sku %s: %w (redis flag)", it.SKU, ErrSoldOut)
-		}
-	}
-
 	return g.admit(ctx, req, items)
 }
 
@@ -345,6 +334,12 @@ func (g *Gate) admitItem(ctx context.Context, it Item) (admission, error) {
 		if err != nil {
 			return 0, g.unavailable(err)
 		}
+		if av.SoldOut {
+			// The Redis flag, read in the same round trip as the stock.
+			g.cache.set(it.SKU, tok, time.Now())
+			g.stats.soldOutRedis.Add(1)
+			return 0, fmt.Errorf("sku %s: %w (redis flag)", it.SKU, ErrSoldOut)
+		}
 		if av.Units == 0 {
 			g.observedEmpty(ctx, it.SKU, tok, av.Gen)
 			g.stats.soldOutStock.Add(1)
@@ -400,7 +395,10 @@ func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 			t.g.opts.Logger.Warn("read stock after sold-out answer", "sku_id", it.SKU, "error", err)
 			continue
 		}
-		if av.Units == 0 {
+		switch {
+		case av.SoldOut:
+			t.g.cache.set(it.SKU, tok, time.Now())
+		case av.Units == 0:
 			t.g.observedEmpty(ctx, it.SKU, tok, av.Gen)
 		}
 	}

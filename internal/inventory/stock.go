@@ -228,6 +228,11 @@ type Availability struct {
 	// Units is the sum of the buckets; negative buckets (tampering) count
 	// as empty, like take.lua treats them.
 	Units int64
+	// SoldOut is the sold-out flag, read in the same round trip as the
+	// bucket count and gen (they share the SKU's slot). When it is set the
+	// buckets are not read and Units is 0: the flag is only ever set for a
+	// generation whose buckets were seen empty, and any restock clears it.
+	SoldOut bool
 }
 
 // Available sums sku's buckets: one MGET of the bucket count and generation,
@@ -239,7 +244,7 @@ func (s *Store) Available(ctx context.Context, sku string) (Availability, error)
 	if err := validateSKU(sku); err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
-	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku)).Result()
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku), soldOutKey(sku)).Result()
 	if err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
@@ -250,6 +255,12 @@ func (s *Store) Available(ctx context.Context, sku string) (Availability, error)
 	gen, err := parseInt(vals[1])
 	if err != nil {
 		return Availability{}, fmt.Errorf("available %s: gen: %w", sku, err)
+	}
+	if vals[2] != nil {
+		return Availability{Buckets: n, Gen: gen, SoldOut: true}, nil
+	}
+	if vals[2] != nil {
+		return Availability{Buckets: n, Gen: gen, SoldOut: true}, nil
 	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, n)
