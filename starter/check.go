@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/flashsale/flashsale/internal/audit"
 )
@@ -16,19 +13,9 @@ import (
 // status and the details.
 const codeViolated = "INVARIANT_VIOLATED"
 
-// failedReportOut receives the report of a failed check. run prints a
-// command's result only on success and hands commands no writer, so check
-// prints this one itself; tests point it at a buffer.
-var failedReportOut io.Writer = os.Stdout
-
+// runCheck runs the invariant checker. A report with violations is returned
+// together with an error: run prints the report on stdout and exits 1.
 func runCheck(ctx context.Context, args []string) (any, error) {
-	return check(ctx, args, failedReportOut)
-}
-
-// check runs the invariant checker. A clean report is returned for run to
-// print; a report with violations is printed here and turned into an error,
-// because run prints results only on success and must exit non-zero.
-func check(ctx context.Context, args []string, stdout io.Writer) (any, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	sku := fs.String("sku", "", "check only this SKU (default: every SKU)")
 	grace := fs.Duration("grace", audit.DefaultGrace, "how long past its pay_by an order may still be open")
@@ -50,8 +37,5 @@ func check(ctx context.Context, args []string, stdout io.Writer) (any, error) {
 	if rep.OK {
 		return rep, nil
 	}
-	if err := json.NewEncoder(stdout).Encode(rep); err != nil {
-		return nil, fmt.Errorf("write report: %w", err)
-	}
-	return nil, &cliError{Code: codeViolated, Message: fmt.Sprintf("%d invariant violations", len(rep.Violations))}
+	return rep, &cliError{Code: codeViolated, Message: fmt.Sprintf("%d invariant violations", len(rep.Violations))}
 }

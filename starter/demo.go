@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -20,7 +21,7 @@ type demoResult struct {
 
 func (d demoResult) Text() (string, bool) { return d.summary.Table(), !d.asJSON }
 
-func (d demoResult) MarshalJSON() ([]byte, error) { return marshal(d.summary) }
+func (d demoResult) MarshalJSON() ([]byte, error) { return json.Marshal(d.summary) }
 
 // runDemo runs a whole flash sale in this process. Services the environment
 // does not name (TEMPORAL_ADDRESS, REDIS_ADDR, MYSQL_DSN) are started

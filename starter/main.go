@@ -71,6 +71,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out, err := c.run(ctx, args[1:])
 		if err != nil {
+			// A command may fail with a result worth reading (the checker's
+			// report): it goes to stdout, the error to stderr.
+			if out != nil {
+				_ = json.NewEncoder(stdout).Encode(out)
+			}
 			writeError(stderr, err)
 			var ue *cliError
 			if errors.As(err, &ue) && ue.Code == codeUsage {
@@ -100,8 +105,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type texter interface {
 	Text() (text string, human bool)
 }
-
-func marshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func usageText() string {
 	s := "usage: starter <command> [flags]\ncommands:"

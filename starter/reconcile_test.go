@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -68,13 +67,9 @@ func newCLIStack(t *testing.T) *cliStack {
 }
 
 // starter runs the CLI in process and returns its exit status and output.
-// A failed check's report goes to failedReportOut, which it points at the
-// same stdout buffer.
 func starter(t *testing.T, args ...string) (int, []byte, []byte) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	failedReportOut = &stdout
-	t.Cleanup(func() { failedReportOut = os.Stdout })
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.Bytes(), stderr.Bytes()
 }
