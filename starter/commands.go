@@ -131,28 +131,21 @@ type preheatResult struct {
 }
 
 func runSKUPreheat(ctx context.Context, args []string) (any, error) {
-	fs := flag.NewFlagSet("sku preheat", flag.ContinueOnError)
-	sku := fs.String("sku", "", "SKU id")
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	if err := required("sku", *sku); err != nil {
-		return nil, err
-	}
-	b, err := connect(ctx)
+	sku, err := idFlag("sku preheat", "sku", "SKU id", args)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	inv, err := b.Orders.Inventory(ctx, *sku)
-	if err != nil {
-		return nil, err
-	}
-	pre, err := b.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
-	if err != nil {
-		return nil, err
-	}
-	return preheatResult{SKU: inv.SKU, RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Buckets: pre.Buckets, Verified: true}, nil
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		inv, err := b.Orders.Inventory(ctx, sku)
+		if err != nil {
+			return nil, err
+		}
+		pre, err := b.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
+		if err != nil {
+			return nil, err
+		}
+		return preheatResult{SKU: inv.SKU, RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Buckets: pre.Buckets, Verified: true}, nil
+	})
 }
 
 // stockResult is the output of stock: Redis (available, sold_out) beside
@@ -170,31 +163,24 @@ type stockResult struct {
 }
 
 func runStock(ctx context.Context, args []string) (any, error) {
-	fs := flag.NewFlagSet("stock", flag.ContinueOnError)
-	sku := fs.String("sku", "", "SKU id")
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	if err := required("sku", *sku); err != nil {
-		return nil, err
-	}
-	b, err := connect(ctx)
+	sku, err := idFlag("stock", "sku", "SKU id", args)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	inv, err := b.Orders.Inventory(ctx, *sku)
-	if err != nil {
-		return nil, err
-	}
-	st, err := b.Stock.Stock(ctx, *sku)
-	if err != nil {
-		return nil, err
-	}
-	return stockResult{
-		SKU: inv.SKU, Total: inv.Total, Available: st.Available, DBAvailable: inv.Available,
-		Frozen: inv.Frozen, Sold: inv.Sold, SoldOut: st.SoldOut, BucketCount: st.Buckets, Drift: st.Drift,
-	}, nil
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		inv, err := b.Orders.Inventory(ctx, sku)
+		if err != nil {
+			return nil, err
+		}
+		st, err := b.Stock.Stock(ctx, sku)
+		if err != nil {
+			return nil, err
+		}
+		return stockResult{
+			SKU: inv.SKU, Total: inv.Total, Available: st.Available, DBAvailable: inv.Available,
+			Frozen: inv.Frozen, Sold: inv.Sold, SoldOut: st.SoldOut, BucketCount: st.Buckets, Drift: st.Drift,
+		}, nil
+	})
 }
 
 func runOrder(ctx context.Context, args []string) (any, error) {
@@ -258,36 +244,42 @@ func runPay(ctx context.Context, args []string) (any, error) {
 }
 
 func runCancel(ctx context.Context, args []string) (any, error) {
-	orderID, err := orderFlag("cancel", args)
+	orderID, err := idFlag("cancel", "order", "order id", args)
 	if err != nil {
 		return nil, err
 	}
-	b, err := connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	return orderService(b).Cancel(ctx, orderID)
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orderService(b).Cancel(ctx, orderID)
+	})
 }
 
 func runStatus(ctx context.Context, args []string) (any, error) {
-	orderID, err := orderFlag("status", args)
+	orderID, err := idFlag("status", "order", "order id", args)
 	if err != nil {
 		return nil, err
 	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orderService(b).Status(ctx, orderID)
+	})
+}
+
+// idFlag parses a command whose only flag is one required id.
+func idFlag(command, flagName, usage string, args []string) (string, error) {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	id := fs.String(flagName, "", usage)
+	if err := parse(fs, args); err != nil {
+		return "", err
+	}
+	return *id, required(flagName, *id)
+}
+
+// withBackend connects to every service, runs fn and closes the
+// connections.
+func withBackend(ctx context.Context, fn func(*backend.Backend) (any, error)) (any, error) {
 	b, err := connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	return orderService(b).Status(ctx, orderID)
-}
-
-func orderFlag(name string, args []string) (string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	orderID := fs.String("order", "", "order id")
-	if err := parse(fs, args); err != nil {
-		return "", err
-	}
-	return *orderID, required("order", *orderID)
+	return fn(b)
 }
