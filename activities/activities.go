@@ -17,6 +17,7 @@ import (
 
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // Application error types. The workflow branches on them; they are never
@@ -52,6 +53,19 @@ type Activities struct {
 	PaymentTimeout time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fixed clock.
 	Now func() time.Time
+
+	// Guard says whether Redis may be used; nil means always try it (an
+	// outage error still degrades the order). See degraded.go.
+	Guard *redisguard.Guard
+	// DegradedConcurrency caps CreateOrder calls of degraded orders on
+	// this worker; zero means DefaultDegradedConcurrency.
+	DegradedConcurrency int
+	// RequestResync asks for a SKU's Redis buckets to be re-synced from
+	// MySQL (the worker signals the resync workflow). It is needed only
+	// once an order has been degraded.
+	RequestResync func(ctx context.Context, sku string) error
+
+	degraded degradation
 }
 
 // DefaultPaymentTimeout applies when neither the order nor the worker sets one.
@@ -95,6 +109,18 @@ type ReserveStockInput struct {
 // ReserveStockResult lists, per item, the buckets the units came from.
 type ReserveStockResult struct {
 	Reservations []inventory.Reservation `json:"reservations"`
+	// Degraded: Redis could not be used (unreachable, or the SKU awaits a
+	// resync), so nothing was taken from it; the order is reserved in
+	// MySQL alone (CreateOrderInput.Degraded). See degraded.go.
+	Degraded bool `json:"degraded,omitempty"`
+	// DegradedReason says why, for the order's history.
+	DegradedReason string `json:"degraded_reason,omitempty"`
+}
+
+// reserveAnswer is one item's Redis reservation or its error.
+type reserveAnswer struct {
+	res inventory.Reservation
+	err error
 }
 
 // SoldOutDetails is attached to a SoldOut or UnknownSKU error.
@@ -106,10 +132,38 @@ type SoldOutDetails struct {
 // is short, the items already taken are given back before the order is
 // rejected, so a rejected order holds nothing. Retries are safe because
 // every Redis step is idempotent per order id.
+//
+// When Redis cannot be used, it answers Degraded instead and takes nothing
+// (degraded.go): Redis is known down, a SKU awaits a resync, or the first
+// item's call met an outage. An outage after the first item fails the
+// attempt as before; the retry then finds the guard open and degrades, and
+// the units the first attempt took stay under their markers, which the
+// order's release gives back like any other. Waitlist offers never
+// degrade: they hand over units Redis holds.
 func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (ReserveStockResult, error) {
+	if in.FromOrder == "" {
+		degrade, why, err := a.mustDegrade(ctx, in.Items)
+		if err != nil {
+			return ReserveStockResult{}, fmt.Errorf("reserve order %s: %w", in.OrderID, err)
+		}
+		if degrade {
+			return a.degrade(ctx, in, why), nil
+		}
+	}
 	var res ReserveStockResult
 	for i, it := range in.Items {
-		r, err := a.reserveItem(ctx, in, it)
+		ans, ok := a.guardedReserve(ctx, in, it)
+		if in.FromOrder == "" && i == 0 && (!ok || isOutage(ans.err)) {
+			why := "redis unreachable"
+			if ans.err != nil {
+				why = ans.err.Error()
+			}
+			return a.degrade(ctx, in, why), nil
+		}
+		if !ok {
+			ans.err = fmt.Errorf("redis unreachable")
+		}
+		r, err := ans.res, ans.err
 		if err == nil {
 			res.Reservations = append(res.Reservations, r)
 			continue
@@ -136,6 +190,11 @@ func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (Re
 			fmt.Sprintf("%s: %v", it.SKU, err), errType, nil, SoldOutDetails{SKU: it.SKU})
 	}
 	return res, nil
+}
+
+func (a *Activities) degrade(ctx context.Context, in ReserveStockInput, why string) ReserveStockResult {
+	a.logger(ctx).Warn("reserving in mysql alone", "order_id", in.OrderID, "why", why)
+	return ReserveStockResult{Degraded: true, DegradedReason: why}
 }
 
 // ReleaseStockInput names the order whose Redis units go back on sale.
@@ -190,6 +249,10 @@ type CreateOrderInput struct {
 	Items   []Item `json:"items"`
 	// PaymentTimeout overrides the worker's default when positive.
 	PaymentTimeout time.Duration `json:"payment_timeout,omitempty"`
+	// Degraded: ReserveStock took nothing from Redis. MySQL alone decides,
+	// under the worker's degraded concurrency cap, and a refusal means
+	// sold out rather than drift.
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // CreateOrderResult carries what only the database knows: the price.
@@ -232,10 +295,29 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 	// A retry of an order that was written returns the stored pay_by, so
 	// the deadline never moves.
 	payBy := a.now().Add(timeout).UTC().Truncate(time.Millisecond)
-	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{OrderID: in.OrderID, UserID: in.UserID, Items: items, PayBy: payBy})
+	if in.Degraded {
+		if err := a.slots().Acquire(ctx, 1); err != nil {
+			return CreateOrderResult{}, fmt.Errorf("create order %s: wait for a degraded slot: %w", in.OrderID, err)
+		}
+		defer a.slots().Release(1)
+	}
+	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{
+		OrderID: in.OrderID, UserID: in.UserID, Items: items, PayBy: payBy, Degraded: in.Degraded,
+	})
 	switch {
 	case err == nil:
+		if o.Degraded {
+			// Also on a retry: the first attempt may have committed and
+			// died before asking.
+			if err := a.requestResync(ctx, orderSKUs(o)); err != nil {
+				return CreateOrderResult{}, err
+			}
+		}
 		return CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy}, nil
+	case in.Degraded && errors.Is(err, orderdb.ErrInsufficientStock):
+		// Nothing was taken from Redis, so nothing drifted: MySQL simply
+		// has no units left.
+		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSoldOut, nil)
 	case errors.Is(err, orderdb.ErrUnknownSKU):
 		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeUnknownSKU, nil)
 	case errors.Is(err, orderdb.ErrInvalidArgument):
@@ -325,9 +407,17 @@ type CloseOrderResult struct{}
 // idempotent; it fails non-retryably if the order was paid meanwhile, which
 // the workflow's single-threaded handling should make impossible.
 func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
-	_, err := a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
+	o, err := a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
 	switch {
 	case err == nil:
+		if o.Degraded {
+			// The units came back to MySQL, not to Redis, which never had
+			// them taken (CloseOrder flagged the SKUs in the same
+			// transaction).
+			if err := a.requestResync(ctx, orderSKUs(o)); err != nil {
+				return CloseOrderResult{}, err
+			}
+		}
 		return CloseOrderResult{}, nil
 	case errors.Is(err, orderdb.ErrNotFound):
 		// Only after a failed CreateOrder: the order never reached the
@@ -364,4 +454,12 @@ func (a *Activities) RecordRefund(ctx context.Context, in RecordRefundInput) (Re
 		return RecordRefundResult{}, fmt.Errorf("record refund %s of order %s: %w", in.TransactionID, in.OrderID, err)
 	}
 	return RecordRefundResult{}, nil
+}
+
+func orderSKUs(o orderdb.Order) []string {
+	skus := make([]string, len(o.Items))
+	for i, it := range o.Items {
+		skus[i] = it.SKU
+	}
+	return skus
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +49,9 @@ func TestMain(m *testing.M) {
 	}
 	bin = dir
 	for _, cmd := range []string{"worker", "api", "starter"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput()
+		// The faults tag compiles the worker's fault injectors in (e.g.
+		// worker/lostreply_faults.go); production builds have none.
+		out, err := exec.Command("go", "build", "-tags", "faults", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
 			os.Exit(1)
@@ -60,11 +63,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// stackOptions chooses the MySQL server of a stack.
+// stackOptions chooses the MySQL server of a stack and the worker's extra
+// environment.
 type stackOptions struct {
 	// mysqlServer is a DSN of the server to create the case's database on;
 	// empty means the shared MariaDB (testenv).
 	mysqlServer string
+	// workerEnv is added to the worker's environment only, e.g. a fault
+	// injector's setting (FLASHSALE_FAULT_LOSE_REPLY).
+	workerEnv []string
 }
 
 // stack is one private flashsale deployment: its own Redis and Temporal
@@ -84,11 +91,14 @@ type stack struct {
 	workers  []*proc
 	apis     []*proc
 	logs     map[string]*logBuffer
+
+	// workerEnv is stackOptions.workerEnv, kept for worker restarts.
+	workerEnv []string
 }
 
 func newStack(t *testing.T, opts stackOptions) *stack {
 	t.Helper()
-	s := &stack{t: t, id: testenv.UniqueID(t), logs: map[string]*logBuffer{}}
+	s := &stack{t: t, id: testenv.UniqueID(t), logs: map[string]*logBuffer{}, workerEnv: opts.workerEnv}
 	s.redis = startRedis(t)
 
 	server := opts.mysqlServer
@@ -167,7 +177,8 @@ func (s *stack) logBuffer(name string) *logBuffer {
 
 func (s *stack) startWorker() {
 	s.t.Helper()
-	p, err := startProc("worker", s.env, s.logBuffer("worker"), filepath.Join(bin, "worker"))
+	env := append(slices.Clip(s.env), s.workerEnv...)
+	p, err := startProc("worker", env, s.logBuffer("worker"), filepath.Join(bin, "worker"))
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -11,9 +11,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"go.temporal.io/sdk/interceptor"
+
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 )
+
+// extraInterceptors is empty in a production build. The fault-injection
+// build (tag "faults", see lostreply_faults.go) fills it from its init.
+var extraInterceptors []interceptor.WorkerInterceptor
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -37,7 +43,7 @@ func run(logger *slog.Logger) error {
 	}
 	defer b.Close()
 
-	w := b.NewWorker()
+	w := b.NewWorker(extraInterceptors...)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

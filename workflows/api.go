@@ -186,4 +186,7 @@ type OrderView struct {
 	// OfferedTo is set on an expired or cancelled order whose units were
 	// offered to a waiting buyer instead of open sale: the new order's id.
 	OfferedTo string `json:"offered_to,omitempty"`
+	// Degraded: Redis could not be used, so the order was reserved in MySQL
+	// alone (see activities/degraded.go).
+	Degraded bool `json:"degraded,omitempty"`
 }

@@ -273,6 +273,10 @@ func (o *order) reserve(ctx workflow.Context) error {
 		o.logger.Error("reserve stock failed", "error", err)
 		return o.abort(ctx, false, ReasonUnavailable)
 	}
+	if reserved.Degraded {
+		o.logger.Warn("reserving in mysql alone", "why", reserved.DegradedReason)
+		o.view.Degraded = true
+	}
 
 	// pay_by is fixed by the activity when the row is written and stored
 	// with it; the query and the timer use that stored value, so a retried
@@ -280,12 +284,23 @@ func (o *order) reserve(ctx workflow.Context) error {
 	var created activities.CreateOrderResult
 	err = workflow.ExecuteLocalActivity(lctx, a.CreateOrder, activities.CreateOrderInput{
 		OrderID: o.in.OrderID, UserID: o.in.UserID, Items: items, PaymentTimeout: o.in.PaymentTimeout,
+		Degraded: o.view.Degraded,
 	}).Get(lctx, &created)
 	if err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
 			switch appErr.Type() {
+			case activities.ErrTypeSoldOut:
+				// Only a degraded order: MySQL alone said no.
+				return o.rejectDegraded(ctx, ReasonSoldOut, appErr.Message())
 			case activities.ErrTypeStockDrift, activities.ErrTypeUnknownSKU, activities.ErrTypeLimitExceeded:
+				if o.view.Degraded {
+					reason := ReasonUnknownSKU
+					if appErr.Type() == activities.ErrTypeLimitExceeded {
+						reason = ReasonLimitExceeded
+					}
+					return o.rejectDegraded(ctx, reason, appErr.Message())
+				}
 				return o.rejectRefused(ctx, appErr)
 			}
 		}
@@ -337,6 +352,16 @@ func (o *order) rejectRefused(ctx workflow.Context, appErr *temporal.Application
 	return nil
 }
 
+// rejectDegraded rejects an order reserved in MySQL alone. The buyer is
+// answered first: the Redis release that follows waits for Redis to come
+// back. It is still needed, because an earlier ReserveStock attempt may
+// have taken units before Redis went away (its reply lost), and its
+// tombstones keep an abandoned attempt from taking any later.
+func (o *order) rejectDegraded(ctx workflow.Context, reason, detail string) error {
+	o.reject(ctx, reason, detail)
+	return o.releaseRedis(ctx, o.activityItems())
+}
+
 // abort undoes a reservation that could not complete and rejects the order
 // with reason, so no unit stays taken by an order nobody can pay.
 func (o *order) abort(ctx workflow.Context, orderMayExist bool, reason string) error {
@@ -346,6 +371,9 @@ func (o *order) abort(ctx workflow.Context, orderMayExist bool, reason string) e
 		if err != nil {
 			return fmt.Errorf("close order after failed create: %w", err)
 		}
+	}
+	if o.view.Degraded {
+		return o.rejectDegraded(ctx, reason, "reservation undone")
 	}
 	if err := o.releaseRedis(ctx, o.activityItems()); err != nil {
 		return err
@@ -469,6 +497,12 @@ func (o *order) close(ctx workflow.Context, to Status, reason string) error {
 		return fmt.Errorf("close order as %s: %w", to, err)
 	}
 	o.setStatus(ctx, to, reason)
+	if o.view.Degraded {
+		// Its units came back to MySQL only, never having left Redis's
+		// buckets; the resync CloseOrder asked for puts them on sale.
+		// The release only returns what an earlier attempt may have taken.
+		return o.releaseRedis(ctx, o.activityItems())
+	}
 	offered, err := o.offerToWaitlist(ctx)
 	if err != nil {
 		return err

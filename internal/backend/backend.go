@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/redisguard"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -29,7 +32,10 @@ type Backend struct {
 	Redis    *redis.Client
 	Stock    *inventory.Store
 	Orders   *orderdb.Store
-	Logger   *slog.Logger
+	// Guard tells whether Redis is reachable; the activities and the edge
+	// degrade to MySQL alone while it is not.
+	Guard  *redisguard.Guard
+	Logger *slog.Logger
 }
 
 // Connect opens every connection. MySQL is migrated on open, which also
@@ -48,7 +54,16 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Back
 		// A flash sale is many short concurrent calls; the default pool
 		// (10 per CPU) queues them on a 2-core machine.
 		PoolSize: 128,
+		// Every call is a few keys or a short script that answers in
+		// well under a millisecond. Past these, Redis is treated as
+		// unreachable (redisguard) instead of every buyer waiting out
+		// the default 3-5 s.
+		DialTimeout:  time.Second,
+		ReadTimeout:  500 * time.Millisecond,
+		WriteTimeout: 500 * time.Millisecond,
+		PoolTimeout:  time.Second,
 	})
+	b.Guard = redisguard.New(redisguard.Options{Logger: logger})
 	if err := b.Redis.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("connect redis %s: %w", cfg.RedisAddr, err)
 	}
@@ -93,17 +108,36 @@ func (b *Backend) Close() {
 func (b *Backend) Activities() *activities.Activities {
 	return &activities.Activities{
 		Stock: b.Stock, Orders: b.Orders, Logger: b.Logger,
-		PaymentTimeout: b.Config.PaymentTimeout,
+		PaymentTimeout:      b.Config.PaymentTimeout,
+		Guard:               b.Guard,
+		DegradedConcurrency: b.Config.DegradedConcurrency,
+		RequestResync:       b.RequestResync,
 	}
 }
 
+// RequestResync starts the SKU's resync workflow, or signals the one
+// running (Signal-With-Start), after a degraded order moved its units.
+func (b *Backend) RequestResync(ctx context.Context, sku string) error {
+	id := workflows.ResyncWorkflowID(sku)
+	_, err := b.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalResyncRequested, nil,
+		client.StartWorkflowOptions{ID: id, TaskQueue: b.Config.TaskQueue},
+		workflows.ResyncWorkflow, workflows.ResyncInput{SKU: sku})
+	if err != nil {
+		return fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	return nil
+}
+
 // NewWorker returns a worker for the order task queue with the workflow and
-// activities registered. The caller starts and stops it.
-func (b *Backend) NewWorker() worker.Worker {
+// activities registered. The caller starts and stops it. Interceptors wrap
+// every workflow and activity, local ones included; the fault-injection
+// build of the worker passes its fault injectors here.
+func (b *Backend) NewWorker(interceptors ...interceptor.WorkerInterceptor) worker.Worker {
 	w := worker.New(b.Temporal, b.Config.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:      b.Config.WorkerConcurrency,
 		MaxConcurrentLocalActivityExecutionSize: b.Config.WorkerConcurrency,
 		MaxConcurrentWorkflowTaskExecutionSize:  b.Config.WorkerConcurrency,
+		Interceptors:                            interceptors,
 	})
 	Register(w, b.Activities())
 	return w
@@ -114,5 +148,6 @@ func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflow(workflows.OrderWorkflow)
 	w.RegisterActivity(acts)
 	w.RegisterWorkflow(workflows.ReconcileWorkflow)
+	w.RegisterWorkflow(workflows.ResyncWorkflow)
 	w.RegisterActivity(&activities.Reconciler{Stock: acts.Stock, Orders: acts.Orders, Logger: acts.Logger, OrderWorkflowID: workflows.OrderWorkflowID})
 }

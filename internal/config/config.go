@@ -23,16 +23,22 @@ type Config struct {
 	// executions per worker (WORKER_CONCURRENCY, default 256). Activities are
 	// short network calls, so the cap is about connection pools, not CPU.
 	WorkerConcurrency int
+	// DegradedConcurrency caps, per process, the orders reserved in MySQL
+	// alone while Redis is unreachable (DEGRADED_CONCURRENCY, default 8):
+	// on a worker the concurrent CreateOrder calls, on an API instance the
+	// admitted buy requests per SKU.
+	DegradedConcurrency int
 }
 
 // Defaults, exported so documentation and tests refer to one place.
 const (
-	DefaultTemporalAddress = "localhost:7233"
-	DefaultNamespace       = "default"
-	DefaultTaskQueue       = "flashsale-orders"
-	DefaultRedisAddr       = "localhost:6379"
-	DefaultMySQLDSN        = "root@tcp(127.0.0.1:3306)/flashsale?parseTime=true"
-	DefaultPaymentTimeout  = 15 * time.Minute
+	DefaultTemporalAddress     = "localhost:7233"
+	DefaultNamespace           = "default"
+	DefaultTaskQueue           = "flashsale-orders"
+	DefaultRedisAddr           = "localhost:6379"
+	DefaultMySQLDSN            = "root@tcp(127.0.0.1:3306)/flashsale?parseTime=true"
+	DefaultPaymentTimeout      = 15 * time.Minute
+	DefaultDegradedConcurrency = 8
 )
 
 // Load reads the configuration from the environment.
@@ -48,13 +54,14 @@ func load(getenv func(string) string) (Config, error) {
 		return def
 	}
 	cfg := Config{
-		TemporalAddress:   str("TEMPORAL_ADDRESS", DefaultTemporalAddress),
-		TemporalNamespace: str("TEMPORAL_NAMESPACE", DefaultNamespace),
-		TaskQueue:         str("TASK_QUEUE", DefaultTaskQueue),
-		RedisAddr:         str("REDIS_ADDR", DefaultRedisAddr),
-		MySQLDSN:          str("MYSQL_DSN", DefaultMySQLDSN),
-		PaymentTimeout:    DefaultPaymentTimeout,
-		WorkerConcurrency: 256,
+		TemporalAddress:     str("TEMPORAL_ADDRESS", DefaultTemporalAddress),
+		TemporalNamespace:   str("TEMPORAL_NAMESPACE", DefaultNamespace),
+		TaskQueue:           str("TASK_QUEUE", DefaultTaskQueue),
+		RedisAddr:           str("REDIS_ADDR", DefaultRedisAddr),
+		MySQLDSN:            str("MYSQL_DSN", DefaultMySQLDSN),
+		PaymentTimeout:      DefaultPaymentTimeout,
+		WorkerConcurrency:   256,
+		DegradedConcurrency: DefaultDegradedConcurrency,
 	}
 	if v := getenv("PAYMENT_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -69,6 +76,13 @@ func load(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("WORKER_CONCURRENCY=%q: want a positive integer", v)
 		}
 		cfg.WorkerConcurrency = n
+	}
+	if v := getenv("DEGRADED_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return Config{}, fmt.Errorf("DEGRADED_CONCURRENCY=%q: want a positive integer", v)
+		}
+		cfg.DegradedConcurrency = n
 	}
 	return cfg, nil
 }

@@ -23,6 +23,11 @@ func TestLoad(t *testing.T) {
 		{name: "bad timeout", env: map[string]string{"PAYMENT_TIMEOUT": "soon"}, wantErr: "PAYMENT_TIMEOUT"},
 		{name: "negative timeout", env: map[string]string{"PAYMENT_TIMEOUT": "-1m"}, wantErr: "PAYMENT_TIMEOUT"},
 		{name: "bad concurrency", env: map[string]string{"WORKER_CONCURRENCY": "0"}, wantErr: "WORKER_CONCURRENCY"},
+		{
+			name: "degraded concurrency", env: map[string]string{"DEGRADED_CONCURRENCY": "3"},
+			want: func(c *Config) { c.DegradedConcurrency = 3 },
+		},
+		{name: "bad degraded concurrency", env: map[string]string{"DEGRADED_CONCURRENCY": "-2"}, wantErr: "DEGRADED_CONCURRENCY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,6 +41,7 @@ func TestLoad(t *testing.T) {
 				TemporalAddress: DefaultTemporalAddress, TemporalNamespace: DefaultNamespace,
 				TaskQueue: DefaultTaskQueue, RedisAddr: DefaultRedisAddr, MySQLDSN: DefaultMySQLDSN,
 				PaymentTimeout: DefaultPaymentTimeout, WorkerConcurrency: 256,
+				DegradedConcurrency: DefaultDegradedConcurrency,
 			}
 			tt.want(&want)
 			require.Equal(t, want, got)

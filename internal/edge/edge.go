@@ -31,6 +31,20 @@
 // and a wrong sold-out hint is always short-lived: it can delay a buyer,
 // never keep one from stock that is there for longer than a Pub/Sub
 // round trip.
+//
+// # Redis down
+//
+// When Redis cannot be reached (Options.Guard open, or a call of this
+// request met an outage), the gate degrades instead of failing closed,
+// provided it has Options.DBAvailable: the in-process sold-out cache still
+// answers first; then a per-SKU window of DegradedMaxInFlight units (far
+// smaller than MaxInFlight: every admitted order now lands on MySQL's hot
+// row) answers BUSY when full; then MySQL's available units (one read per
+// SKU at a time, shared by the requests waiting for it) decide SOLD_OUT,
+// which the cache remembers for LocalTTL. The rate limit and the
+// placed-order markers live in Redis and are skipped; a repeated order id
+// still attaches to its workflow in Temporal. The order itself is then
+// reserved in MySQL alone by the worker (activities/degraded.go).
 package edge
 
 import (
@@ -45,8 +59,10 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // Errors Admit returns. RetryError wraps ErrBusy and ErrRateLimited.
@@ -96,6 +112,10 @@ const (
 	// repeat skips shedding and gets its first answer. It matches the
 	// inventory markers' lifetime (inventory.DefaultHeldTTL).
 	DefaultPlacedTTL = 24 * time.Hour
+	// DefaultDegradedMaxInFlight: without Redis every admitted order
+	// takes MySQL's row lock for its SKU; a few at a time keep it busy
+	// without a queue of held connections behind it.
+	DefaultDegradedMaxInFlight = 8
 )
 
 // Options tune the gate. Zero values take the defaults above.
@@ -106,6 +126,17 @@ type Options struct {
 	BusyRetryAfter time.Duration
 	PlacedTTL      time.Duration
 	Logger         *slog.Logger
+
+	// Guard tells whether Redis is reachable; nil means always try it.
+	Guard *redisguard.Guard
+	// DBAvailable reads a SKU's available units from MySQL, for the
+	// degraded path; it must wrap ErrUnknownSKU for a SKU MySQL does not
+	// know. Nil disables degradation: with Redis down the gate fails
+	// closed (ErrUnavailable).
+	DBAvailable func(ctx context.Context, sku string) (int64, error)
+	// DegradedMaxInFlight bounds the units of one SKU on their way from
+	// this instance while Redis is down.
+	DegradedMaxInFlight int64
 }
 
 func (o Options) withDefaults() Options {
@@ -126,6 +157,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.DegradedMaxInFlight <= 0 {
+		o.DegradedMaxInFlight = DefaultDegradedMaxInFlight
 	}
 	return o
 }
@@ -156,6 +190,10 @@ type Gate struct {
 
 	cache    *soldOutCache
 	inflight *inflight
+	// degraded is the admission window while Redis is down, and dbReads
+	// collapses concurrent MySQL reads of one SKU into one.
+	degraded *inflight
+	dbReads  singleflight.Group
 	stats    counters
 	// subscribed is true while Run holds a live stock-change subscription.
 	subscribed atomic.Bool
@@ -172,6 +210,7 @@ func New(rdb redis.UniversalClient, stock *inventory.Store, opts Options) *Gate 
 		opts:     opts,
 		cache:    newSoldOutCache(opts.LocalTTL),
 		inflight: newInflight(),
+		degraded: newInflight(),
 	}
 }
 
@@ -186,6 +225,12 @@ func rateKey(userID string) string { return "fs:buy:" + userID }
 type Ticket struct {
 	g     *Gate
 	items []Item
+	// window holds the ticket's units: the gate's window, or its degraded
+	// one (Degraded).
+	window *inflight
+	// Degraded is true when Redis was down: the request was admitted on
+	// MySQL's available units.
+	Degraded bool
 	// Duplicate is true when the order id had been placed before: the
 	// request goes to Temporal for its first answer and starts nothing.
 	Duplicate bool
@@ -201,6 +246,23 @@ func (g *Gate) Admit(ctx context.Context, req Request) (*Ticket, error) {
 	// Sorted, so multi-item requests take per-SKU slots in one order.
 	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.SKU, b.SKU) })
 
+	done, ok := g.opts.Guard.Allow()
+	if !ok && g.opts.DBAvailable != nil {
+		return g.admitDegraded(ctx, items)
+	}
+	t, err := g.admitRedis(ctx, req, items)
+	done(err)
+	if errors.Is(err, ErrUnavailable) && g.opts.DBAvailable != nil {
+		// Whatever this request did in Redis before it failed (a window
+		// slot, a placed marker) was undone or is harmless.
+		return g.admitDegraded(ctx, items)
+	}
+	return t, err
+}
+
+// admitRedis is Admit while Redis answers: the layers of the package
+// comment.
+func (g *Gate) admitRedis(ctx context.Context, req Request, items []Item) (*Ticket, error) {
 	// A repeat of a placed order must get its first answer, whatever the
 	// stock says now: it bypasses the shedding layers (not the rate
 	// limit). Only client-chosen ids can be repeats, so server-made ids
@@ -247,7 +309,7 @@ func (g *Gate) duplicate(ctx context.Context, req Request, owner string) (*Ticke
 		return nil, err
 	}
 	g.stats.duplicates.Add(1)
-	return &Ticket{g: g, Duplicate: true}, nil
+	return &Ticket{g: g, window: g.inflight, Duplicate: true}, nil
 }
 
 func (g *Gate) rateLimit(ctx context.Context, userID string) error {
@@ -279,24 +341,9 @@ func (g *Gate) rateLimit(ctx context.Context, userID string) error {
 // the window, and near the end of a sale (few units left, many probes)
 // every request saw itself behind the probes and was told BUSY forever.
 func (g *Gate) admit(ctx context.Context, req Request, items []Item) (*Ticket, error) {
-	t := &Ticket{g: g}
-	for _, it := range items {
-		res, err := g.admitItem(ctx, it)
-		if err != nil {
-			t.release()
-			return nil, err
-		}
-		switch res {
-		case admitted:
-			t.items = append(t.items, it)
-		case tooFew:
-			t.release()
-			g.stats.soldOutStock.Add(1)
-			return nil, fmt.Errorf("sku %s: %d wanted, fewer left: %w", it.SKU, it.Quantity, ErrSoldOut)
-		default:
-			t.release()
-			return nil, g.busy()
-		}
+	t := &Ticket{g: g, window: g.inflight}
+	if err := t.take(ctx, items, g.admitItem); err != nil {
+		return nil, err
 	}
 
 	// Remember the id before the order exists, so a repeat sent while the
@@ -354,6 +401,75 @@ func (g *Gate) admitItem(ctx context.Context, it Item) (admission, error) {
 	return busy, nil
 }
 
+// admitDegraded admits a request while Redis is down (see "Redis down" in
+// the package comment): sold-out cache, degraded window, MySQL's units.
+func (g *Gate) admitDegraded(ctx context.Context, items []Item) (*Ticket, error) {
+	g.stats.degraded.Add(1)
+	now := time.Now()
+	for _, it := range items {
+		if g.cache.soldOut(it.SKU, now) {
+			g.stats.soldOutLocal.Add(1)
+			return nil, fmt.Errorf("sku %s: %w (local cache)", it.SKU, ErrSoldOut)
+		}
+	}
+	for _, it := range items {
+		if g.degraded.full(it.SKU, it.Quantity, g.opts.DegradedMaxInFlight) {
+			return nil, g.busy()
+		}
+	}
+	t := &Ticket{g: g, window: g.degraded, Degraded: true}
+	if err := t.take(ctx, items, g.admitDegradedItem); err != nil {
+		return nil, err
+	}
+	g.stats.admitted.Add(1)
+	return t, nil
+}
+
+// admitDegradedItem is admitItem with MySQL's available units in place of
+// Redis's buckets.
+func (g *Gate) admitDegradedItem(ctx context.Context, it Item) (admission, error) {
+	for range 3 {
+		seen := g.degraded.releases(it.SKU)
+		tok := g.cache.token(time.Now())
+		units, err := g.dbAvailable(ctx, it.SKU)
+		if errors.Is(err, ErrUnknownSKU) {
+			g.stats.unknownSKU.Add(1)
+			return 0, fmt.Errorf("sku %s: %w", it.SKU, ErrUnknownSKU)
+		}
+		if err != nil {
+			return 0, g.unavailable(err)
+		}
+		if units == 0 {
+			g.cache.set(it.SKU, tok, time.Now())
+			g.stats.soldOutStock.Add(1)
+			return 0, fmt.Errorf("sku %s: %w (mysql)", it.SKU, ErrSoldOut)
+		}
+		if res := g.degraded.admit(it.SKU, it.Quantity, units, g.opts.DegradedMaxInFlight, seen); res != stale {
+			return res, nil
+		}
+	}
+	return busy, nil
+}
+
+// dbReadTimeout bounds the shared MySQL read of the degraded path.
+const dbReadTimeout = 2 * time.Second
+
+// dbAvailable reads MySQL's available units of sku; concurrent callers
+// share one read.
+func (g *Gate) dbAvailable(ctx context.Context, sku string) (int64, error) {
+	v, err, _ := g.dbReads.Do(sku, func() (any, error) {
+		// Shared by every caller waiting: it must not die with the first
+		// caller's request.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbReadTimeout)
+		defer cancel()
+		return g.opts.DBAvailable(rctx, sku)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return v.(int64), nil
+}
+
 func (g *Gate) busy() error {
 	g.stats.busy.Add(1)
 	return &RetryError{Err: ErrBusy, After: g.opts.BusyRetryAfter}
@@ -388,6 +504,16 @@ func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 	if !soldOut {
 		return
 	}
+	if t.Degraded {
+		for _, it := range t.items {
+			tok := t.g.cache.token(time.Now())
+			units, err := t.g.dbAvailable(ctx, it.SKU)
+			if err == nil && units == 0 {
+				t.g.cache.set(it.SKU, tok, time.Now())
+			}
+		}
+		return
+	}
 	for _, it := range t.items {
 		tok := t.g.cache.token(time.Now())
 		av, err := t.g.stock.Available(ctx, it.SKU)
@@ -404,9 +530,34 @@ func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 	}
 }
 
+// take asks the ticket's window for every item through admitOne, all or
+// nothing: on the first refusal it gives back what it took and returns the
+// answer for the buyer.
+func (t *Ticket) take(ctx context.Context, items []Item, admitOne func(context.Context, Item) (admission, error)) error {
+	for _, it := range items {
+		res, err := admitOne(ctx, it)
+		if err != nil {
+			t.release()
+			return err
+		}
+		switch res {
+		case admitted:
+			t.items = append(t.items, it)
+		case tooFew:
+			t.release()
+			t.g.stats.soldOutStock.Add(1)
+			return fmt.Errorf("sku %s: %d wanted, fewer left: %w", it.SKU, it.Quantity, ErrSoldOut)
+		default:
+			t.release()
+			return t.g.busy()
+		}
+	}
+	return nil
+}
+
 func (t *Ticket) release() {
 	for _, it := range t.items {
-		t.g.inflight.release(it.SKU, it.Quantity)
+		t.window.release(it.SKU, it.Quantity)
 	}
 }
 
@@ -481,6 +632,8 @@ type Stats struct {
 	UnknownSKU   int64 `json:"unknown_sku"`
 	IDConflicts  int64 `json:"id_conflicts"`
 	Unavailable  int64 `json:"unavailable"`
+	// Degraded requests were decided without Redis (it was down).
+	Degraded     int64 `json:"degraded"`
 	StockChanges int64 `json:"stock_changes_heard"`
 	// Subscribed is true while the stock-change subscription is live.
 	Subscribed       bool  `json:"subscribed"`
@@ -492,7 +645,7 @@ type counters struct {
 	requests, admitted, duplicates                 atomic.Int64
 	soldOutLocal, soldOutRedis, soldOutStock, busy atomic.Int64
 	rateLimited, unknownSKU, idConflicts           atomic.Int64
-	unavailable, stockChanges                      atomic.Int64
+	unavailable, stockChanges, degraded            atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -503,6 +656,7 @@ func (g *Gate) Stats() Stats {
 		SoldOutLocal: c.soldOutLocal.Load(), SoldOutRedis: c.soldOutRedis.Load(), SoldOutStock: c.soldOutStock.Load(),
 		Busy: c.busy.Load(), RateLimited: c.rateLimited.Load(), UnknownSKU: c.unknownSKU.Load(),
 		IDConflicts: c.idConflicts.Load(), Unavailable: c.unavailable.Load(), StockChanges: c.stockChanges.Load(),
+		Degraded:      c.degraded.Load(),
 		Subscribed:    g.subscribed.Load(),
 		InFlightUnits: g.inflight.total(), LocalSoldOutSKUs: g.cache.size(time.Now()),
 	}

@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -31,6 +32,7 @@ import (
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // Deps are the services the API uses.
@@ -41,6 +43,9 @@ type Deps struct {
 	Redis    redis.UniversalClient
 	Temporal client.Client
 	Logger   *slog.Logger
+	// Guard tells whether Redis is reachable; while it is not, buy
+	// requests are admitted on MySQL's stock (edge, "Redis down").
+	Guard *redisguard.Guard
 }
 
 // FromBackend takes the dependencies from open backend connections.
@@ -52,6 +57,7 @@ func FromBackend(b *backend.Backend) Deps {
 		Redis:    b.Redis,
 		Temporal: b.Temporal,
 		Logger:   b.Logger,
+		Guard:    b.Guard,
 	}
 }
 
@@ -97,11 +103,29 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		log:  deps.Logger,
 		gate: edge.New(deps.Redis, deps.Stock, edge.Options{
 			MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
+			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store),
 		}),
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// dbAvailable is the edge's view of MySQL's stock while Redis is down.
+func dbAvailable(store *orderdb.Store) func(context.Context, string) (int64, error) {
+	if store == nil {
+		return nil
+	}
+	return func(ctx context.Context, sku string) (int64, error) {
+		inv, err := store.Inventory(ctx, sku)
+		if errors.Is(err, orderdb.ErrUnknownSKU) {
+			return 0, fmt.Errorf("%w: %w", edge.ErrUnknownSKU, err)
+		}
+		if err != nil {
+			return 0, err
+		}
+		return inv.Available, nil
+	}
 }
 
 // Handler serves the API.
@@ -280,9 +304,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			_, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}},
-		{"redis", func(ctx context.Context) error { return s.deps.Redis.Ping(ctx).Err() }},
 		{"mysql", s.deps.Store.Ping},
 	}
+	// Redis is not among them: without it buyers are served in degraded
+	// mode (MySQL alone), and taking every instance out of the load
+	// balancer would turn a slow sale into no sale. The answer says so.
+	redisErr := s.deps.Redis.Ping(ctx).Err()
 	errs := make([]error, len(checks))
 	done := make(chan struct{})
 	var pending atomic.Int32
@@ -306,6 +333,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if len(failed) > 0 {
 		s.writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
 			Message: "not ready: " + strings.Join(failed, ", ") + " unreachable"})
+		return
+	}
+	if redisErr != nil {
+		s.log.WarnContext(r.Context(), "redis unreachable: serving degraded", "error", redisErr)
+		s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "degraded", "redis": "unreachable"})
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})

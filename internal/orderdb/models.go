@@ -16,6 +16,7 @@ type inventoryRow struct {
 	Price        int64     `gorm:"column:price"`
 	BucketCount  int       `gorm:"column:bucket_count"`
 	PerUserLimit int       `gorm:"column:per_user_limit"`
+	RedisResync  int64     `gorm:"column:redis_resync"`
 	CreatedAt    time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt    time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
@@ -32,6 +33,7 @@ func (r inventoryRow) toInventory() Inventory {
 		Price:        r.Price,
 		Buckets:      r.BucketCount,
 		PerUserLimit: r.PerUserLimit,
+		RedisResync:  r.RedisResync,
 	}
 }
 
@@ -43,6 +45,7 @@ type orderRow struct {
 	Amount    int64      `gorm:"column:amount"`
 	PayBy     time.Time  `gorm:"column:pay_by"`
 	Reason    string     `gorm:"column:reason"`
+	Degraded  bool       `gorm:"column:degraded"`
 	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 	ClosedAt  *time.Time `gorm:"column:closed_at"`
@@ -139,6 +142,7 @@ func toOrder(o orderRow, items []orderItemRow, pays []paymentRow) Order {
 		Amount:    o.Amount,
 		PayBy:     o.PayBy.UTC(),
 		Reason:    o.Reason,
+		Degraded:  o.Degraded,
 		Items:     make([]Item, 0, len(items)),
 		Payments:  make([]Payment, 0, len(pays)),
 		CreatedAt: o.CreatedAt.UTC(),

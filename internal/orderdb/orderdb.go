@@ -88,6 +88,10 @@ type Inventory struct {
 	Price        int64  `json:"price"`
 	Buckets      int    `json:"buckets"`
 	PerUserLimit int    `json:"per_user_limit"`
+	// RedisResync is non-zero while Redis's buckets must be re-synced from
+	// MySQL: orders were reserved or closed in MySQL alone (Redis was
+	// down). It counts those moves; FinishResync clears it.
+	RedisResync int64 `json:"redis_resync,omitempty"`
 }
 
 // Item is one line of an order. UnitPrice is filled by the store from the
@@ -110,12 +114,14 @@ type Payment struct {
 
 // Order is an order with its items (by sku) and payments (in arrival order).
 type Order struct {
-	OrderID   string     `json:"order_id"`
-	UserID    string     `json:"user_id"`
-	Status    Status     `json:"status"`
-	Amount    int64      `json:"amount"`
-	PayBy     time.Time  `json:"pay_by"`
-	Reason    string     `json:"reason,omitempty"`
+	OrderID string    `json:"order_id"`
+	UserID  string    `json:"user_id"`
+	Status  Status    `json:"status"`
+	Amount  int64     `json:"amount"`
+	PayBy   time.Time `json:"pay_by"`
+	Reason  string    `json:"reason,omitempty"`
+	// Degraded: reserved in MySQL alone while Redis was unreachable.
+	Degraded  bool       `json:"degraded,omitempty"`
 	Items     []Item     `json:"items"`
 	Payments  []Payment  `json:"payments"`
 	CreatedAt time.Time  `json:"created_at"`
@@ -128,6 +134,10 @@ type NewOrder struct {
 	UserID  string    `json:"user_id"`
 	Items   []Item    `json:"items"`
 	PayBy   time.Time `json:"pay_by"`
+	// Degraded marks an order reserved without Redis (it took nothing from
+	// the buckets). Creating or closing it flags its SKUs for a Redis
+	// resync (Inventory.RedisResync).
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // RestockResult is the outcome of Restock.

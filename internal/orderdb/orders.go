@@ -87,6 +87,7 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		created = orderRow{
 			OrderID:   o.OrderID,
 			UserID:    o.UserID,
+			Degraded:  o.Degraded,
 			Status:    string(StatusPendingPayment),
 			PayBy:     o.PayBy.UTC().Truncate(time.Millisecond),
 			CreatedAt: ts,
@@ -97,13 +98,19 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		for _, it := range items {
 			// The WHERE clause is the oversell guard: it is evaluated on the
 			// latest committed row under its exclusive lock.
+			cols := map[string]any{
+				"available":  gorm.Expr("available - ?", it.Quantity),
+				"frozen":     gorm.Expr("frozen + ?", it.Quantity),
+				"updated_at": ts,
+			}
+			if o.Degraded {
+				// Redis did not see this take: flag the SKU for a resync
+				// in the same statement that moves the units.
+				cols["redis_resync"] = gorm.Expr("redis_resync + 1")
+			}
 			res := tx.Model(&inventoryRow{}).
 				Where("sku_id = ? AND available >= ?", it.SKU, it.Quantity).
-				UpdateColumns(map[string]any{
-					"available":  gorm.Expr("available - ?", it.Quantity),
-					"frozen":     gorm.Expr("frozen + ?", it.Quantity),
-					"updated_at": ts,
-				})
+				UpdateColumns(cols)
 			if res.Error != nil {
 				return fmt.Errorf("reserve sku %s: %w", it.SKU, res.Error)
 			}
@@ -245,20 +252,27 @@ func loadPayments(tx *gorm.DB, orderID string) ([]paymentRow, error) {
 // available (release), journaling each move under the order id. Items come
 // sorted by sku id (the global lock order). The frozen >= q guard turns any
 // accounting bug into an error instead of a CHECK violation or silent drift.
-func moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason string, ts time.Time) error {
+//
+// resync flags each SKU for a Redis resync in the same statement: the units
+// of a degraded order coming back were never taken from Redis.
+func moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason string, ts time.Time, resync bool) error {
 	target := "sold"
 	if typ == journalRelease {
 		target = "available"
 	}
 	journal := make([]journalRow, 0, len(items))
 	for _, it := range items {
+		cols := map[string]any{
+			"frozen":     gorm.Expr("frozen - ?", it.Quantity),
+			target:       gorm.Expr(target+" + ?", it.Quantity),
+			"updated_at": ts,
+		}
+		if resync {
+			cols["redis_resync"] = gorm.Expr("redis_resync + 1")
+		}
 		res := tx.Model(&inventoryRow{}).
 			Where("sku_id = ? AND frozen >= ?", it.SKUID, it.Quantity).
-			UpdateColumns(map[string]any{
-				"frozen":     gorm.Expr("frozen - ?", it.Quantity),
-				target:       gorm.Expr(target+" + ?", it.Quantity),
-				"updated_at": ts,
-			})
+			UpdateColumns(cols)
 		if res.Error != nil {
 			return fmt.Errorf("%s sku %s: %w", typ, it.SKUID, res.Error)
 		}
@@ -352,7 +366,7 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 			if err := tx.Create(&pay).Error; err != nil {
 				return err
 			}
-			if err := moveFrozen(tx, orderID, items, journalSell, "paid by "+txnID, ts); err != nil {
+			if err := moveFrozen(tx, orderID, items, journalSell, "paid by "+txnID, ts, false); err != nil {
 				return err
 			}
 			upd := tx.Model(&orderRow{}).
@@ -450,7 +464,7 @@ func (s *Store) CloseOrder(ctx context.Context, orderID string, to Status, reaso
 		if err != nil {
 			return err
 		}
-		if err := moveFrozen(tx, orderID, items, journalRelease, string(to)+": "+reason, ts); err != nil {
+		if err := moveFrozen(tx, orderID, items, journalRelease, string(to)+": "+reason, ts, ord.Degraded); err != nil {
 			return err
 		}
 		pays, err := loadPayments(tx, orderID)

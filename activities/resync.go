@@ -1,0 +1,111 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// ResyncStockInput names a SKU flagged for a Redis resync.
+type ResyncStockInput struct {
+	SKU string `json:"sku_id"`
+}
+
+// ResyncStockResult reports what the resync did.
+type ResyncStockResult struct {
+	// Flag is the inventory.redis_resync value the resync cleared; zero
+	// when the SKU was not flagged (nothing was done).
+	Flag int64 `json:"flag"`
+	// Restored: Redis had lost the SKU and it was re-preheated from MySQL.
+	Restored bool `json:"restored,omitempty"`
+	// Observation is the comparison the correction was based on.
+	Observation *StockObservation `json:"observation,omitempty"`
+	// Applied is the units moved into (positive) or out of Redis.
+	Applied int64 `json:"applied,omitempty"`
+}
+
+// errResyncAgain is retried by the activity's retry policy: something moved
+// while the resync looked, so it looks again.
+var errResyncAgain = errors.New("stock moved during the resync; comparing again")
+
+// ResyncStock brings a SKU's Redis buckets back in step with MySQL after
+// orders were reserved or closed in MySQL alone (Redis was down; see
+// degraded.go), then clears the SKU's resync flag so buyers use Redis again.
+// It fails (retryably) until Redis answers, so the activity's retry policy
+// is the wait for Redis to come back.
+//
+// It is the reconciler's correction (see Reconciler) with one observation
+// instead of two taken Settle apart. That is safe here because the flag
+// keeps the SKU MySQL-only: no order takes from its buckets while it is
+// set, so the transients the second observation exists for (a take that
+// MySQL refuses, whose workflow has not ended yet) do not happen. Releases
+// of orders reserved before the outage still do; they bump gen, which tears
+// the observation, and the activity compares again.
+//
+// The flag is read before Redis and MySQL are compared and cleared with a
+// compare-and-set on that value: a degraded order that moved units after
+// the read makes the clear fail, and the activity compares again, so its
+// move is always in some comparison that was acted on.
+func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (ResyncStockResult, error) {
+	flags, err := r.Orders.ResyncPending(ctx, []string{in.SKU})
+	if err != nil {
+		return ResyncStockResult{}, err
+	}
+	flag, known := flags[in.SKU]
+	if !known {
+		return ResyncStockResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("resync %s: %v", in.SKU, orderdb.ErrUnknownSKU), ErrTypeUnknownSKU, nil)
+	}
+	if flag == 0 {
+		return ResyncStockResult{}, nil
+	}
+	res := ResyncStockResult{Flag: flag}
+
+	obs, err := r.observe(ctx, in.SKU)
+	if err != nil {
+		return ResyncStockResult{}, fmt.Errorf("resync %s: %w", in.SKU, err)
+	}
+	res.Observation = &obs
+	switch {
+	case obs.UnknownSKU:
+		return ResyncStockResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("resync %s: %v", in.SKU, orderdb.ErrUnknownSKU), ErrTypeUnknownSKU, nil)
+	case obs.Missing:
+		// Redis came back empty: rebuild the SKU from MySQL, as the
+		// reconciler does.
+		restored, err := r.RestoreStock(ctx, RestoreStockInput{SKU: in.SKU})
+		if err != nil {
+			return ResyncStockResult{}, err
+		}
+		res.Restored = restored.Restored
+	case obs.Torn:
+		return ResyncStockResult{}, errResyncAgain
+	case obs.Drift != 0:
+		id := fmt.Sprintf("resync-%d-%d", flag, obs.Fence)
+		claimed, err := r.Stock.ClaimCorrection(ctx, in.SKU, obs.Fence, id)
+		if err != nil {
+			return ResyncStockResult{}, classifyStockErr(err)
+		}
+		if !claimed {
+			return ResyncStockResult{}, errResyncAgain
+		}
+		if res.Applied, err = r.Stock.Adjust(ctx, in.SKU, obs.Drift, id); err != nil {
+			return ResyncStockResult{}, classifyStockErr(err)
+		}
+	}
+
+	cleared, err := r.Orders.FinishResync(ctx, in.SKU, flag)
+	if err != nil {
+		return ResyncStockResult{}, err
+	}
+	if !cleared {
+		return ResyncStockResult{}, errResyncAgain
+	}
+	r.logger(ctx).Warn("redis re-synced from mysql after degraded orders",
+		"sku_id", in.SKU, "flag", flag, "drift", obs.Drift, "applied", res.Applied, "restored", res.Restored)
+	return res, nil
+}

@@ -1,0 +1,128 @@
+// Package redisguard decides whether Redis may be used right now, so that
+// callers with a slower path that does not need it (reserving in MySQL
+// alone) take that path at once instead of each waiting out a timeout.
+//
+// It is a circuit breaker (github.com/sony/gobreaker) fed with the outcome
+// of real calls: a few consecutive outage errors open it; after a cool-down
+// one call is let through as a probe, and its success closes it again.
+// Only outages count: a reply from Redis, even an error reply, proves it
+// is up.
+package redisguard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultFailures opens the guard. A stopped Redis makes every call in
+	// flight fail at once, so a handful is enough to tell an outage from a
+	// single dropped connection.
+	DefaultFailures = 3
+	// DefaultCooldown is how long the guard stays open before a probe.
+	DefaultCooldown = time.Second
+)
+
+// Options tune a Guard.
+type Options struct {
+	// Name appears in logs ("redis" if empty).
+	Name     string
+	Failures uint32
+	Cooldown time.Duration
+	Logger   *slog.Logger
+}
+
+// Guard tells whether Redis may be used. Safe for concurrent use.
+type Guard struct {
+	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
+}
+
+// New returns a closed (Redis usable) guard.
+func New(opts Options) *Guard {
+	if opts.Name == "" {
+		opts.Name = "redis"
+	}
+	if opts.Failures == 0 {
+		opts.Failures = DefaultFailures
+	}
+	if opts.Cooldown <= 0 {
+		opts.Cooldown = DefaultCooldown
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	failures := opts.Failures
+	return &Guard{cb: gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        opts.Name,
+		MaxRequests: 1,
+		Timeout:     opts.Cooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+		IsSuccessful: func(err error) bool {
+			return !IsOutage(err)
+		},
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			switch to {
+			case gobreaker.StateOpen:
+				logger.Warn("redis unreachable: degrading to mysql alone", "guard", name, "from", from.String())
+			case gobreaker.StateClosed:
+				logger.Info("redis reachable again", "guard", name)
+			}
+		},
+	})}
+}
+
+// Allow asks whether Redis may be called now. When ok is false Redis is
+// known to be down (or a probe is already finding out): take the path that
+// does not need it. When ok is true, make the call and pass its error (nil
+// on success) to done, exactly once.
+func (g *Guard) Allow() (done func(error), ok bool) {
+	if g == nil {
+		return func(error) {}, true
+	}
+	done, err := g.cb.Allow()
+	if err != nil {
+		return func(error) {}, false
+	}
+	return done, true
+}
+
+// Up reports whether the guard is closed: Redis answered the last calls.
+func (g *Guard) Up() bool {
+	return g == nil || g.cb.State() == gobreaker.StateClosed
+}
+
+// IsOutage reports whether err means Redis could not be reached or did not
+// answer in time, as opposed to an answer: redis.Nil, an error reply, or a
+// business error (sold out, unknown SKU) built on one.
+func IsOutage(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return false
+	}
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	}
+	return false
+}

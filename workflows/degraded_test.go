@@ -1,0 +1,98 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// expectDegraded mocks ReserveStock answering "Redis down": the order is
+// written by CreateOrder in degraded mode, which returns created (or err).
+func (s *orderSuite) expectDegraded(created activities.CreateOrderResult, err error) {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
+		Return(activities.ReserveStockResult{Degraded: true, DegradedReason: "redis unreachable"}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, activities.CreateOrderInput{
+		OrderID: testOrderID, UserID: "u1", Items: []activities.Item{{SKU: "1001", Quantity: 1}}, Degraded: true,
+	}).Return(created, err).Once()
+}
+
+// A degraded order that expires: MySQL releases its units (and flags the
+// SKU for the resync that puts them on sale); the waitlist is not offered
+// units Redis never had taken; the Redis release only returns what an
+// earlier attempt may have taken.
+func (s *orderSuite) TestDegradedOrderExpires() {
+	s.expectDegraded(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+	}).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	var answered Reservation
+	s.reserve(func(r Reservation) { answered = r })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(StatusPendingPayment, answered.Status)
+	v := s.result()
+	s.Equal(StatusExpired, v.Status)
+	s.True(v.Degraded)
+	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
+}
+
+// A degraded order is paid like any other.
+func (s *orderSuite) TestDegradedOrderPaid() {
+	s.expectDegraded(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
+	}, time.Minute)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusPaid, v.Status)
+	s.True(v.Degraded)
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+}
+
+// MySQL alone says sold out: the buyer is answered SOLD_OUT before the
+// Redis release, which may have to wait for Redis to come back.
+func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
+	s.expectDegraded(activities.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("sku 1001: want 1, available 0", activities.ErrTypeSoldOut, nil))
+	// Redis is still down for the first attempts of the release.
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).
+		Return(activities.ReleaseStockResult{}, temporal.NewApplicationError("dial tcp: connection refused", "")).Times(3)
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	var answered Reservation
+	var answeredAt, start time.Time
+	start = s.env.Now()
+	s.reserve(func(r Reservation) { answered = r; answeredAt = s.env.Now() })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(Reservation{OrderID: testOrderID, Status: StatusRejected, Reason: ReasonSoldOut}, answered)
+	s.Equal(start, answeredAt, "answered before the release's retries")
+	v := s.result()
+	s.Equal(StatusRejected, v.Status)
+	s.Equal(ReasonSoldOut, v.Reason)
+	s.Less(start, s.env.Now(), "the release retried until Redis answered")
+}
+
+// A degraded order over the buyer's limit is rejected LIMIT_EXCEEDED, not
+// as drift: Redis took nothing.
+func (s *orderSuite) TestDegradedLimitExceeded() {
+	s.expectDegraded(activities.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("limit", activities.ErrTypeLimitExceeded, nil))
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusRejected, v.Status)
+	s.Equal(ReasonLimitExceeded, v.Reason)
+}
