@@ -378,3 +378,47 @@ func TestResizeUnderLoad(t *testing.T) {
 	}
 	require.Equal(t, int64(initial), stock(t, s, sku).Available)
 }
+
+// A restock request repeated after a resize must find the bucket its first
+// attempt marked: under the new count crc32(id)%N names another bucket,
+// and an earlier version added the units there a second time.
+func TestResizeRestockRepeatAddsOnce(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	_, err := s.Preheat(ctx, sku, 0, 4)
+	require.NoError(t, err)
+	// Bucket 1 of 4, 17 of 32 and so 1 of 2: a different bucket under
+	// the grown count, and a removed one after the shrink.
+	id := orderStartingAt(t, "req", 17, 32)
+
+	added, err := s.Restock(ctx, sku, id, 5)
+	require.NoError(t, err)
+	require.True(t, added)
+	_, err = s.Resize(ctx, sku, 32)
+	require.NoError(t, err)
+	added, err = s.Restock(ctx, sku, id, 5)
+	require.NoError(t, err)
+	require.False(t, added, "repeat after growing 4 -> 32")
+	require.Equal(t, int64(5), stock(t, s, sku).Available)
+
+	// Marked under 32 this time, then the bucket is removed.
+	id2 := orderStartingAt(t, "req2", 17, 32)
+	added, err = s.Restock(ctx, sku, id2, 3)
+	require.NoError(t, err)
+	require.True(t, added)
+	_, err = s.Resize(ctx, sku, 2)
+	require.NoError(t, err)
+	for _, r := range []string{id, id2} {
+		added, err = s.Restock(ctx, sku, r, map[string]int64{id: 5, id2: 3}[r])
+		require.NoError(t, err)
+		require.False(t, added, "repeat of %s after shrinking 32 -> 2", r)
+	}
+	st := stock(t, s, sku)
+	require.Equal(t, 2, st.Buckets)
+	require.Equal(t, int64(8), st.Available, "every unit in a live bucket, none twice")
+	raw := rawBuckets(t, rdb, sku, 32)
+	for b := 2; b < 32; b++ {
+		require.Zero(t, raw[b], "removed bucket %d", b)
+	}
+}

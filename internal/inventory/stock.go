@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -102,9 +101,16 @@ func (s *Store) verifyPreheat(ctx context.Context, sku string, available int64) 
 // cancelled payment reconciled in MySQL, a supplier top-up). The units go to
 // bucket crc32(requestID)%N, and the request is idempotent by requestID for
 // the held TTL: restock.lua sets the request marker and INCRBYs the stock in
-// one step. bump.lua then clears the sold-out flag and publishes; it runs
-// even when the request was a repeat, in case the first attempt died between
-// the two. Returns whether this call added the units.
+// one step. announce (bump.lua) then clears the sold-out flag and publishes;
+// it runs even when the request was a repeat, in case the first attempt died
+// between the two. Returns whether this call added the units.
+//
+// The marker lives in the bucket the first attempt chose, so after a resize
+// a repeat must find that bucket again (restockBucket), or it would add the
+// units a second time under the new count. And units that land in a bucket
+// a concurrent shrink removed are swept into a live one by announce, as a
+// release's are. Known limit: two attempts of one request running at the
+// same moment as a resize may each read a different count and both add.
 func (s *Store) Restock(ctx context.Context, sku, requestID string, qty int64) (bool, error) {
 	if err := validateSKU(sku); err != nil {
 		return false, fmt.Errorf("restock %s: %w", sku, err)
@@ -115,21 +121,48 @@ func (s *Store) Restock(ctx context.Context, sku, requestID string, qty int64) (
 	if qty <= 0 {
 		return false, fmt.Errorf("restock %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
 	}
-	n, err := s.bucketCount(ctx, sku)
+	lay, err := s.layout(ctx, sku)
 	if err != nil {
 		return false, fmt.Errorf("restock %s: %w", sku, err)
 	}
-	b := int(crc32.ChecksumIEEE([]byte(requestID)) % uint32(n))
+	b, err := s.restockBucket(ctx, sku, requestID, lay)
+	if err != nil {
+		return false, fmt.Errorf("restock %s: %w", sku, err)
+	}
 	added, err := restockScript.Run(ctx, s.rdb,
 		[]string{stockKey(sku, b), restockKey(sku, b, requestID)},
 		qty, s.heldMs).Int64()
 	if err != nil {
 		return false, fmt.Errorf("restock %s: bucket %d: %w", sku, b, err)
 	}
-	if err := s.bump(ctx, sku); err != nil {
+	if err := s.announce(ctx, sku, []int{b}); err != nil {
 		return false, fmt.Errorf("restock %s: bump: %w", sku, err)
 	}
 	return added == 1, nil
+}
+
+// restockBucket picks the bucket of a restock request: the one an earlier
+// attempt marked, under any count the SKU has had, else crc32(requestID)%N.
+// A SKU never resized has one candidate and costs no read.
+func (s *Store) restockBucket(ctx context.Context, sku, requestID string, lay layout) (int, error) {
+	if len(lay.past) == 0 {
+		return startBucket(requestID, lay.n), nil
+	}
+	counts := append([]int{lay.n}, lay.past...)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(counts))
+	for i, m := range counts {
+		cmds[i] = pipe.Exists(ctx, restockKey(sku, startBucket(requestID, m), requestID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("find the bucket of an earlier attempt: %w", err)
+	}
+	for i, m := range counts {
+		if cmds[i].Val() == 1 {
+			return startBucket(requestID, m), nil
+		}
+	}
+	return startBucket(requestID, lay.n), nil
 }
 
 // Stock is a snapshot of a SKU's Redis stock. The buckets are read in one
