@@ -263,3 +263,45 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, f.redisUnits(t, sku))
 }
+
+// Redis cannot go below zero: when it is over by units that an order in
+// flight is still to give back, the resync removes what it can, keeps the
+// flag, and finishes once the release has landed.
+func TestResyncWaitsForReleasesInFlight(t *testing.T) {
+	ctx := context.Background()
+	f := newReconcileFixture(t)
+	sku := f.sku(t, "inflight", 1, 1)
+	req := &resyncRequests{}
+	up := f.worker(f.rdb, req, nil)
+	down := f.worker(deadRedis(t), req, nil)
+
+	p := f.prefix + "p"
+	require.False(t, f.place(t, up, p, sku).Degraded)
+	f.running.Store(p, true)
+	// Redis goes down; p expires in MySQL, its Redis release waits; a
+	// degraded buyer takes the unit p gave back.
+	_, err := down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: p, Status: "EXPIRED", Reason: "t"})
+	require.NoError(t, err)
+	require.True(t, f.place(t, down, f.prefix+"d", sku).Degraded)
+
+	// Redis is back. Buckets 0, p holds 1 in flight, MySQL 0: Redis will be
+	// over by one once p's release lands, and nothing can be removed now.
+	_, err = f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	require.ErrorContains(t, err, "comparing again", "partly applied: the flag must stay")
+	flags, err := f.orders.ResyncPending(ctx, []string{sku})
+	require.NoError(t, err)
+	require.Positive(t, flags[sku])
+
+	_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: p, Items: []activities.Item{{SKU: sku, Quantity: 1}}})
+	require.NoError(t, err)
+	f.running.Delete(p)
+	require.EqualValues(t, 1, f.redisUnits(t, sku), "the late release made redis over")
+
+	res, err := f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	require.NoError(t, err)
+	require.EqualValues(t, -1, res.Applied)
+	require.Zero(t, f.redisUnits(t, sku))
+	flags, err = f.orders.ResyncPending(ctx, []string{sku})
+	require.NoError(t, err)
+	require.Zero(t, flags[sku])
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -105,6 +106,9 @@ type Reconciler struct {
 	// stock without an order workflow use it to say which orders are in
 	// flight.
 	OrderRunning func(ctx context.Context, orderID string) (bool, error)
+	// ResyncSettle separates ResyncStock's two observations; zero means
+	// DefaultResyncSettle.
+	ResyncSettle time.Duration
 }
 
 // observeAttempts bounds how often ObserveStock rereads a SKU whose stock

@@ -57,6 +57,7 @@ func newReconcileFixture(t *testing.T) *reconcileFixture {
 			_, ok := f.running.Load(orderID)
 			return ok, nil
 		},
+		ResyncSettle: 20 * time.Millisecond,
 	}
 	t.Cleanup(func() { f.deleteKeys(t, f.prefix) })
 	return f

@@ -201,6 +201,21 @@ func (r *redisServer) restartEmpty(down time.Duration) {
 	r.start()
 }
 
+// freeze makes redis unreachable for d without losing anything: SIGSTOP
+// leaves its port open and its connections established, but nothing
+// answers (the worst kind of outage: every call waits for its timeout),
+// then SIGCONT resumes it with its data intact.
+func (r *redisServer) freeze(d time.Duration) {
+	r.t.Helper()
+	if err := r.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		r.t.Fatalf("stop redis: %v", err)
+	}
+	time.Sleep(d)
+	if err := r.p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		r.t.Fatalf("resume redis: %v", err)
+	}
+}
+
 // scriptFlush drops every cached Lua script: the next EVALSHA answers
 // NOSCRIPT.
 func (r *redisServer) scriptFlush(ctx context.Context) error {
