@@ -1,0 +1,87 @@
+package redisguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// replyError is what go-redis returns for an error reply from the server.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+func TestIsOutage(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"key not found", redis.Nil, false},
+		{"error reply", fmt.Errorf("take: %w", replyError("NOSCRIPT No matching script")), false},
+		{"business error", errors.New("sold out"), false},
+		{"caller cancelled", context.Canceled, false},
+		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
+		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		{"net error", &net.OpError{Op: "read", Err: errors.New("i/o timeout")}, true},
+		{"deadline", fmt.Errorf("reserve: %w", context.DeadlineExceeded), true},
+		{"eof", io.EOF, true},
+		{"pool timeout", redis.ErrPoolTimeout, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, IsOutage(tt.err))
+		})
+	}
+}
+
+// The guard opens after Failures consecutive outages (replies in between
+// do not count as outages), refuses calls while open, lets one probe
+// through after the cool-down, and closes when the probe succeeds.
+func TestGuardCycle(t *testing.T) {
+	g := New(Options{Failures: 2, Cooldown: 50 * time.Millisecond})
+	outage := fmt.Errorf("dial: %w", syscall.ECONNREFUSED)
+	call := func(err error) bool {
+		done, ok := g.Allow()
+		if ok {
+			done(err)
+		}
+		return ok
+	}
+
+	require.True(t, call(outage))
+	require.True(t, call(redis.Nil), "a reply resets the count")
+	require.True(t, call(outage))
+	require.True(t, g.Up())
+	require.True(t, call(outage))
+	require.False(t, g.Up(), "two outages in a row open it")
+	require.False(t, call(nil), "open: Redis is not tried")
+
+	require.Eventually(t, func() bool {
+		done, ok := g.Allow()
+		if !ok {
+			return false
+		}
+		// The probe is alone: nobody else may call while it runs.
+		_, other := g.Allow()
+		require.False(t, other)
+		done(nil)
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
+	require.True(t, g.Up(), "a successful probe closes it")
+
+	var nilGuard *Guard
+	require.True(t, nilGuard.Up())
+	_, ok := nilGuard.Allow()
+	require.True(t, ok)
+}
