@@ -117,12 +117,6 @@ type ReserveStockResult struct {
 	DegradedReason string `json:"degraded_reason,omitempty"`
 }
 
-// reserveAnswer is one item's Redis reservation or its error.
-type reserveAnswer struct {
-	res inventory.Reservation
-	err error
-}
-
 // SoldOutDetails is attached to a SoldOut or UnknownSKU error.
 type SoldOutDetails struct {
 	SKU string `json:"sku_id"`
@@ -152,18 +146,10 @@ func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (Re
 	}
 	var res ReserveStockResult
 	for i, it := range in.Items {
-		ans, ok := a.guardedReserve(ctx, in, it)
-		if in.FromOrder == "" && i == 0 && (!ok || isOutage(ans.err)) {
-			why := "redis unreachable"
-			if ans.err != nil {
-				why = ans.err.Error()
-			}
-			return a.degrade(ctx, in, why), nil
+		r, err := a.guardedReserve(ctx, in, it)
+		if in.FromOrder == "" && i == 0 && (errors.Is(err, errRedisDown) || isOutage(err)) {
+			return a.degrade(ctx, in, err.Error()), nil
 		}
-		if !ok {
-			ans.err = fmt.Errorf("redis unreachable")
-		}
-		r, err := ans.res, ans.err
 		if err == nil {
 			res.Reservations = append(res.Reservations, r)
 			continue

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
@@ -132,16 +134,19 @@ func (a *Activities) forgetFlags(skus []string) {
 	}
 }
 
-// guardedReserve is reserveItem behind the guard. ok is false when the
-// guard refused the call (Redis known down): nothing was asked.
-func (a *Activities) guardedReserve(ctx context.Context, in ReserveStockInput, it Item) (r reserveAnswer, ok bool) {
+// errRedisDown is guardedReserve's answer when the guard knows Redis is
+// down: nothing was asked.
+var errRedisDown = errors.New("redis unreachable")
+
+// guardedReserve is reserveItem behind the guard.
+func (a *Activities) guardedReserve(ctx context.Context, in ReserveStockInput, it Item) (inventory.Reservation, error) {
 	done, ok := a.Guard.Allow()
 	if !ok {
-		return reserveAnswer{}, false
+		return inventory.Reservation{}, errRedisDown
 	}
 	res, err := a.reserveItem(ctx, in, it)
 	done(err)
-	return reserveAnswer{res: res, err: err}, true
+	return res, err
 }
 
 // requestResync asks for each SKU's Redis buckets to be re-synced from
