@@ -474,3 +474,42 @@ func TestReconcileOnARealWorker(t *testing.T) {
 		})
 	}
 }
+
+// The resync path on a real worker and Temporal server: an order reserved
+// in MySQL alone (Redis was down) leaves Redis one unit over and the SKU
+// flagged; the checker says both; RequestResync (Signal-With-Start of
+// resync-<sku>, what the activities call) re-syncs Redis and clears the
+// flag, and the checker is clean again.
+func TestResyncOnARealWorker(t *testing.T) {
+	ctx := context.Background()
+	s := newStack(t)
+	sku := s.createSKU(t, "resync", 5, 5)
+	_, err := s.b.Orders.CreateOrder(ctx, orderdb.NewOrder{
+		OrderID: "audit-" + s.id + "-deg", UserID: "u-deg", PayBy: time.Now().Add(15 * time.Minute),
+		Items: []orderdb.Item{{SKU: sku, Quantity: 1}}, Degraded: true,
+	})
+	require.NoError(t, err)
+
+	before, err := audit.Check(ctx, s.deps(), sku)
+	require.NoError(t, err)
+	require.Equal(t, []audit.Kind{audit.KindRedisOver}, kinds(before))
+	require.Len(t, before.Warnings, 1)
+	require.Contains(t, before.Warnings[0], "resync pending")
+
+	require.NoError(t, s.b.RequestResync(ctx, sku))
+	// A second request while the first runs is a signal, not a second run.
+	require.NoError(t, s.b.RequestResync(ctx, sku))
+	var res workflows.ResyncResult
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, s.b.Temporal.GetWorkflow(wctx, workflows.ResyncWorkflowID(sku), "").Get(wctx, &res))
+	require.GreaterOrEqual(t, res.Passes, 1)
+
+	after, err := audit.Check(ctx, s.deps(), sku)
+	require.NoError(t, err)
+	require.Empty(t, after.Violations)
+	require.Empty(t, after.Warnings)
+	st, err := s.b.Stock.Stock(ctx, sku)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, st.Available)
+}
