@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/catalog"
 	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
@@ -82,11 +82,6 @@ func runSKU(ctx context.Context, args []string) (any, error) {
 }
 
 // skuCreated is the output of sku create.
-type skuCreated struct {
-	Inventory orderdb.Inventory       `json:"inventory"`
-	Preheat   inventory.PreheatResult `json:"preheat"`
-}
-
 // runSKUCreate creates or resets a SKU in MySQL and preheats Redis from it
 // in the same step, so Redis never keeps selling a previous sale's buckets.
 func runSKUCreate(ctx context.Context, args []string) (any, error) {
@@ -110,15 +105,11 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	defer b.Close()
-	inv, err := b.Orders.PutSKU(ctx, orderdb.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit})
-	if err != nil {
-		return nil, err
-	}
-	pre, err := b.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
-	if err != nil {
-		return nil, err
-	}
-	return skuCreated{Inventory: inv, Preheat: pre}, nil
+	return catalogOf(b).Define(ctx, orderdb.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit})
+}
+
+func catalogOf(b *backend.Backend) catalog.Catalog {
+	return catalog.Catalog{Orders: b.Orders, Stock: b.Stock, Temporal: b.Temporal}
 }
 
 // preheatResult is the output of sku preheat.
@@ -136,15 +127,12 @@ func runSKUPreheat(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		inv, err := b.Orders.Inventory(ctx, sku)
+		d, err := catalogOf(b).Preheat(ctx, sku)
 		if err != nil {
 			return nil, err
 		}
-		pre, err := b.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
-		if err != nil {
-			return nil, err
-		}
-		return preheatResult{SKU: inv.SKU, RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Buckets: pre.Buckets, Verified: true}, nil
+		return preheatResult{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal, DBAvailable: d.Inventory.Available,
+			Buckets: d.Preheat.Buckets, Verified: true}, nil
 	})
 }
 

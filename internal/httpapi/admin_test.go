@@ -120,6 +120,10 @@ func TestAdminEndpoints(t *testing.T) {
 	r = api.call(http.MethodPut, path, []byte(`{"total":5,"price":1}`), adminHeader())
 	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
 	require.Equal(t, "SKU_IN_USE", r.code(t))
+	// So is a preheat: it would overwrite the buckets of a live sale.
+	r = api.call(http.MethodPost, path+"/preheat", nil, adminHeader())
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	require.Equal(t, "SKU_IN_USE", r.code(t))
 }
 
 func TestHealth(t *testing.T) {

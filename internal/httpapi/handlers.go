@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flashsale/flashsale/internal/catalog"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -307,20 +308,20 @@ func (s *Server) putSKU(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
 	defer cancel()
-	inv, err := s.deps.Store.PutSKU(ctx, orderdb.SKU{ID: sku, Total: in.Total, Price: in.Price, Buckets: in.Buckets, PerUserLimit: in.PerUserLimit})
+	d, err := s.catalog().Define(ctx, orderdb.SKU{ID: sku, Total: in.Total, Price: in.Price, Buckets: in.Buckets, PerUserLimit: in.PerUserLimit})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	pre, err := s.deps.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	inv, pre := d.Inventory, d.Preheat
 	s.writeJSON(w, r, http.StatusOK, skuResponse{
 		SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit,
 		RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
 	})
+}
+
+func (s *Server) catalog() catalog.Catalog {
+	return catalog.Catalog{Orders: s.deps.Store, Stock: s.deps.Stock, Temporal: s.deps.Temporal}
 }
 
 type preheatResponse struct {
@@ -340,17 +341,13 @@ func (s *Server) preheat(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
 	defer cancel()
-	inv, err := s.deps.Store.Inventory(ctx, sku)
+	d, err := s.catalog().Preheat(ctx, sku)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	pre, err := s.deps.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, preheatResponse{SKU: inv.SKU, RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true})
+	s.writeJSON(w, r, http.StatusOK, preheatResponse{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal,
+		DBAvailable: d.Inventory.Available, Verified: true})
 }
 
 type restockResponse struct {

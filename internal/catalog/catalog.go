@@ -1,0 +1,108 @@
+// Package catalog puts SKUs on sale: it defines a SKU in MySQL and preheats
+// its Redis buckets from it, the two steps the operators' CLI and the admin
+// API share, and refuses both while a sale of the SKU is still running.
+//
+// Preheat overwrites the buckets with MySQL's available units. While orders
+// are in flight (a Redis take whose MySQL order is not written yet, a
+// release not yet back in Redis) that count is wrong by their units, and
+// Redis would offer units MySQL then refuses, or hide units it has. A live
+// sale is repaired by reconciliation (starter reconcile now), which counts
+// the orders in flight; these functions are for before a sale.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// Catalog holds what putting a SKU on sale touches.
+type Catalog struct {
+	Orders *orderdb.Store
+	Stock  *inventory.Store
+	// Temporal answers whether order workflows of the SKU still run.
+	Temporal client.Client
+}
+
+// Defined is a SKU as defined and preheated.
+type Defined struct {
+	Inventory orderdb.Inventory       `json:"inventory"`
+	Preheat   inventory.PreheatResult `json:"preheat"`
+}
+
+// Define creates or resets a SKU in MySQL (orderdb.Store.PutSKU) and
+// preheats Redis from it in the same step, so Redis never keeps selling a
+// previous sale's buckets. It refuses with orderdb.ErrSKUInUse while a sale
+// of the SKU runs (see ensureIdle).
+func (c Catalog) Define(ctx context.Context, sku orderdb.SKU) (Defined, error) {
+	if err := c.ensureIdle(ctx, sku.ID); err != nil {
+		return Defined{}, err
+	}
+	inv, err := c.Orders.PutSKU(ctx, sku)
+	if err != nil {
+		return Defined{}, err
+	}
+	pre, err := c.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
+	if err != nil {
+		return Defined{}, err
+	}
+	return Defined{Inventory: inv, Preheat: pre}, nil
+}
+
+// Preheat reloads a SKU's Redis buckets from MySQL's available units, with
+// the same guard as Define.
+func (c Catalog) Preheat(ctx context.Context, sku string) (Defined, error) {
+	if err := c.ensureIdle(ctx, sku); err != nil {
+		return Defined{}, err
+	}
+	inv, err := c.Orders.Inventory(ctx, sku)
+	if err != nil {
+		return Defined{}, err
+	}
+	pre, err := c.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
+	if err != nil {
+		return Defined{}, err
+	}
+	return Defined{Inventory: inv, Preheat: pre}, nil
+}
+
+// ensureIdle refuses with orderdb.ErrSKUInUse while unpaid orders hold
+// units of the SKU or any of its order workflows still runs (visibility
+// lags by about a second, so an order started in that second can slip
+// through). A SKU MySQL does not know yet is idle.
+func (c Catalog) ensureIdle(ctx context.Context, sku string) error {
+	inv, err := c.Orders.Inventory(ctx, sku)
+	switch {
+	case errors.Is(err, orderdb.ErrUnknownSKU):
+		return nil
+	case err != nil:
+		return err
+	case inv.Frozen > 0:
+		return fmt.Errorf("sku %s: %d units reserved by unpaid orders (a live sale is repaired with reconcile): %w",
+			sku, inv.Frozen, orderdb.ErrSKUInUse)
+	}
+	if c.Temporal == nil {
+		return errors.New("catalog has no Temporal client to ask for running orders")
+	}
+	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sku)
+	resp, err := c.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND %s = '%s'",
+			workflows.SKUIDsKey.GetName(), quoted),
+	})
+	if err != nil {
+		return fmt.Errorf("sku %s: count running orders: %w", sku, err)
+	}
+	if n := resp.GetCount(); n > 0 {
+		return fmt.Errorf("sku %s: %d order workflows still running (a live sale is repaired with reconcile): %w",
+			sku, n, orderdb.ErrSKUInUse)
+	}
+	return nil
+}

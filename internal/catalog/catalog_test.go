@@ -1,0 +1,69 @@
+package catalog_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/flashsale/flashsale/internal/catalog"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// Define and Preheat on the real MySQL and Redis; Temporal's answer to
+// "how many order workflows of this SKU run" is scripted.
+func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
+	ctx := context.Background()
+	orders, err := orderdb.Open(ctx, testenv.MySQLDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = orders.Close() })
+	stock := inventory.New(testenv.Redis(t), inventory.Options{})
+	sku := "catalog-" + testenv.UniqueID(t)
+
+	running := int64(0)
+	tc := mocks.NewClient(t)
+	tc.On("CountWorkflow", mock.Anything, mock.MatchedBy(func(r *workflowservice.CountWorkflowExecutionsRequest) bool {
+		return r.GetQuery() == "ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND SkuIds = '"+sku+"'"
+	})).Return(func(context.Context, *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
+		return &workflowservice.CountWorkflowExecutionsResponse{Count: running}, nil
+	}).Maybe()
+	c := catalog.Catalog{Orders: orders, Stock: stock, Temporal: tc}
+
+	// A new SKU is idle without asking Temporal.
+	d, err := c.Define(ctx, orderdb.SKU{ID: sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
+	require.NoError(t, err)
+	require.EqualValues(t, 10, d.Preheat.RedisTotal)
+	tc.AssertNotCalled(t, "CountWorkflow", mock.Anything, mock.Anything)
+
+	// Orders in flight (no unit frozen yet): both refuse, Redis untouched.
+	running = 2
+	_, err = c.Preheat(ctx, sku)
+	require.ErrorIs(t, err, orderdb.ErrSKUInUse)
+	_, err = c.Define(ctx, orderdb.SKU{ID: sku, Total: 3, Price: 100, Buckets: 4, PerUserLimit: 1})
+	require.ErrorIs(t, err, orderdb.ErrSKUInUse)
+	st, err := stock.Stock(ctx, sku)
+	require.NoError(t, err)
+	require.EqualValues(t, 10, st.Available)
+
+	// An unpaid order holds a unit: refused before Temporal is asked.
+	running = 0
+	_, err = orders.CreateOrder(ctx, orderdb.NewOrder{OrderID: sku + "-o1", UserID: "u1", PayBy: time.Now().Add(time.Hour),
+		Items: []orderdb.Item{{SKU: sku, Quantity: 1}}})
+	require.NoError(t, err)
+	_, err = c.Preheat(ctx, sku)
+	require.ErrorIs(t, err, orderdb.ErrSKUInUse)
+
+	// The sale is over: preheat reloads what MySQL has.
+	_, err = orders.CloseOrder(ctx, sku+"-o1", orderdb.StatusCancelled, "test")
+	require.NoError(t, err)
+	d, err = c.Preheat(ctx, sku)
+	require.NoError(t, err)
+	require.EqualValues(t, 10, d.Preheat.RedisTotal)
+	require.EqualValues(t, 10, d.Inventory.Available)
+}
