@@ -95,3 +95,24 @@ func TestPerUserLimitConcurrent(t *testing.T) {
 	require.Equal(t, int64(2), inventory(t, s, "hot").Frozen)
 	checkInvariants(t, s, "hot")
 }
+
+// The limit is per sale: a reset of the SKU (PutSKU before the next sale)
+// starts the count again, while within a sale a paid unit keeps counting.
+func TestPerUserLimitIsPerSale(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putLimitedSKU(t, s, "weekly", 10, 1)
+	o, err := s.CreateOrder(ctx, newOrder("w1", "alice", item("weekly", 1)))
+	require.NoError(t, err)
+	_, err = s.ConfirmPayment(ctx, "w1", "txn-w1", o.Amount)
+	require.NoError(t, err)
+	_, err = s.CreateOrder(ctx, newOrder("w2", "alice", item("weekly", 1)))
+	require.ErrorIs(t, err, orderdb.ErrLimitExceeded, "same sale")
+	checkInvariants(t, s, "weekly")
+
+	putLimitedSKU(t, s, "weekly", 10, 1)
+	_, err = s.CreateOrder(ctx, newOrder("w3", "alice", item("weekly", 1)))
+	require.NoError(t, err, "next sale")
+	_, err = s.CreateOrder(ctx, newOrder("w4", "alice", item("weekly", 1)))
+	require.ErrorIs(t, err, orderdb.ErrLimitExceeded, "and the limit holds in it")
+}

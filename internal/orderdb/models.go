@@ -8,17 +8,20 @@ import "time"
 // returned value equals what a later read returns.
 
 type inventoryRow struct {
-	SKUID        string    `gorm:"column:sku_id;primaryKey"`
-	Total        int64     `gorm:"column:total"`
-	Available    int64     `gorm:"column:available"`
-	Frozen       int64     `gorm:"column:frozen"`
-	Sold         int64     `gorm:"column:sold"`
-	Price        int64     `gorm:"column:price"`
-	BucketCount  int       `gorm:"column:bucket_count"`
-	PerUserLimit int       `gorm:"column:per_user_limit"`
-	RedisResync  int64     `gorm:"column:redis_resync"`
-	CreatedAt    time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt    time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	SKUID        string `gorm:"column:sku_id;primaryKey"`
+	Total        int64  `gorm:"column:total"`
+	Available    int64  `gorm:"column:available"`
+	Frozen       int64  `gorm:"column:frozen"`
+	Sold         int64  `gorm:"column:sold"`
+	Price        int64  `gorm:"column:price"`
+	BucketCount  int    `gorm:"column:bucket_count"`
+	PerUserLimit int    `gorm:"column:per_user_limit"`
+	RedisResync  int64  `gorm:"column:redis_resync"`
+	// SaleStartedAt is the last PutSKU: the per-user limit counts orders
+	// created since.
+	SaleStartedAt time.Time `gorm:"column:sale_started_at"`
+	CreatedAt     time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt     time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (inventoryRow) TableName() string { return "inventory" }

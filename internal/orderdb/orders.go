@@ -164,8 +164,9 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 }
 
 // checkUserLimit refuses an item that would give the user more units of the
-// SKU than its per_user_limit. Units of PENDING_PAYMENT and PAID orders
-// count; expired and cancelled orders gave theirs back.
+// SKU than its per_user_limit in the current sale (orders created since the
+// SKU's last PutSKU). Units of PENDING_PAYMENT and PAID orders count;
+// expired and cancelled orders gave theirs back.
 //
 // It must run after the conditional UPDATE of the SKU's inventory row: this
 // transaction then holds that row's exclusive lock, so every other
@@ -179,8 +180,8 @@ func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) err
 	var held int64
 	err := tx.Raw(`SELECT COALESCE(SUM(i.quantity), 0) FROM orders o
 		JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
-		WHERE o.user_id = ? AND o.status IN (?, ?)`,
-		inv.SKUID, userID, StatusPendingPayment, StatusPaid).Scan(&held).Error
+		WHERE o.user_id = ? AND o.status IN (?, ?) AND o.created_at >= ?`,
+		inv.SKUID, userID, StatusPendingPayment, StatusPaid, inv.SaleStartedAt).Scan(&held).Error
 	if err != nil {
 		return fmt.Errorf("sku %s: count units of user %s: %w", inv.SKUID, userID, err)
 	}
