@@ -337,7 +337,7 @@ func (a *Activities) findDrift(ctx context.Context, in CreateOrderInput) ([]stri
 		drifted = append(drifted, it.SKU)
 		a.logger(ctx).Error("stock drift: redis reserved units that mysql does not have",
 			"order_id", in.OrderID, "sku_id", it.SKU, "quantity", it.Quantity, "db_available", inv.Available)
-		if err := a.Stock.RecordDrift(ctx, it.SKU, it.Quantity); err != nil {
+		if err := a.Stock.RecordDrift(ctx, it.SKU, in.OrderID, it.Quantity); err != nil {
 			return nil, fmt.Errorf("record drift of %s: %w", it.SKU, err)
 		}
 	}

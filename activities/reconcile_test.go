@@ -483,7 +483,7 @@ func (s *sale) buy(ctx context.Context, orderID string) error {
 		}
 		// StockDrift: the unit stays out of Redis, as the workflow does.
 		s.refused.Add(1)
-		return s.f.stock.RecordDrift(ctx, s.sku, 1)
+		return s.f.stock.RecordDrift(ctx, s.sku, orderID, 1)
 	}
 	// Every fourth order is cancelled, up to maxCancels, so units come
 	// back (and go to other buyers) while the reconciler runs.

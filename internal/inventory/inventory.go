@@ -122,12 +122,15 @@ var (
 	bumpSrc string
 	//go:embed restock.lua
 	restockSrc string
+	//go:embed drift.lua
+	driftSrc string
 
 	takeScript    = redis.NewScript(takeSrc)
 	releaseScript = redis.NewScript(releaseSrc)
 	soldOutScript = redis.NewScript(soldOutSrc)
 	bumpScript    = redis.NewScript(bumpSrc)
 	restockScript = redis.NewScript(restockSrc)
+	driftScript   = redis.NewScript(driftSrc)
 )
 
 // Release modes understood by release.lua.

@@ -59,7 +59,8 @@ func TestValidation(t *testing.T) {
 		{"restock empty request", func() error { _, err := s.Restock(ctx, sku, "", 1); return err }, ErrInvalidArgument},
 		{"restock unknown sku", func() error { _, err := s.Restock(ctx, sku+"-none", "r", 1); return err }, ErrUnknownSKU},
 		{"stock unknown sku", func() error { _, err := s.Stock(ctx, sku+"-none"); return err }, ErrUnknownSKU},
-		{"drift zero", func() error { return s.RecordDrift(ctx, sku, 0) }, ErrInvalidArgument},
+		{"drift zero", func() error { return s.RecordDrift(ctx, sku, "o", 0) }, ErrInvalidArgument},
+		{"drift without order", func() error { return s.RecordDrift(ctx, sku, "", 1) }, ErrInvalidArgument},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -566,8 +567,10 @@ func TestStockAndDrift(t *testing.T) {
 	sku := newSKU(t, rdb)
 	_, err := s.Preheat(ctx, sku, 9, 3)
 	require.NoError(t, err)
-	require.NoError(t, s.RecordDrift(ctx, sku, 2))
-	require.NoError(t, s.RecordDrift(ctx, sku, 1))
+	require.NoError(t, s.RecordDrift(ctx, sku, "refused-1", 2))
+	require.NoError(t, s.RecordDrift(ctx, sku, "refused-2", 1))
+	// A retried activity reports the same refusal again: counted once.
+	require.NoError(t, s.RecordDrift(ctx, sku, "refused-1", 2))
 	_, err = s.Reserve(ctx, orderStartingAt(t, "st", 1, 3), sku, 4)
 	require.NoError(t, err)
 

@@ -42,6 +42,10 @@ func soldOutKey(sku string) string { return "fs:{sku:" + sku + "}:soldout" }
 // reconciliation job knows how far Redis and the database diverged.
 func driftKey(sku string) string { return "fs:{sku:" + sku + "}:drift" }
 
+// driftRecordKey remembers that an order's refusal was counted, so a
+// retried activity does not count it twice.
+func driftRecordKey(sku, orderID string) string { return driftKey(sku) + ":" + orderID }
+
 // bucketTag is the hash tag shared by bucket i's stock and its markers.
 func bucketTag(sku string, bucket int) string {
 	return "fs:{sku:" + sku + ":b" + strconv.Itoa(bucket) + "}"

@@ -23,7 +23,7 @@ func (s *Store) RawTake(ctx context.Context, sku string, bucket int, orderID str
 // LoadScripts loads every script into the Redis script cache, so a
 // benchmark's first EVALSHA does not pay for a NOSCRIPT round trip.
 func (s *Store) LoadScripts(ctx context.Context) error {
-	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript} {
+	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript, driftScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}

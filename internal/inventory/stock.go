@@ -238,15 +238,18 @@ func (s *Store) SoldOut(ctx context.Context, sku string) (bool, error) {
 }
 
 // RecordDrift adds qty to the SKU's drift counter: units Redis handed out
-// that MySQL then refused. A reconciliation job reads it via Stock.
-func (s *Store) RecordDrift(ctx context.Context, sku string, qty int64) error {
-	if err := validateSKU(sku); err != nil {
+// to orderID that MySQL then refused. It counts each order once (for the
+// held TTL), so a retried activity does not count the refusal twice. A
+// reconciliation job reads the counter via Stock.
+func (s *Store) RecordDrift(ctx context.Context, sku, orderID string, qty int64) error {
+	if err := validateOrder(orderID, sku); err != nil {
 		return fmt.Errorf("record drift %s: %w", sku, err)
 	}
 	if qty <= 0 {
 		return fmt.Errorf("record drift %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
 	}
-	if err := s.rdb.IncrBy(ctx, driftKey(sku), qty).Err(); err != nil {
+	err := driftScript.Run(ctx, s.rdb, []string{driftKey(sku), driftRecordKey(sku, orderID)}, qty, s.heldMs).Err()
+	if err != nil {
 		return fmt.Errorf("record drift %s: %w", sku, err)
 	}
 	return nil
