@@ -383,6 +383,10 @@ type CloseOrderInput struct {
 	OrderID string         `json:"order_id"`
 	Status  orderdb.Status `json:"status"` // EXPIRED or CANCELLED
 	Reason  string         `json:"reason"`
+	// Abandon: CreateOrder failed past its budget, so the order may or may
+	// not exist; if it does not, a tombstone keeps a late attempt from
+	// creating it (orderdb.Store.AbandonOrder). Status must be CANCELLED.
+	Abandon bool `json:"abandon,omitempty"`
 }
 
 // CloseOrderResult is empty; it exists so fields can be added.
@@ -393,7 +397,13 @@ type CloseOrderResult struct{}
 // idempotent; it fails non-retryably if the order was paid meanwhile, which
 // the workflow's single-threaded handling should make impossible.
 func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
-	o, err := a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
+	var o orderdb.Order
+	var err error
+	if in.Abandon {
+		o, err = a.Orders.AbandonOrder(ctx, in.OrderID, in.Reason)
+	} else {
+		o, err = a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
+	}
 	switch {
 	case err == nil:
 		if o.Degraded {
@@ -406,8 +416,9 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 		}
 		return CloseOrderResult{}, nil
 	case errors.Is(err, orderdb.ErrNotFound):
-		// Only after a failed CreateOrder: the order never reached the
-		// database, so nothing is frozen and nothing needs releasing.
+		// Only after a failed CreateOrder of a workflow that predates
+		// Abandon: the order never reached the database, so nothing is
+		// frozen and nothing needs releasing.
 		return CloseOrderResult{}, nil
 	case errors.Is(err, orderdb.ErrOrderPaid):
 		return CloseOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeOrderPaid, nil)

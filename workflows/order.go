@@ -367,7 +367,7 @@ func (o *order) rejectDegraded(ctx workflow.Context, reason, detail string) erro
 func (o *order) abort(ctx workflow.Context, orderMayExist bool, reason string) error {
 	if orderMayExist {
 		err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), a.CloseOrder,
-			activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.StatusCancelled, Reason: reason}).Get(ctx, nil)
+			activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.StatusCancelled, Reason: reason, Abandon: true}).Get(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("close order after failed create: %w", err)
 		}

@@ -482,6 +482,37 @@ func (s *Store) CloseOrder(ctx context.Context, orderID string, to Status, reaso
 	return out, nil
 }
 
+// AbandonOrder ends an order whose creation failed past its budget and so
+// may or may not have committed: an existing PENDING_PAYMENT order is
+// closed as CANCELLED (CloseOrder, units back to available); a missing one
+// gets a tombstone, a CANCELLED order row without items. A CreateOrder
+// attempt of the same id still in flight (its COMMIT delayed in a network
+// that has just come back) then fails on the unique order id and rolls its
+// stock moves back, instead of committing an order nobody will pay, expire
+// or release. Idempotent: a repeat finds the order or tombstone closed.
+func (s *Store) AbandonOrder(ctx context.Context, orderID, reason string) (Order, error) {
+	o, err := s.CloseOrder(ctx, orderID, StatusCancelled, reason)
+	if !errors.Is(err, ErrNotFound) {
+		return o, err
+	}
+	ts := now()
+	tomb := orderRow{
+		OrderID: orderID, Status: string(StatusCancelled), PayBy: ts,
+		Reason:    truncate("never created: "+reason, maxReasonLen),
+		CreatedAt: ts, UpdatedAt: ts, ClosedAt: &ts,
+	}
+	err = s.db.WithContext(ctx).Create(&tomb).Error
+	switch {
+	case isDuplicateKey(err):
+		// The late CreateOrder committed between the two statements:
+		// close it like any other.
+		return s.CloseOrder(ctx, orderID, StatusCancelled, reason)
+	case err != nil:
+		return Order{}, fmt.Errorf("abandon order %s: write tombstone: %w", orderID, err)
+	}
+	return toOrder(tomb, nil, nil), nil
+}
+
 // RecordRefund records money that arrived for an order that cannot take it
 // (closed, rejected, unknown) as REFUND_REQUIRED, whatever p.Status says. It
 // is exactly-once per transaction id: a repeat returns the row already
