@@ -64,6 +64,9 @@ type Activities struct {
 	// MySQL (the worker signals the resync workflow). It is needed only
 	// once an order has been degraded.
 	RequestResync func(ctx context.Context, sku string) error
+	// ResyncFlagTTL is how long a SKU's resync flag is cached; zero means
+	// DefaultResyncFlagTTL.
+	ResyncFlagTTL time.Duration
 
 	degraded degradation
 }

@@ -37,11 +37,18 @@ import (
 // only holds more MySQL connections waiting.
 const DefaultDegradedConcurrency = 8
 
-// resyncFlagTTL is how long a SKU's resync flag is cached. A stale answer
-// is harmless either way: using Redis while a SKU is flagged only takes
-// units the resync counts as in flight, and a needless degraded order only
-// flags the SKU again.
-const resyncFlagTTL = 500 * time.Millisecond
+// DefaultResyncFlagTTL is how long a SKU's resync flag is cached. A stale
+// answer is harmless either way: using Redis while a SKU is flagged only
+// takes units the resync counts as in flight, and a needless degraded order
+// only flags the SKU again.
+const DefaultResyncFlagTTL = 500 * time.Millisecond
+
+func (a *Activities) resyncFlagTTL() time.Duration {
+	if a.ResyncFlagTTL > 0 {
+		return a.ResyncFlagTTL
+	}
+	return DefaultResyncFlagTTL
+}
 
 // degradation holds the per-worker state of degraded reservations.
 type degradation struct {
@@ -69,20 +76,18 @@ func (a *Activities) slots() *semaphore.Weighted {
 }
 
 // mustDegrade reports whether an order for items has to be reserved in
-// MySQL alone before any Redis call: the guard knows Redis is down, or a
-// SKU is flagged for a resync. It does not consult the guard's probe slot;
-// reserveItem does that for each call.
+// MySQL alone although Redis may answer: a SKU is flagged for a resync.
+// Whether Redis answers is guardedReserve's question: asking the guard
+// here would keep a worker degraded for good, because only a call let
+// through by the guard (its probe) can close it again.
 func (a *Activities) mustDegrade(ctx context.Context, items []Item) (bool, string, error) {
-	if !a.Guard.Up() {
-		return true, "redis unreachable", nil
-	}
 	skus := make([]string, 0, len(items))
 	now := time.Now()
 	a.degraded.mu.Lock()
 	for _, it := range items {
 		f, ok := a.degraded.flags[it.SKU]
 		switch {
-		case ok && now.Sub(f.at) < resyncFlagTTL:
+		case ok && now.Sub(f.at) < a.resyncFlagTTL():
 			if f.pending {
 				a.degraded.mu.Unlock()
 				return true, "redis resync pending for " + it.SKU, nil

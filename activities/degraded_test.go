@@ -186,20 +186,33 @@ func TestResyncRetriesWhenFlagMoves(t *testing.T) {
 	require.EqualValues(t, 3, f.redisUnits(t, sku))
 }
 
-// With the guard open, orders do not even try Redis.
-func TestOpenGuardSkipsRedis(t *testing.T) {
+// With the guard open, orders do not even try Redis; after the cool-down
+// the next order is the probe, and once it succeeds orders use Redis again.
+func TestOpenGuardSkipsRedisThenProbes(t *testing.T) {
 	f := newReconcileFixture(t)
 	sku := f.sku(t, "guarded", 5, 5)
-	guard := redisguard.New(redisguard.Options{Failures: 1, Cooldown: time.Hour})
+	const cooldown = 200 * time.Millisecond
+	guard := redisguard.New(redisguard.Options{Failures: 1, Cooldown: cooldown})
 	done, ok := guard.Allow()
 	require.True(t, ok)
 	done(&net.OpError{Op: "dial", Err: fmt.Errorf("connection refused")})
 	require.False(t, guard.Up())
 
 	acts := f.worker(f.rdb, &resyncRequests{}, guard)
+	acts.ResyncFlagTTL = time.Millisecond
 	res := f.place(t, acts, f.prefix+"g1", sku)
 	require.True(t, res.Degraded)
 	require.EqualValues(t, 5, f.redisUnits(t, sku), "redis untouched")
+	// g1's degraded order flagged the SKU; a resync (Redis is fine) clears it.
+	_, err := f.rec.ResyncStock(context.Background(), activities.ResyncStockInput{SKU: sku})
+	require.NoError(t, err)
+	require.EqualValues(t, 4, f.redisUnits(t, sku))
+
+	time.Sleep(cooldown)
+	res = f.place(t, acts, f.prefix+"g2", sku)
+	require.False(t, res.Degraded, "the probe went to Redis and succeeded")
+	require.True(t, guard.Up())
+	require.EqualValues(t, 3, f.redisUnits(t, sku))
 }
 
 // Many buyers while Redis is down, on two workers with a cap of two
