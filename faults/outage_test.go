@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,6 +57,34 @@ func TestRedisUnreachable(t *testing.T) {
 			}
 			if sl.t.Failed() {
 				sl.s.explainRedis(ctx, sl.sku)
+				return
+			}
+			// Back on Redis: a unit restocked now is reserved through Redis
+			// again, by the edge and by the worker (a probe let through by
+			// each process's guard closed it).
+			if _, err := sl.s.restock(sl.sku, "after-outage-"+sl.s.id, 1); err != nil {
+				sl.t.Fatalf("restock: %v", err)
+			}
+			c := newCrowd(sl.s.baseURL(), sl.sku, 1, 1)
+			rng := rand.New(rand.NewPCG(1, 2))
+			orderID := "after-outage-" + sl.s.id
+			var status int
+			waitFor(ctx, 30*time.Second, func() bool {
+				status, _, _ = c.place(ctx, rng, "late-buyer-"+sl.s.id, orderID)
+				return status == http.StatusCreated
+			})
+			if status != http.StatusCreated {
+				sl.t.Fatalf("the restocked unit was not sold after the outage: last answer %d", status)
+			}
+			if d := sl.s.mysqlInt(ctx, "SELECT degraded FROM orders WHERE order_id = ?", orderID); d != 0 {
+				sl.t.Errorf("an order placed after the resync was still reserved in mysql alone")
+			}
+			held, err := sl.s.redisHeld(ctx, sl.sku, orderID)
+			if err != nil {
+				sl.t.Fatalf("read redis markers: %v", err)
+			}
+			if held != 1 {
+				sl.t.Errorf("the order after the outage holds %d units in redis, want 1", held)
 			}
 		},
 	})
@@ -139,4 +168,15 @@ func (s *stack) explainRedis(ctx context.Context, sku string) {
 			s.t.Logf("worker: %s", line)
 		}
 	}
+}
+
+// redisHeld is what an order's Redis markers hold for sku.
+func (s *stack) redisHeld(ctx context.Context, sku, orderID string) (int64, error) {
+	deps, closeDeps, err := s.deps(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer closeDeps()
+	held, err := deps.Stock.HeldByOrder(ctx, sku)
+	return held[orderID], err
 }
