@@ -46,6 +46,9 @@ type Deps struct {
 	// Guard tells whether Redis is reachable; while it is not, buy
 	// requests are admitted on MySQL's stock (edge, "Redis down").
 	Guard *redisguard.Guard
+	// DegradedMaxInFlight is the edge's window per SKU while Redis is
+	// down (DEGRADED_CONCURRENCY); zero means edge.DefaultDegradedMaxInFlight.
+	DegradedMaxInFlight int64
 }
 
 // FromBackend takes the dependencies from open backend connections.
@@ -58,6 +61,8 @@ func FromBackend(b *backend.Backend) Deps {
 		Temporal: b.Temporal,
 		Logger:   b.Logger,
 		Guard:    b.Guard,
+
+		DegradedMaxInFlight: int64(b.Config.DegradedConcurrency),
 	}
 }
 
@@ -103,7 +108,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		log:  deps.Logger,
 		gate: edge.New(deps.Redis, deps.Stock, edge.Options{
 			MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
-			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store),
+			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
 		}),
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
 	}
