@@ -52,6 +52,35 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
 
+// validateBuckets rejects a bucket count outside 1..MaxBuckets.
+func validateBuckets(buckets int) error {
+	if buckets < 1 || buckets > MaxBuckets {
+		return invalidf("buckets must be in 1..%d, got %d", MaxBuckets, buckets)
+	}
+	return nil
+}
+
+// validateLoad checks what Preheat and Restore load into a SKU's buckets.
+func validateLoad(sku string, available int64, buckets int) error {
+	if err := validateSKU(sku); err != nil {
+		return err
+	}
+	if available < 0 {
+		return invalidf("available must not be negative, got %d", available)
+	}
+	return validateBuckets(buckets)
+}
+
+// evenShare is the k-th of n parts of units split as evenly as possible,
+// the remainder going to the lowest parts.
+func evenShare(units int64, n, k int) int64 {
+	share := units / int64(n)
+	if int64(k) < units%int64(n) {
+		share++
+	}
+	return share
+}
+
 // Default TTLs. Options fields left zero take these.
 const (
 	// DefaultSoldOutTTL is short: the flag is a hint that saves a probe of
@@ -183,6 +212,32 @@ func (s *Store) bucketCount(ctx context.Context, sku string) (int, error) {
 		return 0, err
 	}
 	return parseBuckets(v)
+}
+
+// readBuckets reads buckets 0..n-1 of sku in one pipeline. A missing bucket
+// reads as 0; a negative one (tampering) is returned as it is, for the
+// caller to count.
+func (s *Store) readBuckets(ctx context.Context, sku string, n int) ([]int64, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, n)
+	for b := range cmds {
+		cmds[b] = pipe.Get(ctx, stockKey(sku, b))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read buckets: %w", err)
+	}
+	per := make([]int64, n)
+	for b, cmd := range cmds {
+		v, err := cmd.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bucket %d: %w", b, err)
+		}
+		per[b] = v
+	}
+	return per, nil
 }
 
 // scriptCall is one invocation of a script inside a pipeline.

@@ -116,22 +116,12 @@ func (s *Store) Snapshot(ctx context.Context, sku string) (Snapshot, error) {
 	if m.Missing {
 		return snap, nil
 	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, m.Buckets)
-	for b := range cmds {
-		cmds[b] = pipe.Get(ctx, stockKey(sku, b))
+	// A lost bucket reads as 0; the drift shows it.
+	per, err := s.readBuckets(ctx, sku, m.Buckets)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot %s: %w", sku, err)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Snapshot{}, fmt.Errorf("snapshot %s: read buckets: %w", sku, err)
-	}
-	for b, cmd := range cmds {
-		v, err := cmd.Int64()
-		if errors.Is(err, redis.Nil) {
-			continue // a lost bucket holds nothing; the drift shows it
-		}
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("snapshot %s: bucket %d: %w", sku, b, err)
-		}
+	for b, v := range per {
 		if v < 0 {
 			snap.NegativeBuckets = append(snap.NegativeBuckets, b)
 			continue
@@ -273,14 +263,8 @@ type RestoreResult struct {
 // The reconcile fence is moved past any earlier value first, so an
 // observation taken before the loss never matches one taken after it.
 func (s *Store) Restore(ctx context.Context, sku string, available int64, buckets int) (RestoreResult, error) {
-	if err := validateSKU(sku); err != nil {
+	if err := validateLoad(sku, available, buckets); err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", sku, err)
-	}
-	if available < 0 {
-		return RestoreResult{}, fmt.Errorf("restore %s: %w", sku, invalidf("available must not be negative, got %d", available))
-	}
-	if buckets < 1 || buckets > MaxBuckets {
-		return RestoreResult{}, fmt.Errorf("restore %s: %w", sku, invalidf("buckets must be in 1..%d, got %d", MaxBuckets, buckets))
 	}
 	m, err := s.Marks(ctx, sku)
 	if err != nil {
@@ -297,13 +281,8 @@ func (s *Store) Restore(ctx context.Context, sku string, available int64, bucket
 		return RestoreResult{}, fmt.Errorf("restore %s: move fence: %w", sku, err)
 	}
 	pipe := s.rdb.Pipeline()
-	per, rem := available/int64(buckets), available%int64(buckets)
 	for b := range buckets {
-		units := per
-		if int64(b) < rem {
-			units++
-		}
-		pipe.SetNX(ctx, stockKey(sku, b), units, 0)
+		pipe.SetNX(ctx, stockKey(sku, b), evenShare(available, buckets, b), 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: write buckets: %w", sku, err)
@@ -384,13 +363,9 @@ func (s *Store) Adjust(ctx context.Context, sku string, delta int64, correctionI
 	start := int(crc32.ChecksumIEEE([]byte(correctionID)) % uint32(n))
 
 	if delta > 0 {
-		per, rem := delta/int64(n), delta%int64(n)
 		var calls []scriptCall
 		for k := range n {
-			units := per
-			if int64(k) < rem {
-				units++
-			}
+			units := evenShare(delta, n, k)
 			if units == 0 {
 				continue
 			}

@@ -102,13 +102,13 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 			// Released while (or before) we probed. Release visits every
 			// bucket, but run it again so nothing this call took can outlive
 			// the release even if the two interleaved.
-			if _, err := s.release(ctx, orderID, sku, lay); err != nil {
+			if _, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeRelease); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
 			}
 			return Reservation{}, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, ErrReleased)
 		case -3:
 			// An earlier attempt of this order ended sold out; repeat that.
-			if _, err := s.giveBack(ctx, orderID, sku, lay); err != nil {
+			if _, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeSoldOut); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back: %w", sku, err)
 			}
 			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, ErrSoldOut)
@@ -136,7 +136,7 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 
 	// Not enough in all buckets together: give back every take so the
 	// reservation is all or nothing, and remember the outcome in the markers.
-	held, err := s.giveBack(ctx, orderID, sku, lay)
+	_, held, err := s.releaseBuckets(ctx, orderID, sku, lay, modeSoldOut)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
 	}
@@ -169,49 +169,21 @@ func (s *Store) Release(ctx context.Context, orderID, sku string) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}
-	released, err := s.release(ctx, orderID, sku, lay)
+	released, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeRelease)
 	if err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}
 	return released, nil
 }
 
-// release is Release once the layout is known.
-func (s *Store) release(ctx context.Context, orderID, sku string, lay layout) (int64, error) {
-	released, held, heldIn, err := s.releaseBuckets(ctx, orderID, sku, lay, modeRelease)
-	if err != nil {
-		return 0, err
-	}
-	if held {
-		if err := s.announce(ctx, sku, heldIn); err != nil {
-			return 0, fmt.Errorf("bump after release: %w", err)
-		}
-	}
-	return released, nil
-}
-
-// giveBack returns a sold-out order's takes and reports whether it had
-// held any units (now or in an earlier attempt), bumping gen if so: units
-// came back, so buyers must not be turned away by the flag.
-func (s *Store) giveBack(ctx context.Context, orderID, sku string, lay layout) (bool, error) {
-	_, held, heldIn, err := s.releaseBuckets(ctx, orderID, sku, lay, modeSoldOut)
-	if err != nil {
-		return false, err
-	}
-	if held {
-		if err := s.announce(ctx, sku, heldIn); err != nil {
-			return true, fmt.Errorf("bump after give-back: %w", err)
-		}
-	}
-	return held, nil
-}
-
-// releaseBuckets runs release.lua on all lay.probe buckets of the order in
-// one pipeline. It returns the units returned now, whether the order had
-// held any units at all (returned now or before), and the buckets it held
-// units in (announce sweeps those a shrink removed; a retry reports them
-// again, in case the first sweep died).
-func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, lay layout, mode string) (int64, bool, []int, error) {
+// releaseBuckets gives back the order's takes in mode (Release, or Reserve
+// giving up sold out): release.lua on all lay.probe buckets in one
+// pipeline. It returns the units returned now and whether the order had
+// held any units at all (returned now or before). If it had, units came
+// back, so announce bumps gen (buyers must not be turned away by the flag)
+// and sweeps the buckets a shrink removed; a retry announces again, in
+// case the first bump or sweep died.
+func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, lay layout, mode string) (int64, bool, error) {
 	calls := make([]scriptCall, lay.probe)
 	for b := range calls {
 		calls[b] = scriptCall{
@@ -221,31 +193,33 @@ func (s *Store) releaseBuckets(ctx context.Context, orderID, sku string, lay lay
 	}
 	cmds, err := s.evalPipelined(ctx, releaseScript, calls)
 	if err != nil {
-		return 0, false, nil, err
+		return 0, false, err
 	}
 	var released int64
-	held := false
-	var heldIn []int
+	var heldIn []int // buckets the order held units in, now or before
 	for b, cmd := range cmds {
 		res, err := cmd.Int64Slice()
 		if err != nil {
-			return 0, false, nil, fmt.Errorf("release bucket %d: %w", b, err)
+			return 0, false, fmt.Errorf("release bucket %d: %w", b, err)
 		}
 		if len(res) != 2 {
-			return 0, false, nil, fmt.Errorf("release bucket %d: unexpected reply %v", b, res)
+			return 0, false, fmt.Errorf("release bucket %d: unexpected reply %v", b, res)
 		}
-		switch status, k := res[0], res[1]; status {
-		case 1:
+		status, k := res[0], res[1]
+		if status == 1 {
 			released += k
-			held = true
-		case 2:
-			held = held || k > 0
 		}
-		if res[0] != 0 && res[1] > 0 {
+		if status != 0 && k > 0 {
 			heldIn = append(heldIn, b)
 		}
 	}
-	return released, held, heldIn, nil
+	held := len(heldIn) > 0
+	if held {
+		if err := s.announce(ctx, sku, heldIn); err != nil {
+			return 0, true, fmt.Errorf("bump after give-back: %w", err)
+		}
+	}
+	return released, held, nil
 }
 
 // validateOrder checks the ids every per-order call needs.

@@ -223,24 +223,36 @@ func walkOf(orderID string, m, n int) []int {
 // was resized and the order's start bucket under an earlier count holds
 // its marker (a retry of an attempt made before the resize).
 func (s *Store) walkFor(ctx context.Context, sku, orderID string, lay layout) ([]int, error) {
+	m, err := s.markedCount(ctx, sku, orderID, lay, orderKey)
+	if err != nil {
+		return nil, fmt.Errorf("find the layout of an earlier attempt: %w", err)
+	}
+	return walkOf(orderID, m, lay.n), nil
+}
+
+// markedCount is the count, current or earlier, under which an earlier
+// attempt of id left its marker in its start bucket crc32(id)%M, or the
+// current count when none did. The candidates are checked in one
+// pipeline; a SKU never resized has one candidate and costs no read.
+func (s *Store) markedCount(ctx context.Context, sku, id string, lay layout, marker func(sku string, bucket int, id string) string) (int, error) {
 	if len(lay.past) == 0 {
-		return walkOf(orderID, lay.n, lay.n), nil
+		return lay.n, nil
 	}
 	counts := append([]int{lay.n}, lay.past...)
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(counts))
 	for i, m := range counts {
-		cmds[i] = pipe.Exists(ctx, orderKey(sku, startBucket(orderID, m), orderID))
+		cmds[i] = pipe.Exists(ctx, marker(sku, startBucket(id, m), id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("find the layout of an earlier attempt: %w", err)
+		return 0, err
 	}
 	for i, m := range counts {
 		if cmds[i].Val() == 1 {
-			return walkOf(orderID, m, lay.n), nil
+			return m, nil
 		}
 	}
-	return walkOf(orderID, lay.n, lay.n), nil
+	return lay.n, nil
 }
 
 // ResizeResult is what Resize did.
@@ -265,8 +277,8 @@ func (s *Store) Resize(ctx context.Context, sku string, buckets int) (ResizeResu
 	if err := validateSKU(sku); err != nil {
 		return ResizeResult{}, fmt.Errorf("resize %s: %w", sku, err)
 	}
-	if buckets < 1 || buckets > MaxBuckets {
-		return ResizeResult{}, fmt.Errorf("resize %s: %w", sku, invalidf("buckets must be in 1..%d, got %d", MaxBuckets, buckets))
+	if err := validateBuckets(buckets); err != nil {
+		return ResizeResult{}, fmt.Errorf("resize %s: %w", sku, err)
 	}
 	unlock, err := s.lockResize(ctx, sku)
 	if err != nil {
@@ -393,13 +405,7 @@ func (s *Store) spread(ctx context.Context, sku string, n int) (int64, error) {
 	for _, v := range st.PerBucket {
 		total += max(v, 0)
 	}
-	share, rem := total/int64(n), total%int64(n)
-	want := func(b int) int64 {
-		if int64(b) < rem {
-			return share + 1
-		}
-		return share
-	}
+	want := func(b int) int64 { return evenShare(total, n, b) }
 	var moves []move
 	dst := 0
 	for src, v := range st.PerBucket {
@@ -500,13 +506,23 @@ func (s *Store) finishPending(ctx context.Context, sku string, buckets []int) (i
 	if len(buckets) == 0 {
 		return 0, nil
 	}
+	moves, err := s.pendingMoves(ctx, sku, buckets)
+	if err != nil {
+		return 0, err
+	}
+	return s.land(ctx, sku, moves)
+}
+
+// pendingMoves reads the pending-moves hashes of the buckets in one
+// pipeline.
+func (s *Store) pendingMoves(ctx context.Context, sku string, buckets []int) ([]pendingMove, error) {
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(buckets))
 	for i, b := range buckets {
 		cmds[i] = pipe.HGetAll(ctx, pendingMovesKey(sku, b))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("read pending moves: %w", err)
+		return nil, fmt.Errorf("read pending moves: %w", err)
 	}
 	var moves []pendingMove
 	for i, cmd := range cmds {
@@ -515,12 +531,12 @@ func (s *Store) finishPending(ctx context.Context, sku string, buckets []int) (i
 			k, err1 := strconv.ParseInt(ks, 10, 64)
 			d, err2 := strconv.Atoi(ds)
 			if !ok || err1 != nil || err2 != nil || k <= 0 || d < 0 || d >= MaxBuckets {
-				return 0, fmt.Errorf("corrupt pending move %s in bucket %d: %q", id, buckets[i], rec)
+				return nil, fmt.Errorf("corrupt pending move %s in bucket %d: %q", id, buckets[i], rec)
 			}
 			moves = append(moves, pendingMove{id: id, src: buckets[i], dst: d, units: k})
 		}
 	}
-	return s.land(ctx, sku, moves)
+	return moves, nil
 }
 
 // announce runs after units went back into the buckets in heldIn: it
@@ -574,42 +590,23 @@ func (s *Store) inTransit(ctx context.Context, sku string) (int64, error) {
 	if len(lay.past) == 0 {
 		return 0, nil
 	}
+	moves, err := s.pendingMoves(ctx, sku, upTo(lay.probe))
+	if err != nil || len(moves) == 0 {
+		return 0, err
+	}
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, lay.probe)
-	for b := range cmds {
-		cmds[b] = pipe.HGetAll(ctx, pendingMovesKey(sku, b))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("read pending moves: %w", err)
-	}
-	type entry struct {
-		units  int64
-		landed *redis.IntCmd
-	}
-	var entries []entry
-	pipe = s.rdb.Pipeline()
-	for b, cmd := range cmds {
-		for id, rec := range cmd.Val() {
-			ks, ds, _ := strings.Cut(rec, ":")
-			k, err1 := strconv.ParseInt(ks, 10, 64)
-			d, err2 := strconv.Atoi(ds)
-			if err1 != nil || err2 != nil || k <= 0 || d < 0 || d >= MaxBuckets {
-				return 0, fmt.Errorf("corrupt pending move %s in bucket %d: %q", id, b, rec)
-			}
-			// Put but not yet acknowledged: already in a bucket.
-			entries = append(entries, entry{units: k, landed: pipe.Exists(ctx, moveInKey(sku, d, id))})
-		}
-	}
-	if len(entries) == 0 {
-		return 0, nil
+	landed := make([]*redis.IntCmd, len(moves))
+	for i, m := range moves {
+		// Put but not yet acknowledged: already in a bucket.
+		landed[i] = pipe.Exists(ctx, moveInKey(sku, m.dst, m.id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("read move markers: %w", err)
 	}
 	var units int64
-	for _, e := range entries {
-		if e.landed.Val() == 0 {
-			units += e.units
+	for i, m := range moves {
+		if landed[i].Val() == 0 {
+			units += m.units
 		}
 	}
 	return units, nil

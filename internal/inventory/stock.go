@@ -25,14 +25,8 @@ type PreheatResult struct {
 // disagrees with the database would oversell (MySQL refuses, drift grows) or
 // undersell (buyers told "sold out" while the database has units).
 func (s *Store) Preheat(ctx context.Context, sku string, available int64, buckets int) (PreheatResult, error) {
-	if err := validateSKU(sku); err != nil {
+	if err := validateLoad(sku, available, buckets); err != nil {
 		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, err)
-	}
-	if available < 0 {
-		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, invalidf("available must not be negative, got %d", available))
-	}
-	if buckets < 1 || buckets > MaxBuckets {
-		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, invalidf("buckets must be in 1..%d, got %d", MaxBuckets, buckets))
 	}
 
 	// The previous count tells which bucket keys would be left behind.
@@ -54,13 +48,8 @@ func (s *Store) Preheat(ctx context.Context, sku string, available int64, bucket
 	// the read-back below is what proves the result. Stock is written before
 	// the count so a reader that sees the new count finds its buckets.
 	pipe := s.rdb.Pipeline()
-	per, rem := available/int64(buckets), available%int64(buckets)
 	for b := range buckets {
-		units := per
-		if int64(b) < rem {
-			units++
-		}
-		pipe.Set(ctx, stockKey(sku, b), units, 0)
+		pipe.Set(ctx, stockKey(sku, b), evenShare(available, buckets, b), 0)
 	}
 	pipe.Set(ctx, bucketsKey(sku), buckets, 0)
 	for b := buckets; b < oldN; b++ {
@@ -143,26 +132,12 @@ func (s *Store) Restock(ctx context.Context, sku, requestID string, qty int64) (
 
 // restockBucket picks the bucket of a restock request: the one an earlier
 // attempt marked, under any count the SKU has had, else crc32(requestID)%N.
-// A SKU never resized has one candidate and costs no read.
 func (s *Store) restockBucket(ctx context.Context, sku, requestID string, lay layout) (int, error) {
-	if len(lay.past) == 0 {
-		return startBucket(requestID, lay.n), nil
-	}
-	counts := append([]int{lay.n}, lay.past...)
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(counts))
-	for i, m := range counts {
-		cmds[i] = pipe.Exists(ctx, restockKey(sku, startBucket(requestID, m), requestID))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	m, err := s.markedCount(ctx, sku, requestID, lay, restockKey)
+	if err != nil {
 		return 0, fmt.Errorf("find the bucket of an earlier attempt: %w", err)
 	}
-	for i, m := range counts {
-		if cmds[i].Val() == 1 {
-			return startBucket(requestID, m), nil
-		}
-	}
-	return startBucket(requestID, lay.n), nil
+	return startBucket(requestID, m), nil
 }
 
 // Stock is a snapshot of a SKU's Redis stock. The buckets are read in one
@@ -197,25 +172,13 @@ func (s *Store) Stock(ctx context.Context, sku string) (Stock, error) {
 		return Stock{}, fmt.Errorf("stock %s: drift: %w", sku, err)
 	}
 
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, n)
-	for b := range cmds {
-		cmds[b] = pipe.Get(ctx, stockKey(sku, b))
+	// A missing bucket reads as 0; Preheat's check catches it.
+	per, err := s.readBuckets(ctx, sku, n)
+	if err != nil {
+		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Stock{}, fmt.Errorf("stock %s: read buckets: %w", sku, err)
-	}
-	st := Stock{SKU: sku, Buckets: n, PerBucket: make([]int64, n), SoldOut: vals[1] != nil, Drift: drift}
-	for b, cmd := range cmds {
-		v, err := cmd.Int64()
-		if errors.Is(err, redis.Nil) {
-			// A missing bucket holds nothing; Preheat's check catches it.
-			continue
-		}
-		if err != nil {
-			return Stock{}, fmt.Errorf("stock %s: bucket %d: %w", sku, b, err)
-		}
-		st.PerBucket[b] = v
+	st := Stock{SKU: sku, Buckets: n, PerBucket: per, SoldOut: vals[1] != nil, Drift: drift}
+	for _, v := range per {
 		st.Available += v
 	}
 	return st, nil
@@ -295,26 +258,12 @@ func (s *Store) Available(ctx context.Context, sku string) (Availability, error)
 	if vals[2] != nil {
 		return Availability{Buckets: n, Gen: gen, SoldOut: true}, nil
 	}
-	if vals[2] != nil {
-		return Availability{Buckets: n, Gen: gen, SoldOut: true}, nil
-	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, n)
-	for b := range cmds {
-		cmds[b] = pipe.Get(ctx, stockKey(sku, b))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Availability{}, fmt.Errorf("available %s: read buckets: %w", sku, err)
+	per, err := s.readBuckets(ctx, sku, n)
+	if err != nil {
+		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
 	av := Availability{Buckets: n, Gen: gen}
-	for b, cmd := range cmds {
-		v, err := cmd.Int64()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		if err != nil {
-			return Availability{}, fmt.Errorf("available %s: bucket %d: %w", sku, b, err)
-		}
+	for _, v := range per {
 		av.Units += max(v, 0)
 	}
 	return av, nil
