@@ -81,8 +81,11 @@ func (a *Activities) now() time.Time {
 	return time.Now()
 }
 
-func (a *Activities) logger(ctx context.Context) *slog.Logger {
-	l := a.Logger
+func (a *Activities) logger(ctx context.Context) *slog.Logger { return activityLogger(ctx, a.Logger) }
+
+// activityLogger is l (slog.Default when nil) with the running activity's
+// workflow id, type and attempt.
+func activityLogger(ctx context.Context, l *slog.Logger) *slog.Logger {
 	if l == nil {
 		l = slog.Default()
 	}
@@ -150,7 +153,7 @@ func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (Re
 	var res ReserveStockResult
 	for i, it := range in.Items {
 		r, err := a.guardedReserve(ctx, in, it)
-		if in.FromOrder == "" && i == 0 && (errors.Is(err, errRedisDown) || isOutage(err)) {
+		if in.FromOrder == "" && i == 0 && (errors.Is(err, errRedisDown) || redisguard.IsOutage(err)) {
 			return a.degrade(ctx, in, err.Error()), nil
 		}
 		if err == nil {

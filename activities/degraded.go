@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // Redis-down degradation.
@@ -171,7 +170,3 @@ func (a *Activities) requestResync(ctx context.Context, skus []string) error {
 	}
 	return nil
 }
-
-// isOutage is redisguard.IsOutage, named here for the reader of
-// ReserveStock.
-func isOutage(err error) bool { return redisguard.IsOutage(err) }

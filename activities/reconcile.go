@@ -361,11 +361,8 @@ func (r *Reconciler) RestoreStock(ctx context.Context, in RestoreStockInput) (Re
 		return RestoreStockResult{}, fmt.Errorf("restore %s: %w", in.SKU, err)
 	}
 	res, err := r.Stock.Restore(ctx, in.SKU, inv.Available, inv.Buckets)
-	if errors.Is(err, inventory.ErrInvalidArgument) {
-		return RestoreStockResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, nil)
-	}
 	if err != nil {
-		return RestoreStockResult{}, err
+		return RestoreStockResult{}, classifyStockErr(err)
 	}
 	if res.Restored {
 		r.logger(ctx).Warn("restored lost redis stock from mysql",
@@ -432,14 +429,4 @@ func classifyStockErr(err error) error {
 	return err
 }
 
-func (r *Reconciler) logger(ctx context.Context) *slog.Logger {
-	l := r.Logger
-	if l == nil {
-		l = slog.Default()
-	}
-	if activity.IsActivity(ctx) {
-		info := activity.GetInfo(ctx)
-		l = l.With("workflow_id", info.WorkflowExecution.ID, "activity", info.ActivityType.Name, "attempt", info.Attempt)
-	}
-	return l
-}
+func (r *Reconciler) logger(ctx context.Context) *slog.Logger { return activityLogger(ctx, r.Logger) }
