@@ -8,6 +8,8 @@
 package workflows
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -44,6 +46,14 @@ var (
 	UserIDKey      = temporal.NewSearchAttributeKeyKeyword("UserId")
 	SKUIDsKey      = temporal.NewSearchAttributeKeyKeywordList("SkuIds")
 )
+
+// RunningOrdersQuery is the visibility query for the running order
+// workflows holding sku.
+func RunningOrdersQuery(sku string) string {
+	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sku)
+	return fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND %s = '%s'",
+		SKUIDsKey.GetName(), quoted)
+}
 
 // Status is an order's lifecycle state.
 type Status string

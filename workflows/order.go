@@ -242,12 +242,7 @@ func (o *order) reserve(ctx workflow.Context) error {
 		// caller can retry with the same order id.
 		StartToCloseTimeout:    5 * time.Second,
 		ScheduleToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        50 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        2 * time.Second,
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-		},
+		RetryPolicy:            backoff(50*time.Millisecond, 2*time.Second),
 	})
 
 	var reserved activities.ReserveStockResult
@@ -429,14 +424,21 @@ func (o *order) activityOptions(ctx workflow.Context, summary string) workflow.C
 		// Settlement must eventually happen, however long a dependency is
 		// down: no attempt limit, backoff capped at a minute.
 		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        200 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-		},
-		Summary: summary,
+		RetryPolicy:         backoff(200*time.Millisecond, time.Minute),
+		Summary:             summary,
 	})
+}
+
+// backoff is the retry policy of every activity here: exponential from
+// initial, capped at maxInterval, and never retrying the activities' business
+// rejections. Each caller picks the intervals for its activity.
+func backoff(initial, maxInterval time.Duration) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        initial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        maxInterval,
+		NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+	}
 }
 
 // applyPayment handles one payment while the order is open.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale/activities"
@@ -239,13 +238,8 @@ func (rc *reconcile) restore(ctx workflow.Context, res *SKUReconcile) {
 		// quickly; past the budget the next scheduled run takes over.
 		StartToCloseTimeout:    10 * time.Second,
 		ScheduleToCloseTimeout: 2 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        200 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        5 * time.Second,
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-		},
-		Summary: "restore " + res.SKU,
+		RetryPolicy:            backoff(200*time.Millisecond, 5*time.Second),
+		Summary:                "restore " + res.SKU,
 	})
 	var out activities.RestoreStockResult
 	if err := workflow.ExecuteActivity(actx, recon.RestoreStock, activities.RestoreStockInput{SKU: res.SKU}).Get(ctx, &out); err != nil {
@@ -268,13 +262,8 @@ func (rc *reconcile) correct(ctx workflow.Context, res *SKUReconcile) {
 		// must either both see this correction or be sure it never lands
 		// (rule 5). The activity context's deadline stops a late attempt.
 		ScheduleToCloseTimeout: max(min(rc.settle/2, maxCorrectBudget), minCorrectBudget),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        100 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        2 * time.Second,
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-		},
-		Summary: fmt.Sprintf("correct %s by %d", res.SKU, res.First.Drift),
+		RetryPolicy:            backoff(100*time.Millisecond, 2*time.Second),
+		Summary:                fmt.Sprintf("correct %s by %d", res.SKU, res.First.Drift),
 	})
 	var out activities.CorrectStockResult
 	err := workflow.ExecuteActivity(actx, recon.CorrectStock, activities.CorrectStockInput{
@@ -304,12 +293,7 @@ func (rc *reconcile) readOptions(ctx workflow.Context, summary string) workflow.
 		StartToCloseTimeout:    2 * time.Minute,
 		HeartbeatTimeout:       time.Minute,
 		ScheduleToCloseTimeout: 5 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        15 * time.Second,
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-		},
-		Summary: summary,
+		RetryPolicy:            backoff(time.Second, 15*time.Second),
+		Summary:                summary,
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale/activities"
@@ -51,13 +50,8 @@ func ResyncWorkflow(ctx workflow.Context, in ResyncInput) (ResyncResult, error) 
 	requests := workflow.GetSignalChannel(ctx, SignalResyncRequested)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        200 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        2 * time.Second,
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
-		},
-		Summary: "re-sync redis from mysql",
+		RetryPolicy:         backoff(200*time.Millisecond, 2*time.Second),
+		Summary:             "re-sync redis from mysql",
 	})
 	drain := func() bool {
 		got := false

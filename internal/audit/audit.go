@@ -390,7 +390,7 @@ func (c *checker) checkDeadlines(ctx context.Context, sku string) (int, error) {
 // matters for workflows far younger than any deadline.
 func (c *checker) openOrderWorkflows(ctx context.Context, sku string) (map[string]time.Time, error) {
 	prefix := workflows.OrderWorkflowID("")
-	query := fmt.Sprintf("ExecutionStatus = 'Running' AND %s = '%s'", workflows.SKUIDsKey.GetName(), quote(sku))
+	query := workflows.RunningOrdersQuery(sku)
 	open := make(map[string]time.Time)
 	var token []byte
 	for {
@@ -411,11 +411,6 @@ func (c *checker) openOrderWorkflows(ctx context.Context, sku string) (map[strin
 			return open, nil
 		}
 	}
-}
-
-// quote escapes a value for a single-quoted visibility query literal.
-func quote(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s)
 }
 
 // checkPayments applies the payment rules, to the orders holding skuFilter

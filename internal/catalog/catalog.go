@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -43,30 +42,28 @@ type Defined struct {
 // previous sale's buckets. It refuses with orderdb.ErrSKUInUse while a sale
 // of the SKU runs (see ensureIdle).
 func (c Catalog) Define(ctx context.Context, sku orderdb.SKU) (Defined, error) {
-	if err := c.ensureIdle(ctx, sku.ID); err != nil {
+	// A SKU MySQL does not know yet is idle.
+	if _, err := c.ensureIdle(ctx, sku.ID); err != nil && !errors.Is(err, orderdb.ErrUnknownSKU) {
 		return Defined{}, err
 	}
 	inv, err := c.Orders.PutSKU(ctx, sku)
 	if err != nil {
 		return Defined{}, err
 	}
-	pre, err := c.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
-	if err != nil {
-		return Defined{}, err
-	}
-	return Defined{Inventory: inv, Preheat: pre}, nil
+	return c.preheat(ctx, inv)
 }
 
 // Preheat reloads a SKU's Redis buckets from MySQL's available units, with
 // the same guard as Define.
 func (c Catalog) Preheat(ctx context.Context, sku string) (Defined, error) {
-	if err := c.ensureIdle(ctx, sku); err != nil {
-		return Defined{}, err
-	}
-	inv, err := c.Orders.Inventory(ctx, sku)
+	inv, err := c.ensureIdle(ctx, sku)
 	if err != nil {
 		return Defined{}, err
 	}
+	return c.preheat(ctx, inv)
+}
+
+func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, error) {
 	pre, err := c.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
 	if err != nil {
 		return Defined{}, err
@@ -74,35 +71,33 @@ func (c Catalog) Preheat(ctx context.Context, sku string) (Defined, error) {
 	return Defined{Inventory: inv, Preheat: pre}, nil
 }
 
-// ensureIdle refuses with orderdb.ErrSKUInUse while unpaid orders hold
-// units of the SKU or any of its order workflows still runs (visibility
-// lags by about a second, so an order started in that second can slip
-// through). A SKU MySQL does not know yet is idle.
-func (c Catalog) ensureIdle(ctx context.Context, sku string) error {
+// ensureIdle returns the SKU's inventory, or refuses with
+// orderdb.ErrSKUInUse while unpaid orders hold units of the SKU or any of
+// its order workflows still runs (visibility lags by about a second, so an
+// order started in that second can slip through). A SKU MySQL does not know
+// gives the orderdb.ErrUnknownSKU of Store.Inventory, without asking
+// Temporal.
+func (c Catalog) ensureIdle(ctx context.Context, sku string) (orderdb.Inventory, error) {
 	inv, err := c.Orders.Inventory(ctx, sku)
 	switch {
-	case errors.Is(err, orderdb.ErrUnknownSKU):
-		return nil
 	case err != nil:
-		return err
+		return inv, err
 	case inv.Frozen > 0:
-		return fmt.Errorf("sku %s: %d units reserved by unpaid orders (a live sale is repaired with reconcile): %w",
+		return inv, fmt.Errorf("sku %s: %d units reserved by unpaid orders (a live sale is repaired with reconcile): %w",
 			sku, inv.Frozen, orderdb.ErrSKUInUse)
 	}
 	if c.Temporal == nil {
-		return errors.New("catalog has no Temporal client to ask for running orders")
+		return inv, errors.New("catalog has no Temporal client to ask for running orders")
 	}
-	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sku)
 	resp, err := c.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND %s = '%s'",
-			workflows.SKUIDsKey.GetName(), quoted),
+		Query: workflows.RunningOrdersQuery(sku),
 	})
 	if err != nil {
-		return fmt.Errorf("sku %s: count running orders: %w", sku, err)
+		return inv, fmt.Errorf("sku %s: count running orders: %w", sku, err)
 	}
 	if n := resp.GetCount(); n > 0 {
-		return fmt.Errorf("sku %s: %d order workflows still running (a live sale is repaired with reconcile): %w",
+		return inv, fmt.Errorf("sku %s: %d order workflows still running (a live sale is repaired with reconcile): %w",
 			sku, n, orderdb.ErrSKUInUse)
 	}
-	return nil
+	return inv, nil
 }

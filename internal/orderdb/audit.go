@@ -43,12 +43,9 @@ type StockView struct {
 func (s *Store) StockView(ctx context.Context, sku string, orderIDs []string) (StockView, error) {
 	out := StockView{Statuses: make(map[string]Status, len(orderIDs))}
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
-		var row inventoryRow
-		if err := tx.Where("sku_id = ?", sku).Limit(1).Find(&row).Error; err != nil {
+		row, err := takeInventory(tx, sku)
+		if err != nil {
 			return err
-		}
-		if row.SKUID == "" {
-			return ErrUnknownSKU
 		}
 		out.Inventory = row.toInventory()
 		for ids := range slices.Chunk(orderIDs, auditChunk) {
@@ -123,12 +120,9 @@ type OrderJournal struct {
 func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 	var out SKUAudit
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
-		var row inventoryRow
-		if err := tx.Where("sku_id = ?", sku).Limit(1).Find(&row).Error; err != nil {
+		row, err := takeInventory(tx, sku)
+		if err != nil {
 			return err
-		}
-		if row.SKUID == "" {
-			return ErrUnknownSKU
 		}
 		out.Inventory = row.toInventory()
 

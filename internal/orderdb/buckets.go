@@ -2,7 +2,6 @@ package orderdb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -24,11 +23,8 @@ func (s *Store) SetBuckets(ctx context.Context, skuID string, buckets int) (Inve
 	err := s.writeTx(ctx, nil, func(tx *gorm.DB) error {
 		// Locked read, not RowsAffected: MySQL reports 0 affected rows for
 		// an update that changes nothing, which is not "unknown sku".
-		err := lockInventory(tx, skuID, &out)
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return ErrUnknownSKU
-		}
-		if err != nil {
+		var err error
+		if out, err = lockInventory(tx, skuID); err != nil {
 			return err
 		}
 		if out.BucketCount == buckets {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 func (k SKU) validate() error {
@@ -46,11 +45,9 @@ func (s *Store) PutSKU(ctx context.Context, sku SKU) (Inventory, error) {
 
 	var out inventoryRow
 	err := s.writeTx(ctx, isDuplicateKey, func(tx *gorm.DB) error {
-		var cur inventoryRow
-		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-			Where("sku_id = ?", sku.ID).Take(&cur).Error
+		cur, err := lockInventory(tx, sku.ID)
 		exists := err == nil
-		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+		if err != nil && !errors.Is(err, ErrUnknownSKU) {
 			return err
 		}
 		if exists && cur.Frozen > 0 {
@@ -105,11 +102,7 @@ func (s *Store) PutSKU(ctx context.Context, sku SKU) (Inventory, error) {
 
 // Inventory returns the current stock row of a SKU, or ErrUnknownSKU.
 func (s *Store) Inventory(ctx context.Context, skuID string) (Inventory, error) {
-	var row inventoryRow
-	err := s.db.WithContext(ctx).Where("sku_id = ?", skuID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Inventory{}, fmt.Errorf("inventory %s: %w", skuID, ErrUnknownSKU)
-	}
+	row, err := takeInventory(s.db.WithContext(ctx), skuID)
 	if err != nil {
 		return Inventory{}, fmt.Errorf("inventory %s: %w", skuID, err)
 	}
@@ -140,11 +133,7 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 	// A duplicate key on the journal insert means a concurrent call with the
 	// same request id committed first; the rerun finds its entry.
 	err := s.writeTx(ctx, isDuplicateKey, func(tx *gorm.DB) error {
-		var inv inventoryRow
-		err := lockInventory(tx, skuID, &inv)
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return ErrUnknownSKU
-		}
+		inv, err := lockInventory(tx, skuID)
 		if err != nil {
 			return err
 		}

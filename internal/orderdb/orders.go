@@ -60,21 +60,6 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 	if err := o.validate(); err != nil {
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
-	// Fast path for retries: one indexed point read, outside any transaction
-	// so it takes no locks. New orders (the hot path) pay only this.
-	var ids []int64
-	if err := s.db.WithContext(ctx).Model(&orderRow{}).Where("order_id = ?", o.OrderID).
-		Limit(1).Pluck("id", &ids).Error; err != nil {
-		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
-	}
-	if len(ids) > 0 {
-		existing, err := s.Order(ctx, o.OrderID)
-		if err != nil {
-			return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
-		}
-		return existing, nil
-	}
-
 	// Locking inventory rows in one global order (by sku id) means two
 	// multi-item orders can never wait on each other in a cycle.
 	items := slices.Clone(o.Items)
@@ -119,8 +104,8 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 			}
 			// Read back under the lock we now hold: the price cannot change
 			// before commit, and the values feed the journal.
-			var inv inventoryRow
-			if err := lockInventory(tx, it.SKU, &inv); err != nil {
+			inv, err := lockInventory(tx, it.SKU)
+			if err != nil {
 				return fmt.Errorf("reserve sku %s: %w", it.SKU, err)
 			}
 			line, err := mulAmount(it.Quantity, inv.Price)
@@ -150,13 +135,12 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		return tx.Create(&journal).Error
 	})
 	if err != nil {
-		// Lost a race against another attempt for the same order (duplicate
-		// key), or the stock or limit check failed because that attempt
-		// already took the units: if the order now exists, that is the answer.
-		if isDuplicateKey(err) || errors.Is(err, ErrInsufficientStock) || errors.Is(err, ErrLimitExceeded) {
-			if existing, rerr := s.Order(ctx, o.OrderID); rerr == nil {
-				return existing, nil
-			}
+		// A retry, or a race with another attempt for the same order: the
+		// order insert failed on its unique id, or the stock or limit check
+		// because that attempt already took the units. If the order exists,
+		// that is the answer. New orders, the hot path, need no lookup first.
+		if existing, rerr := s.Order(ctx, o.OrderID); rerr == nil {
+			return existing, nil
 		}
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
@@ -194,11 +178,7 @@ func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) err
 
 // shortage explains why the conditional reserve matched no row.
 func shortage(tx *gorm.DB, it Item) error {
-	var inv inventoryRow
-	err := tx.Select("sku_id", "available").Where("sku_id = ?", it.SKU).Take(&inv).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return fmt.Errorf("sku %s: %w", it.SKU, ErrUnknownSKU)
-	}
+	inv, err := takeInventory(tx, it.SKU)
 	if err != nil {
 		return fmt.Errorf("sku %s: %w", it.SKU, err)
 	}
@@ -219,22 +199,39 @@ func addAmount(a, b int64) (int64, error) {
 	return a + b, nil
 }
 
-func lockInventory(tx *gorm.DB, skuID string, dst *inventoryRow) error {
-	return tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-		Where("sku_id = ?", skuID).Take(dst).Error
+// forUpdate locks the rows a read returns until the transaction ends.
+var forUpdate = clause.Locking{Strength: clause.LockingStrengthUpdate}
+
+// takeInventory reads a SKU's inventory row, or ErrUnknownSKU.
+func takeInventory(tx *gorm.DB, skuID string) (inventoryRow, error) {
+	var row inventoryRow
+	err := tx.Where("sku_id = ?", skuID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return row, ErrUnknownSKU
+	}
+	return row, err
+}
+
+// lockInventory is takeInventory with FOR UPDATE.
+func lockInventory(tx *gorm.DB, skuID string) (inventoryRow, error) {
+	return takeInventory(tx.Clauses(forUpdate), skuID)
+}
+
+// takeOrder reads an order row, or ErrNotFound.
+func takeOrder(tx *gorm.DB, orderID string) (orderRow, error) {
+	var o orderRow
+	err := tx.Where("order_id = ?", orderID).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return o, ErrNotFound
+	}
+	return o, err
 }
 
 // lockOrder reads an order row with FOR UPDATE. Every state change of an
 // order starts here, so payment, close and duplicate calls for one order are
 // serialised and each sees the previous one's outcome.
 func lockOrder(tx *gorm.DB, orderID string) (orderRow, error) {
-	var o orderRow
-	err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-		Where("order_id = ?", orderID).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return o, ErrNotFound
-	}
-	return o, err
+	return takeOrder(tx.Clauses(forUpdate), orderID)
 }
 
 func loadItems(tx *gorm.DB, orderID string) ([]orderItemRow, error) {
@@ -280,8 +277,8 @@ func moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason s
 		if res.RowsAffected == 0 {
 			return fmt.Errorf("%s sku %s: fewer than %d units frozen: inventory out of step with orders", typ, it.SKUID, it.Quantity)
 		}
-		var inv inventoryRow
-		if err := lockInventory(tx, it.SKUID, &inv); err != nil {
+		inv, err := lockInventory(tx, it.SKUID)
+		if err != nil {
 			return fmt.Errorf("%s sku %s: %w", typ, it.SKUID, err)
 		}
 		var dAvail, dSold int64
@@ -556,11 +553,7 @@ func (s *Store) RecordRefund(ctx context.Context, p Payment) (Payment, error) {
 func (s *Store) Order(ctx context.Context, orderID string) (Order, error) {
 	var out Order
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
-		var ord orderRow
-		err := tx.Where("order_id = ?", orderID).Take(&ord).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return ErrNotFound
-		}
+		ord, err := takeOrder(tx, orderID)
 		if err != nil {
 			return err
 		}
