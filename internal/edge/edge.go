@@ -277,27 +277,34 @@ func (g *Gate) admitRedis(ctx context.Context, req Request, items []Item) (*Tick
 		}
 	}
 
-	now := time.Now()
-	for _, it := range items {
-		if g.cache.soldOut(it.SKU, now) {
-			g.stats.soldOutLocal.Add(1)
-			return nil, fmt.Errorf("sku %s: %w (local cache)", it.SKU, ErrSoldOut)
-		}
+	if err := g.shedLocal(items, g.inflight, g.opts.MaxInFlight); err != nil {
+		return nil, err
 	}
-	// A full window is also known without the network. At the height of a
-	// sale most requests end here, so they cost no Redis round trip; the
-	// binding check is the window's admit in admit.
-	for _, it := range items {
-		if g.inflight.full(it.SKU, it.Quantity, g.opts.MaxInFlight) {
-			return nil, g.busy()
-		}
-	}
-
 	if err := g.rateLimit(ctx, req.UserID); err != nil {
 		return nil, err
 	}
 
 	return g.admit(ctx, req, items)
+}
+
+// shedLocal answers what this instance knows without the network: a SKU
+// cached as sold out, or a window already full for one of the items. At the
+// height of a sale most requests end here; the binding check is the
+// window's admit.
+func (g *Gate) shedLocal(items []Item, window *inflight, limit int64) error {
+	now := time.Now()
+	for _, it := range items {
+		if g.cache.soldOut(it.SKU, now) {
+			g.stats.soldOutLocal.Add(1)
+			return fmt.Errorf("sku %s: %w (local cache)", it.SKU, ErrSoldOut)
+		}
+	}
+	for _, it := range items {
+		if window.full(it.SKU, it.Quantity, limit) {
+			return g.busy()
+		}
+	}
+	return nil
 }
 
 func (g *Gate) duplicate(ctx context.Context, req Request, owner string) (*Ticket, error) {
@@ -405,17 +412,8 @@ func (g *Gate) admitItem(ctx context.Context, it Item) (admission, error) {
 // the package comment): sold-out cache, degraded window, MySQL's units.
 func (g *Gate) admitDegraded(ctx context.Context, items []Item) (*Ticket, error) {
 	g.stats.degraded.Add(1)
-	now := time.Now()
-	for _, it := range items {
-		if g.cache.soldOut(it.SKU, now) {
-			g.stats.soldOutLocal.Add(1)
-			return nil, fmt.Errorf("sku %s: %w (local cache)", it.SKU, ErrSoldOut)
-		}
-	}
-	for _, it := range items {
-		if g.degraded.full(it.SKU, it.Quantity, g.opts.DegradedMaxInFlight) {
-			return nil, g.busy()
-		}
+	if err := g.shedLocal(items, g.degraded, g.opts.DegradedMaxInFlight); err != nil {
+		return nil, err
 	}
 	t := &Ticket{g: g, window: g.degraded, Degraded: true}
 	if err := t.take(ctx, items, g.admitDegradedItem); err != nil {
@@ -453,6 +451,9 @@ func (g *Gate) admitDegradedItem(ctx context.Context, it Item) (admission, error
 
 // dbReadTimeout bounds the shared MySQL read of the degraded path.
 const dbReadTimeout = 2 * time.Second
+
+// doneTimeout bounds Done's re-read of SKUs answered sold out.
+const doneTimeout = 2 * time.Second
 
 // dbAvailable reads MySQL's available units of sku; concurrent callers
 // share one read.
@@ -495,7 +496,9 @@ func (g *Gate) observedEmpty(ctx context.Context, sku string, tok token, gen int
 // Done gives the ticket's in-flight units back. soldOut reports that the
 // order was rejected as sold out: the gate then reads each SKU and, if it is
 // really empty, caches that, so the next buyers stop at the first layer.
-// Calling Done more than once is harmless.
+// That read is detached from ctx's cancellation (the buyer may have gone;
+// the answer is for the next ones) and bounded by doneTimeout. Calling Done
+// more than once is harmless.
 func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 	if t == nil || !t.done.CompareAndSwap(false, true) {
 		return
@@ -504,6 +507,8 @@ func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 	if !soldOut {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), doneTimeout)
+	defer cancel()
 	if t.Degraded {
 		for _, it := range t.items {
 			tok := t.g.cache.token(time.Now())

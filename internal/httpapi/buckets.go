@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/flashsale/flashsale/internal/inventory"
@@ -26,7 +27,7 @@ func decodeBuckets(body []byte) (int, error) {
 		return 0, err
 	}
 	if req.Buckets == nil || *req.Buckets < 1 || *req.Buckets > inventory.MaxBuckets {
-		return 0, invalid("buckets is required, 1-1024")
+		return 0, invalid(fmt.Sprintf("buckets is required, 1-%d", inventory.MaxBuckets))
 	}
 	return *req.Buckets, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -234,8 +235,8 @@ func decodeSKU(body []byte) (skuInput, error) {
 	if req.Buckets != nil {
 		in.Buckets = *req.Buckets
 	}
-	if in.Buckets < 1 || in.Buckets > 1024 {
-		return skuInput{}, invalid("buckets must be 1-1024")
+	if in.Buckets < 1 || in.Buckets > inventory.MaxBuckets {
+		return skuInput{}, invalid(fmt.Sprintf("buckets must be 1-%d", inventory.MaxBuckets))
 	}
 	if req.PerUserLimit != nil {
 		in.PerUserLimit = *req.PerUserLimit

@@ -71,9 +71,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	res, err := s.deps.Orders.Place(ctx, in)
 	// The gate learns the outcome even if the buyer has gone: its slot must
 	// be freed, and a sold-out answer is worth caching for the next buyer.
-	doneCtx, doneCancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
-	ticket.Done(doneCtx, err == nil && res.Status == workflows.StatusRejected && res.Reason == workflows.ReasonSoldOut)
-	doneCancel()
+	ticket.Done(ctx, err == nil && res.Status == workflows.StatusRejected && res.Reason == workflows.ReasonSoldOut)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -314,20 +315,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	// Redis is not among them: without it buyers are served in degraded
 	// mode (MySQL alone), and taking every instance out of the load
 	// balancer would turn a slow sale into no sale. The answer says so.
-	redisErr := s.deps.Redis.Ping(ctx).Err()
+	var redisErr error
 	errs := make([]error, len(checks))
-	done := make(chan struct{})
-	var pending atomic.Int32
-	pending.Store(int32(len(checks)))
+	var wg sync.WaitGroup
+	wg.Go(func() { redisErr = s.deps.Redis.Ping(ctx).Err() })
 	for i, c := range checks {
-		go func() {
-			errs[i] = c.fn(ctx)
-			if pending.Add(-1) == 0 {
-				close(done)
-			}
-		}()
+		wg.Go(func() { errs[i] = c.fn(ctx) })
 	}
-	<-done
+	wg.Wait()
 	var failed []string
 	for i, err := range errs {
 		if err != nil {
