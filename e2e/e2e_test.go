@@ -46,18 +46,19 @@ func TestMain(m *testing.M) {
 // stack is one isolated flashsale deployment: its own database and task
 // queue on the shared services, and a worker process.
 type stack struct {
-	t   *testing.T
-	env []string
+	t     *testing.T
+	env   []string
+	queue string // TASK_QUEUE in env
 }
 
 func newStack(t *testing.T, paymentTimeout time.Duration) *stack {
 	t.Helper()
-	id := testenv.UniqueID(t)
-	s := &stack{t: t, env: append(os.Environ(),
+	queue := "e2e-" + testenv.UniqueID(t)
+	s := &stack{t: t, queue: queue, env: append(os.Environ(),
 		"MYSQL_DSN="+testenv.MySQLDSN(t),
 		"REDIS_ADDR="+testenv.RedisAddr(),
 		"TEMPORAL_ADDRESS="+testenv.TemporalAddress(),
-		"TASK_QUEUE=e2e-"+id,
+		"TASK_QUEUE="+queue,
 		"PAYMENT_TIMEOUT="+paymentTimeout.String(),
 	)}
 	s.requireTemporal()

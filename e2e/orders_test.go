@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,17 +24,11 @@ type orderService struct {
 
 func newOrderService(t *testing.T, s *stack) *orderService {
 	t.Helper()
-	queue := ""
-	for _, kv := range s.env {
-		if v, ok := strings.CutPrefix(kv, "TASK_QUEUE="); ok {
-			queue = v
-		}
-	}
 	c, err := client.Dial(client.Options{HostPort: testenv.TemporalAddress(),
 		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	return &orderService{svc: &orders.Service{Temporal: c, TaskQueue: queue}}
+	return &orderService{svc: &orders.Service{Temporal: c, TaskQueue: s.queue}}
 }
 
 func (o *orderService) place(orderID, user, sku string) (workflows.Reservation, error) {

@@ -3,11 +3,9 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -18,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/loadgen"
 )
 
 // crowd is a sale's buyers. Unlike loadgen, a buyer whose request failed
@@ -270,21 +269,7 @@ func (c *crowd) pay(ctx context.Context, orderID, txn string, amount int64, stat
 }
 
 func (c *crowd) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, err
+	return loadgen.Do(ctx, c.client, method, c.base+path, body, hdr)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

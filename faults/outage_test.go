@@ -4,7 +4,6 @@ package faults
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -93,13 +92,8 @@ func TestRedisUnreachable(t *testing.T) {
 // mysqlInt runs a query answering one integer on the stack's database.
 func (s *stack) mysqlInt(ctx context.Context, query string, args ...any) int64 {
 	s.t.Helper()
-	db, err := sql.Open("mysql", s.dsn)
-	if err != nil {
-		s.t.Fatalf("open mysql: %v", err)
-	}
-	defer db.Close()
 	var n int64
-	if err := db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
 		s.t.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -147,18 +141,13 @@ func (s *stack) explainRedis(ctx context.Context, sku string) {
 		return
 	}
 	degraded := map[string]bool{}
-	sqlDB, err := sql.Open("mysql", s.dsn)
-	if err == nil {
-		defer sqlDB.Close()
-		rows, err := sqlDB.QueryContext(ctx, "SELECT order_id FROM orders WHERE degraded = 1")
-		if err == nil {
-			for rows.Next() {
-				var id string
-				_ = rows.Scan(&id)
-				degraded[id] = true
-			}
-			_ = rows.Close()
+	if rows, err := s.db.QueryContext(ctx, "SELECT order_id FROM orders WHERE degraded = 1"); err == nil {
+		for rows.Next() {
+			var id string
+			_ = rows.Scan(&id)
+			degraded[id] = true
 		}
+		_ = rows.Close()
 	}
 	for id, units := range held {
 		s.t.Logf("redis marker: order %s holds %d; mysql %+v (present %v), degraded %v", id, units, db[id], db[id] != (orderRow{}), degraded[id])

@@ -20,14 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
-
 	"github.com/flashsale/flashsale/internal/audit"
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/devstack"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -94,6 +90,9 @@ type stack struct {
 
 	// workerEnv is stackOptions.workerEnv, kept for worker restarts.
 	workerEnv []string
+	// db is the stack's database for the suite's own queries; the pool
+	// reconnects after a MariaDB restart.
+	db *sql.DB
 }
 
 func newStack(t *testing.T, opts stackOptions) *stack {
@@ -109,6 +108,12 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		}
 	}
 	s.dsn = freshDatabase(t, server, "flashsale_faults_"+s.id)
+	db, err := sql.Open("mysql", s.dsn)
+	if err != nil {
+		t.Fatalf("open mysql: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s.db = db
 
 	s.tPort, s.tUIPort = freePort(t), freePort(t)
 	s.tDBFile = filepath.Join(t.TempDir(), "temporal.db")
@@ -215,28 +220,40 @@ func (s *stack) startAPI() {
 
 func (s *stack) baseURL() string { return "http://" + s.apiAddr }
 
-// admin calls an admin endpoint and decodes the answer.
+// admin calls an admin endpoint and decodes the answer; a failure ends
+// the test.
 func (s *stack) admin(method, path string, body any) map[string]any {
 	s.t.Helper()
+	var out map[string]any
+	if err := s.adminCall(method, path, body, &out); err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return out
+}
+
+// adminCall calls an admin endpoint and decodes the answer into out. Unlike
+// admin it returns its error, so it may run off the test goroutine.
+func (s *stack) adminCall(method, path string, body, out any) error {
 	raw, _ := json.Marshal(body)
 	req, err := http.NewRequest(method, s.baseURL()+path, bytes.NewReader(raw))
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
+		return err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		s.t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
+		return fmt.Errorf("%s %s", resp.Status, b)
 	}
-	var out map[string]any
-	_ = json.Unmarshal(b, &out)
-	return out
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("decode %s: %w", b, err)
+	}
+	return nil
 }
 
 // createSKU defines the SKU and preheats its buckets through the admin API.
@@ -263,25 +280,16 @@ func (s *stack) starter(ctx context.Context, args ...string) (string, error) {
 }
 
 // deps opens fresh connections for the checker (the services may have been
-// restarted since the stack started).
+// restarted since the stack started), as the starter's check command does.
 func (s *stack) deps(ctx context.Context) (audit.Deps, func(), error) {
-	rdb := redis.NewClient(&redis.Options{Addr: s.redis.addr()})
-	orders, err := orderdb.Open(ctx, s.dsn)
+	b, err := backend.Connect(ctx, config.Config{
+		TemporalAddress: s.temporal.Address(), TemporalNamespace: "default",
+		RedisAddr: s.redis.addr(), MySQLDSN: s.dsn,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
-		_ = rdb.Close()
 		return audit.Deps{}, nil, err
 	}
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort: s.temporal.Address(), Namespace: "default",
-		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-	})
-	if err != nil {
-		_ = rdb.Close()
-		_ = orders.Close()
-		return audit.Deps{}, nil, err
-	}
-	closeAll := func() { tc.Close(); _ = orders.Close(); _ = rdb.Close() }
-	return audit.Deps{Stock: inventory.New(rdb, inventory.Options{}), Orders: orders, Temporal: tc}, closeAll, nil
+	return audit.Deps{Stock: b.Stock, Orders: b.Orders, Temporal: b.Temporal}, b.Close, nil
 }
 
 // settleAndCheck waits until the SKU has no unpaid order and no running
@@ -323,12 +331,7 @@ type orderRow struct {
 
 // dbOrders reads every order of the stack's database with its payments.
 func (s *stack) dbOrders(ctx context.Context) (map[string]orderRow, error) {
-	db, err := sql.Open("mysql", s.dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT o.order_id, o.status,
+	rows, err := s.db.QueryContext(ctx, `SELECT o.order_id, o.status,
 		COALESCE(SUM(p.status = 'CAPTURED'), 0), COALESCE(SUM(p.status = 'REFUND_REQUIRED'), 0)
 		FROM orders o LEFT JOIN payments p ON p.order_id = o.order_id GROUP BY o.order_id, o.status`)
 	if err != nil {

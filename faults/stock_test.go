@@ -3,10 +3,8 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -201,30 +199,13 @@ type restockAnswer struct {
 	OnSale      bool  `json:"on_sale"`
 }
 
-// restock calls the admin restock endpoint. Unlike admin it returns its
-// error, so it may run off the test goroutine.
+// restock calls the admin restock endpoint. It returns its error, so it
+// may run off the test goroutine.
 func (s *stack) restock(sku, requestID string, qty int64) (restockAnswer, error) {
-	raw, _ := json.Marshal(map[string]any{"quantity": qty, "request_id": requestID})
-	req, err := http.NewRequest(http.MethodPost, s.baseURL()+"/api/v1/admin/skus/"+sku+"/restock", bytes.NewReader(raw))
-	if err != nil {
-		return restockAnswer{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return restockAnswer{}, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return restockAnswer{}, fmt.Errorf("%s %s", resp.Status, b)
-	}
 	var a restockAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		return restockAnswer{}, fmt.Errorf("decode %s: %w", b, err)
-	}
-	return a, nil
+	err := s.adminCall(http.MethodPost, "/api/v1/admin/skus/"+sku+"/restock",
+		map[string]any{"quantity": qty, "request_id": requestID}, &a)
+	return a, err
 }
 
 // inventoryAnswer is GET /api/v1/inventory/{sku}.

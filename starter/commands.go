@@ -81,7 +81,6 @@ func runSKU(ctx context.Context, args []string) (any, error) {
 	return nil, usageError(fmt.Sprintf("unknown sku command %q: want create or preheat", args[0]))
 }
 
-// skuCreated is the output of sku create.
 // runSKUCreate creates or resets a SKU in MySQL and preheats Redis from it
 // in the same step, so Redis never keeps selling a previous sale's buckets.
 func runSKUCreate(ctx context.Context, args []string) (any, error) {
@@ -100,12 +99,9 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	if *stock < 0 || *price < 0 {
 		return nil, usageError("--stock and --price are required and must not be negative")
 	}
-	b, err := connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	return catalogOf(b).Define(ctx, orderdb.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit})
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return catalogOf(b).Define(ctx, orderdb.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit})
+	})
 }
 
 func catalogOf(b *backend.Backend) catalog.Catalog {
@@ -193,12 +189,9 @@ func runOrder(ctx context.Context, args []string) (any, error) {
 	if err := workflows.ValidateInput(in); err != nil {
 		return nil, invalid("%v", err)
 	}
-	b, err := connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	return orderService(b).Place(ctx, in)
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orderService(b).Place(ctx, in)
+	})
 }
 
 func runPay(ctx context.Context, args []string) (any, error) {
@@ -223,12 +216,9 @@ func runPay(ctx context.Context, args []string) (any, error) {
 	if *viaAPI != "" {
 		return payViaAPI(ctx, *viaAPI, callback{OrderID: *orderID, TransactionID: *txn, Amount: *amount, Status: *status})
 	}
-	b, err := connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	return orderService(b).Pay(ctx, *orderID, workflows.Payment{TransactionID: *txn, Amount: *amount})
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orderService(b).Pay(ctx, *orderID, workflows.Payment{TransactionID: *txn, Amount: *amount})
+	})
 }
 
 func runCancel(ctx context.Context, args []string) (any, error) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -56,8 +55,7 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 
 	progress := os.Stderr
 	fmt.Fprintln(progress, "flashsale demo: setting up (first run builds the Temporal server from the Go module proxy: ~3 minutes)")
-	st, err := demo.StartStack(ctx, demo.StackOptions{Config: cfg, TemporalDBFile: *temporalDB, Progress: progress,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	st, err := demo.StartStack(ctx, demo.StackOptions{Config: cfg, TemporalDBFile: *temporalDB, Progress: progress})
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,8 @@ type StackOptions struct {
 	TemporalDBFile string
 	// Progress receives start-up messages for a person (may be nil).
 	Progress io.Writer
-	Logger   *slog.Logger
+	// Logger receives the services' logs; nil logs errors only, to stderr.
+	Logger *slog.Logger
 }
 
 // Stack is a running flash-sale deployment in this process.
