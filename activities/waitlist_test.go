@@ -22,7 +22,7 @@ func TestWaitlistOfferActivities(t *testing.T) {
 
 	_, err := f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: a, Items: item})
 	require.NoError(t, err)
-	_, err = f.stock.JoinWaitlist(ctx, sku, "u-b")
+	_, err = f.stock.JoinWaitlist(ctx, sku, "u-b", 10)
 	require.NoError(t, err)
 
 	for range 2 { // a retry after a lost reply names the same user

@@ -20,12 +20,14 @@ import (
 //	fs:{sku:<sku>}:waitlist               FIFO list of user ids
 //	fs:{sku:<sku>}:waitlist:users         set of the same ids (join is idempotent)
 //	fs:{sku:<sku>}:offer:<released order> who got that order's units ("" = nobody)
+//	fs:{sku:<sku>}:waitlist:offers        hash: user id -> released order offered to them
 //
 // The hand-over itself (Transfer) touches only bucket slots: both orders'
 // markers of bucket i share bucket i's hash tag.
 
 func waitlistKey(sku string) string      { return "fs:{sku:" + sku + "}:waitlist" }
 func waitlistUsersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:users" }
+func waitlistOffersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:offers" }
 func offerKey(sku, releasedOrderID string) string {
 	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID
 }
@@ -43,9 +45,16 @@ var (
 	transferScript     = redis.NewScript(transferSrc)
 )
 
-// ErrNotSoldOut refuses a waitlist join while the SKU still has units on
-// open sale: the buyer should simply buy.
-var ErrNotSoldOut = errors.New("not sold out")
+// Waitlist errors.
+var (
+	// ErrNotSoldOut refuses a waitlist join while the SKU still has units
+	// on open sale: the buyer should simply buy.
+	ErrNotSoldOut = errors.New("not sold out")
+	// ErrWaitlistFull refuses a join when the list holds its capacity.
+	ErrWaitlistFull = errors.New("waitlist full")
+	// ErrNotWaiting: the user neither waits nor was offered a unit.
+	ErrNotWaiting = errors.New("not on the waitlist")
+)
 
 // WaitlistEntry is a user's place in a SKU's waitlist.
 type WaitlistEntry struct {
@@ -58,18 +67,19 @@ type WaitlistEntry struct {
 
 // JoinWaitlist queues userID for sku, once: a repeated join answers the
 // user's current position. Joining is allowed only when no bucket holds a
-// unit (ErrNotSoldOut otherwise) and the SKU is known (ErrUnknownSKU).
+// unit (ErrNotSoldOut otherwise), the SKU is known (ErrUnknownSKU) and
+// fewer than capacity users wait (ErrWaitlistFull).
 //
 // The sold-out check and the push are not one atomic step (the buckets live
 // in other slots); that race is harmless: a unit that comes back just after
 // the check is on open sale, where the waiting user may buy it too, and the
 // next released unit is offered to them anyway.
-func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string) (WaitlistEntry, error) {
+func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity int64) (WaitlistEntry, error) {
 	if err := validateSKU(sku); err != nil {
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
 	}
-	if userID == "" {
-		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, invalidf("empty user id"))
+	if userID == "" || capacity <= 0 {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, invalidf("user %q, capacity %d", userID, capacity))
 	}
 	st, err := s.Stock(ctx, sku)
 	if err != nil {
@@ -79,12 +89,15 @@ func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string) (WaitlistE
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d units on sale: %w", sku, st.Available, ErrNotSoldOut)
 	}
 	res, err := waitlistJoinScript.Run(ctx, s.rdb, []string{waitlistKey(sku), waitlistUsersKey(sku)},
-		userID, s.heldMs).Int64Slice()
+		userID, s.heldMs, capacity).Int64Slice()
 	if err != nil {
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
 	}
 	if len(res) != 2 {
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: unexpected reply %v", sku, res)
+	}
+	if res[0] < 0 {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d waiting: %w", sku, capacity, ErrWaitlistFull)
 	}
 	return WaitlistEntry{SKU: sku, UserID: userID, Position: res[0], Joined: res[1] == 1}, nil
 }
@@ -97,11 +110,46 @@ func (s *Store) PopWaitlist(ctx context.Context, sku, releasedOrderID string) (s
 		return "", fmt.Errorf("pop waitlist %s: %w", sku, err)
 	}
 	user, err := waitlistPopScript.Run(ctx, s.rdb,
-		[]string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, releasedOrderID)}, s.heldMs).Text()
+		[]string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, releasedOrderID), waitlistOffersKey(sku)},
+		s.heldMs, releasedOrderID).Text()
 	if err != nil {
 		return "", fmt.Errorf("pop waitlist %s for order %s: %w", sku, releasedOrderID, err)
 	}
 	return user, nil
+}
+
+// WaitlistPlace is where a user stands on a SKU's waitlist: waiting at
+// Position, or offered the units of the released order OfferedFrom.
+type WaitlistPlace struct {
+	Position    int64
+	OfferedFrom string
+}
+
+// WaitlistPlace looks userID up on sku's waitlist: their position while
+// they wait, else the released order whose units were offered to them (the
+// latest, if several), else ErrNotWaiting. Both reads are in the SKU's slot
+// and sent together.
+func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (WaitlistPlace, error) {
+	if err := validateSKU(sku); err != nil {
+		return WaitlistPlace{}, fmt.Errorf("waitlist place %s: %w", sku, err)
+	}
+	var pos *redis.IntCmd
+	var offer *redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		pos = p.LPos(ctx, waitlistKey(sku), userID, redis.LPosArgs{})
+		offer = p.HGet(ctx, waitlistOffersKey(sku), userID)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return WaitlistPlace{}, fmt.Errorf("waitlist place %s: %w", sku, err)
+	}
+	if n, err := pos.Result(); err == nil {
+		return WaitlistPlace{Position: n + 1}, nil
+	}
+	if from, err := offer.Result(); err == nil && from != "" {
+		return WaitlistPlace{OfferedFrom: from}, nil
+	}
+	return WaitlistPlace{}, fmt.Errorf("waitlist place %s of %s: %w", sku, userID, ErrNotWaiting)
 }
 
 // Transfer hands the qty units fromOrder holds in sku to toOrder, bucket by

@@ -4,15 +4,19 @@
 -- KEYS[1] FIFO list of user ids   fs:{sku:<sku>}:waitlist
 -- KEYS[2] set of waiting users    fs:{sku:<sku>}:waitlist:users
 -- KEYS[3] offer record            fs:{sku:<sku>}:offer:<released order id>
--- ARGV[1] TTL in ms of the offer record
+-- KEYS[4] offers by user          fs:{sku:<sku>}:waitlist:offers (hash)
+-- ARGV[1] TTL in ms of the offer records
+-- ARGV[2] the released order id
 --
 -- Returns the user id, or '' when nobody waits.
 --
 -- The offer record is what makes the pop idempotent: an activity retried
 -- after its reply was lost finds the record and gets the same user back
 -- instead of popping (and losing) the next one. "Nobody waited" is recorded
--- too, so a retry cannot turn a release into an offer after the fact. All
--- three keys share the SKU's hash tag, so this is one atomic step.
+-- too, so a retry cannot turn a release into an offer after the fact. The
+-- hash remembers, per user, the released order whose units they were
+-- offered, so a buyer can find their offer (GET .../waitlist/me). All four
+-- keys share the SKU's hash tag, so this is one atomic step.
 
 local offered = redis.call('GET', KEYS[3])
 if offered then
@@ -23,6 +27,8 @@ if not user then
   user = ''
 else
   redis.call('SREM', KEYS[2], user)
+  redis.call('HSET', KEYS[4], user, ARGV[2])
+  redis.call('PEXPIRE', KEYS[4], ARGV[1])
 end
 redis.call('SET', KEYS[3], user, 'PX', ARGV[1])
 return user

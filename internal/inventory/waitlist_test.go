@@ -2,6 +2,10 @@ package inventory
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,7 +14,7 @@ import (
 func TestWaitlistKeySlots(t *testing.T) {
 	sku := "sku-42"
 	slot := keySlot(bucketsKey(sku))
-	for _, k := range []string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, "order-{x}")} {
+	for _, k := range []string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, "order-{x}"), waitlistOffersKey(sku)} {
 		require.Equal(t, slot, keySlot(k), "waitlist key %s must share the SKU slot", k)
 	}
 }
@@ -20,26 +24,26 @@ func TestWaitlistJoin(t *testing.T) {
 	ctx := context.Background()
 	sku := newSKU(t, rdb)
 
-	_, err := s.JoinWaitlist(ctx, sku, "u1")
+	_, err := s.JoinWaitlist(ctx, sku, "u1", 10)
 	require.ErrorIs(t, err, ErrUnknownSKU)
 
 	_, err = s.Preheat(ctx, sku, 1, 4)
 	require.NoError(t, err)
-	_, err = s.JoinWaitlist(ctx, sku, "u1")
+	_, err = s.JoinWaitlist(ctx, sku, "u1", 10)
 	require.ErrorIs(t, err, ErrNotSoldOut, "a unit is on sale: buy it")
-	_, err = s.JoinWaitlist(ctx, sku, "")
+	_, err = s.JoinWaitlist(ctx, sku, "", 10)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 
 	_, err = s.Reserve(ctx, "A", sku, 1)
 	require.NoError(t, err)
-	e, err := s.JoinWaitlist(ctx, sku, "u1")
+	e, err := s.JoinWaitlist(ctx, sku, "u1", 10)
 	require.NoError(t, err)
 	require.Equal(t, WaitlistEntry{SKU: sku, UserID: "u1", Position: 1, Joined: true}, e)
-	e, err = s.JoinWaitlist(ctx, sku, "u2")
+	e, err = s.JoinWaitlist(ctx, sku, "u2", 10)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), e.Position)
 	// A repeated join keeps the place in line.
-	e, err = s.JoinWaitlist(ctx, sku, "u1")
+	e, err = s.JoinWaitlist(ctx, sku, "u1", 10)
 	require.NoError(t, err)
 	require.Equal(t, WaitlistEntry{SKU: sku, UserID: "u1", Position: 1, Joined: false}, e)
 	require.Equal(t, int64(2), rdb.LLen(ctx, waitlistKey(sku)).Val())
@@ -54,7 +58,7 @@ func TestWaitlistPopIdempotentPerRelease(t *testing.T) {
 	_, err = s.Reserve(ctx, "A", sku, 1)
 	require.NoError(t, err)
 	for _, u := range []string{"u1", "u2"} {
-		_, err := s.JoinWaitlist(ctx, sku, u)
+		_, err := s.JoinWaitlist(ctx, sku, u, 10)
 		require.NoError(t, err)
 	}
 
@@ -71,15 +75,86 @@ func TestWaitlistPopIdempotentPerRelease(t *testing.T) {
 	u, err = s.PopWaitlist(ctx, sku, "rel-3")
 	require.NoError(t, err)
 	require.Empty(t, u)
-	_, err = s.JoinWaitlist(ctx, sku, "u3")
+	_, err = s.JoinWaitlist(ctx, sku, "u3", 10)
 	require.NoError(t, err)
 	u, err = s.PopWaitlist(ctx, sku, "rel-3")
 	require.NoError(t, err)
 	require.Empty(t, u)
 	// A popped user may join again.
-	e, err := s.JoinWaitlist(ctx, sku, "u1")
+	e, err := s.JoinWaitlist(ctx, sku, "u1", 10)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), e.Position)
+}
+
+// TestWaitlistCapacity: concurrent joins never push the list past its
+// capacity; exactly capacity buyers get a place, the rest ErrWaitlistFull,
+// and a buyer already waiting keeps their answer when the list is full.
+func TestWaitlistCapacity(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	_, err := s.Preheat(ctx, sku, 1, 1)
+	require.NoError(t, err)
+	_, err = s.Reserve(ctx, "A", sku, 1)
+	require.NoError(t, err)
+
+	const capacity, joiners = 7, 50
+	var joined, full atomic.Int64
+	var wg sync.WaitGroup
+	for i := range joiners {
+		wg.Go(func() {
+			_, err := s.JoinWaitlist(ctx, sku, fmt.Sprintf("u%d", i), capacity)
+			switch {
+			case err == nil:
+				joined.Add(1)
+			case errors.Is(err, ErrWaitlistFull):
+				full.Add(1)
+			default:
+				t.Errorf("join u%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(capacity), joined.Load())
+	require.Equal(t, int64(joiners-capacity), full.Load())
+	require.Equal(t, int64(capacity), rdb.LLen(ctx, waitlistKey(sku)).Val())
+
+	first := rdb.LIndex(ctx, waitlistKey(sku), 0).Val()
+	e, err := s.JoinWaitlist(ctx, sku, first, capacity)
+	require.NoError(t, err, "a waiting buyer's repeat is answered even when full")
+	require.Equal(t, int64(1), e.Position)
+}
+
+// TestWaitlistPlace: a waiting buyer sees their position; once popped, the
+// released order whose units they were offered; anyone else ErrNotWaiting.
+func TestWaitlistPlace(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	_, err := s.Preheat(ctx, sku, 1, 1)
+	require.NoError(t, err)
+	_, err = s.Reserve(ctx, "A", sku, 1)
+	require.NoError(t, err)
+	for _, u := range []string{"u1", "u2"} {
+		_, err := s.JoinWaitlist(ctx, sku, u, 10)
+		require.NoError(t, err)
+	}
+	p, err := s.WaitlistPlace(ctx, sku, "u2")
+	require.NoError(t, err)
+	require.Equal(t, WaitlistPlace{Position: 2}, p)
+
+	u, err := s.PopWaitlist(ctx, sku, "A")
+	require.NoError(t, err)
+	require.Equal(t, "u1", u)
+	p, err = s.WaitlistPlace(ctx, sku, "u1")
+	require.NoError(t, err)
+	require.Equal(t, WaitlistPlace{OfferedFrom: "A"}, p)
+	p, err = s.WaitlistPlace(ctx, sku, "u2")
+	require.NoError(t, err)
+	require.Equal(t, WaitlistPlace{Position: 1}, p, "u2 moved up")
+
+	_, err = s.WaitlistPlace(ctx, sku, "mallory")
+	require.ErrorIs(t, err, ErrNotWaiting)
 }
 
 func TestTransfer(t *testing.T) {
