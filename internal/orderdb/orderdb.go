@@ -14,6 +14,7 @@ package orderdb
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -36,7 +37,37 @@ var (
 	// non-positive quantities, ...). Retrying it is pointless, so a Temporal
 	// activity should report it as non-retryable.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrTransactionConflict means the payment's transaction id is already
+	// recorded for another order. Nothing was written for this order, which
+	// is unchanged and still payable with another transaction; the money
+	// belongs to the order that recorded it first. The error is a
+	// *TransactionConflictError naming that order.
+	ErrTransactionConflict = errors.New("transaction already recorded for another order")
+	// ErrPermanent marks a database answer that will be the same on every
+	// retry (a CHECK constraint, a duplicate key no code path expects, a
+	// value out of range or too long, a broken foreign key). The statement
+	// rolled back. It is kept apart from ErrInvalidArgument because the
+	// caller's input may be fine: the stored data or the code is wrong, an
+	// operator has to look. Temporal activities report it as non-retryable
+	// unless they are compensation, which must keep trying. Deadlocks, lock
+	// wait timeouts and connection errors are never ErrPermanent.
+	ErrPermanent = errors.New("permanent database error")
 )
+
+// TransactionConflictError is the ErrTransactionConflict of one payment:
+// TransactionID was offered for OrderID but is recorded for RecordedFor.
+type TransactionConflictError struct {
+	TransactionID string
+	OrderID       string
+	RecordedFor   string
+}
+
+func (e *TransactionConflictError) Error() string {
+	return fmt.Sprintf("transaction %s is recorded for order %s, not order %s", e.TransactionID, e.RecordedFor, e.OrderID)
+}
+
+// Unwrap makes errors.Is(err, ErrTransactionConflict) hold.
+func (e *TransactionConflictError) Unwrap() error { return ErrTransactionConflict }
 
 // Status is the lifecycle state of an order.
 type Status string

@@ -298,7 +298,10 @@ func moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason s
 // ConfirmPayment applies money received for an order, exactly once per
 // transaction id, with the order row locked:
 //
-//   - txnID already recorded: its recorded outcome, Duplicate=true, no change.
+//   - txnID already recorded for this order: its recorded outcome,
+//     Duplicate=true, no change.
+//   - txnID already recorded for another order: a *TransactionConflictError
+//     (ErrTransactionConflict), nothing written, this order unchanged.
 //   - order PENDING_PAYMENT and amount equal: payment CAPTURED, frozen ->
 //     sold for every item (SELL journal), order PAID.
 //   - order PENDING_PAYMENT and amount different: ErrAmountMismatch, nothing
@@ -311,6 +314,8 @@ func moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason s
 // A payment that arrives after PayBy but before CloseOrder ran is captured:
 // the order workflow's CloseOrder, not the clock, decides expiry, and the
 // order lock makes exactly one of the two win.
+//
+// A database answer that no retry can change wraps ErrPermanent (classify).
 func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amount int64) (PaymentResult, error) {
 	if err := checkID("order id", orderID, maxIDLen); err != nil {
 		return PaymentResult{}, fmt.Errorf("confirm payment %s for order %s: %w", txnID, orderID, err)
@@ -345,7 +350,9 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 		switch {
 		case err == nil:
 			if prior.OrderID != orderID {
-				return fmt.Errorf("transaction already recorded for order %s: %w", prior.OrderID, ErrInvalidArgument)
+				// The money is the other order's; this order must stay
+				// as it is and payable with a transaction of its own.
+				return &TransactionConflictError{TransactionID: txnID, OrderID: orderID, RecordedFor: prior.OrderID}
 			}
 			res = PaymentResult{Order: toOrder(ord, items, pays), Payment: prior.toPayment(), Duplicate: true}
 			return nil
@@ -505,7 +512,7 @@ func (s *Store) AbandonOrder(ctx context.Context, orderID, reason string) (Order
 		// close it like any other.
 		return s.CloseOrder(ctx, orderID, StatusCancelled, reason)
 	case err != nil:
-		return Order{}, fmt.Errorf("abandon order %s: write tombstone: %w", orderID, err)
+		return Order{}, fmt.Errorf("abandon order %s: write tombstone: %w", orderID, classify(err, nil))
 	}
 	return toOrder(tomb, nil, nil), nil
 }
@@ -516,6 +523,12 @@ func (s *Store) AbandonOrder(ctx context.Context, orderID, reason string) (Order
 // stored, which may be CAPTURED if ConfirmPayment took that transaction, so
 // the caller must look at the returned Status before refunding. Inventory is
 // never touched.
+//
+// When the transaction id is stored for another order, nothing is recorded
+// for p.OrderID and the error is a *TransactionConflictError
+// (ErrTransactionConflict): that row is the other order's money, and
+// answering "refund" for it would refund the other order's sale. A database
+// answer that no retry can change wraps ErrPermanent.
 func (s *Store) RecordRefund(ctx context.Context, p Payment) (Payment, error) {
 	if err := checkID("transaction id", p.TransactionID, maxTxnIDLen); err != nil {
 		return Payment{}, fmt.Errorf("record refund %s for order %s: %w", p.TransactionID, p.OrderID, err)
@@ -540,11 +553,15 @@ func (s *Store) RecordRefund(ctx context.Context, p Payment) (Payment, error) {
 	// back rather than trusting the affected-rows count, which MariaDB's
 	// INSERT ... RETURNING (used by GORM) does not report for a no-op.
 	if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
-		return Payment{}, fmt.Errorf("record refund %s for order %s: %w", p.TransactionID, p.OrderID, err)
+		return Payment{}, fmt.Errorf("record refund %s for order %s: %w", p.TransactionID, p.OrderID, classify(err, nil))
 	}
 	var stored paymentRow
 	if err := db.Where("transaction_id = ?", p.TransactionID).Take(&stored).Error; err != nil {
-		return Payment{}, fmt.Errorf("record refund %s for order %s: %w", p.TransactionID, p.OrderID, err)
+		return Payment{}, fmt.Errorf("record refund %s for order %s: %w", p.TransactionID, p.OrderID, classify(err, nil))
+	}
+	if stored.OrderID != p.OrderID {
+		return Payment{}, fmt.Errorf("record refund %s for order %s: %w", p.TransactionID, p.OrderID,
+			&TransactionConflictError{TransactionID: p.TransactionID, OrderID: p.OrderID, RecordedFor: stored.OrderID})
 	}
 	return stored.toPayment(), nil
 }

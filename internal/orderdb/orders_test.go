@@ -300,7 +300,7 @@ func TestConfirmPayment(t *testing.T) {
 	t.Run("txn id reused for another order", func(t *testing.T) {
 		o := createOrder(t, s, "other", item("sku", 1))
 		_, err := s.ConfirmPayment(ctx, "other", "txn-1", o.Amount)
-		require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+		require.ErrorIs(t, err, orderdb.ErrTransactionConflict)
 		read, err := s.Order(ctx, "other")
 		require.NoError(t, err)
 		require.Equal(t, orderdb.StatusPendingPayment, read.Status)

@@ -39,6 +39,51 @@ const (
 	errDeadlock     = 1213 // ER_LOCK_DEADLOCK: InnoDB rolled the whole transaction back
 )
 
+// permanentErrors are the MySQL and MariaDB answers about the data itself:
+// the same statement on the same rows gets the same answer on every retry,
+// so retrying only holds an order (and its units) hostage. Anything else,
+// deadlocks (1213), lock wait timeouts (1205), a server shutting down or
+// read-only during a failover, connection errors, stays retryable. Schema
+// errors (unknown table or column) are left retryable on purpose too: they
+// come from a deployment out of step, which the next deployment fixes.
+var permanentErrors = map[uint16]string{
+	1048: "ER_BAD_NULL_ERROR",
+	1062: "ER_DUP_ENTRY",
+	1169: "ER_DUP_UNIQUE",
+	1216: "ER_NO_REFERENCED_ROW",
+	1217: "ER_ROW_IS_REFERENCED",
+	1264: "ER_WARN_DATA_OUT_OF_RANGE",
+	1265: "WARN_DATA_TRUNCATED",
+	1292: "ER_TRUNCATED_WRONG_VALUE",
+	1364: "ER_NO_DEFAULT_FOR_FIELD",
+	1366: "ER_TRUNCATED_WRONG_VALUE_FOR_FIELD",
+	1406: "ER_DATA_TOO_LONG",
+	1451: "ER_ROW_IS_REFERENCED_2",
+	1452: "ER_NO_REFERENCED_ROW_2",
+	1586: "ER_DUP_ENTRY_WITH_KEY_NAME",
+	1690: "ER_DATA_OUT_OF_RANGE",
+	3819: "ER_CHECK_CONSTRAINT_VIOLATED", // MySQL 8
+	4025: "ER_CONSTRAINT_FAILED",         // MariaDB CHECK
+}
+
+// classify marks err ErrPermanent when the server's answer can never
+// change (permanentErrors). expected says which errors the caller's own code
+// path handles (e.g. a duplicate key that means "a concurrent attempt won");
+// those are left as they are.
+func classify(err error, expected func(error) bool) error {
+	if err == nil || errors.Is(err, ErrPermanent) || (expected != nil && expected(err)) {
+		return err
+	}
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return err
+	}
+	if _, ok := permanentErrors[me.Number]; !ok {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrPermanent, err)
+}
+
 // maxTxAttempts bounds retries of a transaction that InnoDB aborted as a
 // deadlock victim. The abort rolls everything back, so rerunning is safe.
 const maxTxAttempts = 4
@@ -229,7 +274,8 @@ func (s *Store) DB() *gorm.DB { return s.db }
 
 // writeTx runs fn in a READ COMMITTED transaction and reruns it when InnoDB
 // picked it as a deadlock victim, or when retry(err) says another attempt
-// will take a different path (e.g. a unique-key race now visible).
+// will take a different path (e.g. a unique-key race now visible). An error
+// it returns is classified (classify): ErrPermanent when no rerun can help.
 //
 // READ COMMITTED because every decision is taken on rows locked with FOR
 // UPDATE or a conditional UPDATE anyway; it avoids the gap locks REPEATABLE
@@ -240,10 +286,10 @@ func (s *Store) writeTx(ctx context.Context, retry func(error) bool, fn func(tx 
 	for attempt := 1; ; attempt++ {
 		err := s.db.WithContext(ctx).Transaction(fn, opts)
 		if err == nil || attempt >= maxTxAttempts || ctx.Err() != nil {
-			return err
+			return classify(err, retry)
 		}
 		if !isMySQLError(err, errDeadlock) && (retry == nil || !retry(err)) {
-			return err
+			return classify(err, retry)
 		}
 		// Jitter so the two deadlocked transactions do not collide again.
 		time.Sleep(time.Duration(attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond)
