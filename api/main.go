@@ -2,8 +2,10 @@
 //
 // Configuration comes from the environment: the services like the worker
 // (internal/config), plus HTTP_ADDR (default :8080), WEBHOOK_SECRET (comma
-// separated, newest first) and ADMIN_TOKEN, which have no defaults, and
-// optionally BUY_RATE_PER_USER and EDGE_MAX_IN_FLIGHT. On SIGINT/SIGTERM it
+// separated, newest first), ADMIN_TOKEN and BUYER_JWT_SECRET or
+// BUYER_JWKS_URL (internal/identity), which have no defaults, and
+// optionally BUYER_JWT_AUDIENCE, BUYER_JWT_ISSUER, BUY_RATE_PER_USER,
+// EDGE_MAX_IN_FLIGHT and WAITLIST_PER_UNIT. On SIGINT/SIGTERM it
 // fails /readyz, stops accepting connections and lets in-flight requests
 // finish.
 //
@@ -28,6 +30,7 @@ import (
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/identity"
 )
 
 // shutdownGrace lets a buyer whose reservation is under way get the answer:
@@ -68,7 +71,11 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	defer b.Close()
-	api, err := httpapi.New(httpapi.FromBackend(b), apiCfg)
+	deps := httpapi.FromBackend(b)
+	if deps.Buyers, err = identity.NewVerifier(ctx, apiCfg.Identity); err != nil {
+		return err
+	}
+	api, err := httpapi.New(deps, apiCfg)
 	if err != nil {
 		return err
 	}

@@ -49,8 +49,9 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	secret = "whsec-bin-0123456789abcdef"
-	admin  = "admin-bin-0123456789abcdef"
+	secret      = "whsec-bin-0123456789abcdef"
+	admin       = "admin-bin-0123456789abcdef"
+	buyerSecret = "buyer-bin-0123456789abcdef-0123456789"
 )
 
 func freeAddr(t *testing.T) string {
@@ -100,11 +101,12 @@ func runBin(env []string, name string, args ...string) (stdout, stderr string, e
 }
 
 func TestRefusesToStartWithoutSecrets(t *testing.T) {
-	env := append(os.Environ(), "WEBHOOK_SECRET=", "ADMIN_TOKEN=", "HTTP_ADDR="+freeAddr(t))
+	env := append(os.Environ(), "WEBHOOK_SECRET=", "ADMIN_TOKEN=", "BUYER_JWT_SECRET=", "BUYER_JWKS_URL=", "HTTP_ADDR="+freeAddr(t))
 	_, stderr, err := runBin(env, "api")
 	require.Error(t, err)
 	require.Contains(t, stderr, "WEBHOOK_SECRET")
 	require.Contains(t, stderr, "ADMIN_TOKEN")
+	require.Contains(t, stderr, "BUYER_JWT_SECRET or BUYER_JWKS_URL must be set")
 }
 
 func TestBinariesEndToEnd(t *testing.T) {
@@ -119,6 +121,7 @@ func TestBinariesEndToEnd(t *testing.T) {
 		// Rotation under way: the starter signs with the first secret.
 		"WEBHOOK_SECRET="+secret+",whsec-previous-0123456789ab",
 		"ADMIN_TOKEN="+admin,
+		"BUYER_JWT_SECRET="+buyerSecret,
 	)
 	start(t, env, "worker")
 	api := start(t, env, "api")
@@ -148,15 +151,32 @@ func TestBinariesEndToEnd(t *testing.T) {
 		http.Header{"Authorization": {"Bearer " + admin}})
 	require.Equal(t, http.StatusOK, status)
 	order := "bin-o-" + id
-	status, out := call(http.MethodPost, "/api/v1/orders",
-		`{"order_id":"`+order+`","user_id":"bin-u-`+id+`","items":[{"sku_id":"`+sku+`","quantity":1}]}`, nil)
+	body := `{"order_id":"` + order + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
+	status, out := call(http.MethodPost, "/api/v1/orders", body, nil)
+	require.Equal(t, http.StatusUnauthorized, status, "no token: %v", out)
+	require.Equal(t, "UNAUTHENTICATED", out["code"])
+
+	// The buyer's token, as `starter token` mints it for the same secret.
+	stdout, stderr, err := runBin(env, "starter", "token", "--user", "bin-u-"+id)
+	require.NoError(t, err, stderr)
+	var tok struct {
+		UserID string `json:"user_id"`
+		Token  string `json:"token"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &tok))
+	require.Equal(t, "bin-u-"+id, tok.UserID)
+	buyer := http.Header{"Authorization": {"Bearer " + tok.Token}}
+	status, out = call(http.MethodPost, "/api/v1/orders", body, buyer)
 	require.Equal(t, http.StatusCreated, status, "%v", out)
+	status, out = call(http.MethodGet, "/api/v1/orders/"+order, "", buyer)
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	require.Equal(t, "bin-u-"+id, out["user_id"])
 
 	// The starter as payment provider, through the signed webhook.
-	_, stderr, err := runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-short-"+id, "--amount", "1")
+	_, stderr, err = runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-short-"+id, "--amount", "1")
 	require.Error(t, err)
 	require.Contains(t, stderr, `"code":"AMOUNT_MISMATCH"`)
-	stdout, stderr, err := runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-tx-"+id, "--amount", "1250")
+	stdout, stderr, err = runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-tx-"+id, "--amount", "1250")
 	require.NoError(t, err, stderr)
 	require.JSONEq(t, `{"order_id":"`+order+`","status":"PAID"}`, stdout)
 	stdout, _, err = runBin(env, "starter", "pay", "--via-api", base, "--order", order, "--txn", "bin-tx-"+id, "--amount", "1250")

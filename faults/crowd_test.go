@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/loadgen"
 )
 
@@ -50,6 +51,7 @@ type crowd struct {
 // clientOrder is what the buyer was told about one order.
 type clientOrder struct {
 	ID     string
+	User   string
 	Amount int64
 	PayBy  time.Time
 	Action string // pay, cancel, expire, deadline-pay
@@ -61,6 +63,16 @@ type clientOrder struct {
 	LateTxns map[string]bool
 	// DeadlineAnswer is the status answered to a payment sent at pay_by.
 	DeadlineAnswer string
+}
+
+// buyerAuth is user's Authorization header, minted with the suite's
+// BUYER_JWT_SECRET as the shop's login service would.
+func buyerAuth(user string) http.Header {
+	tok, err := (&identity.Minter{Secret: []byte(buyerSecret)}).Token(user, time.Hour)
+	if err != nil {
+		panic(err) // only an unusable secret fails, and the suite's is fixed
+	}
+	return http.Header{"Authorization": {"Bearer " + tok}}
 }
 
 func newCrowd(base, sku string, units int64, buyers int) *crowd {
@@ -104,7 +116,7 @@ func (c *crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 			}
 			_ = json.Unmarshal(body, &o)
 			got := c.reserved.Add(1)
-			co := &clientOrder{ID: o.OrderID, Amount: o.Amount, PayBy: o.PayBy, LateTxns: map[string]bool{}}
+			co := &clientOrder{ID: o.OrderID, User: user, Amount: o.Amount, PayBy: o.PayBy, LateTxns: map[string]bool{}}
 			roll := rng.Float64()
 			switch {
 			case got > c.units || roll < c.payShare:
@@ -136,11 +148,10 @@ func (c *crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 // it gets an answer that is not "try again".
 func (c *crowd) place(ctx context.Context, rng *rand.Rand, user, orderID string) (int, string, []byte) {
 	body, _ := json.Marshal(map[string]any{
-		"order_id": orderID, "user_id": user,
-		"items": []map[string]any{{"sku_id": c.sku, "quantity": 1}},
+		"order_id": orderID, "items": []map[string]any{{"sku_id": c.sku, "quantity": 1}},
 	})
 	for ctx.Err() == nil {
-		status, resp, err := c.do(ctx, http.MethodPost, "/api/v1/orders", body, nil)
+		status, resp, err := c.do(ctx, http.MethodPost, "/api/v1/orders", body, buyerAuth(user))
 		if err != nil {
 			// No answer: the order may exist. Same order id again.
 			c.connRetries.Add(1)
@@ -222,7 +233,7 @@ func (c *crowd) winner(ctx context.Context, o *clientOrder) {
 		c.oddCallbacks.Add(1)
 	case "cancel":
 		for ctx.Err() == nil {
-			status, _, err := c.do(ctx, http.MethodPost, "/api/v1/orders/"+o.ID+"/cancel", nil, nil)
+			status, _, err := c.do(ctx, http.MethodPost, "/api/v1/orders/"+o.ID+"/cancel", nil, buyerAuth(o.User))
 			if err == nil && status < 500 {
 				o.Cancelled = status == http.StatusOK
 				break

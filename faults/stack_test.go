@@ -30,6 +30,7 @@ import (
 const (
 	webhookSecret = "whsec-faults-0123456789abcdef"
 	adminToken    = "admin-faults-0123456789abcdef"
+	buyerSecret   = "buyer-faults-0123456789abcdef-0123456789"
 	// paymentTimeout is short so expiries (compensation) happen during the
 	// sale, not after it.
 	paymentTimeout = 5 * time.Second
@@ -143,6 +144,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		"HTTP_ADDR="+s.apiAddr,
 		"WEBHOOK_SECRET="+webhookSecret,
 		"ADMIN_TOKEN="+adminToken,
+		"BUYER_JWT_SECRET="+buyerSecret,
 	)
 	s.startWorker()
 	s.startAPI()

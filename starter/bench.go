@@ -190,18 +190,30 @@ func benchEdges(ctx context.Context, r *bench.Report, st *demo.Stack, whole benc
 		return err
 	}
 	body := func(i int) []byte {
-		return fmt.Appendf(nil, `{"order_id":"so-%s-%d","user_id":"u-%d","items":[{"sku_id":%q,"quantity":1}]}`, run, i, i, soldOut)
+		return fmt.Appendf(nil, `{"order_id":"so-%s-%d","items":[{"sku_id":%q,"quantity":1}]}`, run, i, soldOut)
 	}
+	// Many buyers, each with a token minted before the clock starts, as
+	// a crowd logged in before the sale would be; the hello-world ceiling
+	// gets the same headers.
+	tokens := make([]http.Header, 256)
+	for i := range tokens {
+		tok, err := st.Buyers.Token(fmt.Sprintf("u-%d", i), time.Hour)
+		if err != nil {
+			return err
+		}
+		tokens[i] = http.Header{"Authorization": {"Bearer " + tok}}
+	}
+	header := func(i int) http.Header { return tokens[i%len(tokens)].Clone() }
 	logf("HTTP: %d sold-out requests vs hello world", httpOps)
 	// Warm: the first buyer learns "sold out", every later one is shed.
-	_ = bench.HTTP(ctx, "warm", hc, st.URL+"/api/v1/orders", body, http.StatusConflict, 10, 1)
-	sold := bench.HTTP(ctx, "sold-out rejection via the API", hc, st.URL+"/api/v1/orders", body, http.StatusConflict, httpOps, conc)
+	_ = bench.HTTP(ctx, "warm", hc, st.URL+"/api/v1/orders", body, header, http.StatusConflict, 10, 1)
+	sold := bench.HTTP(ctx, "sold-out rejection via the API", hc, st.URL+"/api/v1/orders", body, header, http.StatusConflict, httpOps, conc)
 	hello := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = w.Write([]byte("hello"))
 	}))
 	defer hello.Close()
-	hw := bench.HTTP(ctx, "hello-world handler (ceiling)", hc, hello.URL, body, http.StatusOK, httpOps, conc)
+	hw := bench.HTTP(ctx, "hello-world handler (ceiling)", hc, hello.URL, body, header, http.StatusOK, httpOps, conc)
 	if sold.Errors > 0 {
 		return fmt.Errorf("sold-out path: %d errors: %s", sold.Errors, sold.FirstError)
 	}

@@ -10,6 +10,7 @@
 //	starter pay --order ID --txn T --amount MINOR [--via-api URL [--status SUCCESS|FAILED]]
 //	starter cancel --order ID
 //	starter status --order ID
+//	starter token --user U [--ttl 1h]
 //	starter demo [--units N --buyers N ...]   (prints a table for a person)
 //
 // Configuration comes from the same environment variables as the worker.
@@ -44,6 +45,7 @@ func commands() []command {
 		{"pay", "pay an order", runPay},
 		{"cancel", "cancel an unpaid order", runCancel},
 		{"status", "show an order", runStatus},
+		{"token", "print a buyer token for --user (BUYER_JWT_SECRET), for the HTTP API", runToken},
 		{"bench", "measure the hot paths beside their ceilings; writes docs/bench", runBench},
 		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},

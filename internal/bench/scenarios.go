@@ -131,13 +131,17 @@ func Ceiling(ctx context.Context, c client.Client, queue, run string, n, conc in
 	})
 }
 
-// HTTP measures n POSTs to url, the i-th with body(i), and counts any
-// status other than want as an error.
-func HTTP(ctx context.Context, name string, hc *http.Client, url string, body func(i int) []byte, want, n, conc int) Stat {
+// HTTP measures n POSTs to url, the i-th with body(i) and, when header is
+// not nil, header(i) (a buyer's token), and counts any status other than
+// want as an error.
+func HTTP(ctx context.Context, name string, hc *http.Client, url string, body func(i int) []byte, header func(i int) http.Header, want, n, conc int) Stat {
 	return Measure(ctx, name, n, conc, func(ctx context.Context, i int) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body(i)))
 		if err != nil {
 			return err
+		}
+		if header != nil {
+			req.Header = header(i)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)

@@ -84,7 +84,7 @@ func (st *Stack) Sale(ctx context.Context, o SaleOptions) (Summary, error) {
 	}
 	res, err := loadgen.Run(ctx, loadgen.Config{
 		BaseURL: st.URL, SKU: o.SKU, Units: o.Units, Buyers: o.Buyers, Concurrency: o.Concurrency,
-		WebhookSecret: st.Secret, PayShare: o.PayShare, CancelShare: o.CancelShare,
+		WebhookSecret: st.Secret, Tokens: st.Buyers, PayShare: o.PayShare, CancelShare: o.CancelShare,
 		DuplicateClickShare: o.DuplicateClickShare,
 		// Buyers keep trying until released units have come back: one
 		// payment timeout for the first winners, plus time for the buyers

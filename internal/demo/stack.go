@@ -25,6 +25,7 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/devstack"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/identity"
 )
 
 // StackOptions chooses the services.
@@ -42,13 +43,16 @@ type StackOptions struct {
 
 // Stack is a running flash-sale deployment in this process.
 type Stack struct {
-	Backend     *backend.Backend
-	API         *httpapi.Server
-	URL         string // the HTTP API's base URL
-	UIURL       string // Temporal Web UI base URL, when known
-	AdminToken  string
-	Secret      string // webhook secret
-	TemporalPID int    // 0 when Temporal is not our child process
+	Backend    *backend.Backend
+	API        *httpapi.Server
+	URL        string // the HTTP API's base URL
+	UIURL      string // Temporal Web UI base URL, when known
+	AdminToken string
+	Secret     string // webhook secret
+	// Buyers mints buyer tokens the API accepts: the demo plays the shop's
+	// login service too, with a secret of its own (BUYER_JWT_SECRET).
+	Buyers      *identity.Minter
+	TemporalPID int // 0 when Temporal is not our child process
 
 	stops []func()
 }
@@ -71,7 +75,8 @@ func Embedded(cfg config.Config, getenv func(string) string) config.Config {
 // StartStack starts what is missing, connects, and serves the worker and the
 // API on a loopback port. Close stops everything it started.
 func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
-	st = &Stack{AdminToken: randomHex(16), Secret: randomHex(24)}
+	buyerKey := identity.Config{Secret: []byte(randomHex(32))}
+	st = &Stack{AdminToken: randomHex(16), Secret: randomHex(24), Buyers: &identity.Minter{Secret: buyerKey.Secret}}
 	defer func() {
 		if err != nil {
 			st.Close()
@@ -131,8 +136,12 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	}
 	st.stops = append(st.stops, w.Stop)
 
-	api, err := httpapi.New(httpapi.FromBackend(b), httpapi.Config{
-		Addr: "127.0.0.1:0", WebhookSecrets: []string{st.Secret}, AdminToken: st.AdminToken,
+	deps := httpapi.FromBackend(b)
+	if deps.Buyers, err = identity.NewVerifier(ctx, buyerKey); err != nil {
+		return nil, err
+	}
+	api, err := httpapi.New(deps, httpapi.Config{
+		Addr: "127.0.0.1:0", WebhookSecrets: []string{st.Secret}, AdminToken: st.AdminToken, Identity: buyerKey,
 		// A demo crowd hammers from one machine; the per-user rate limit
 		// stays on (each buyer is its own user) at its default.
 		BuyRate: 5, MaxInFlight: 64,

@@ -217,8 +217,17 @@ func New(rdb redis.UniversalClient, stock *inventory.Store, opts Options) *Gate 
 // placedKey marks an order id as placed; its value is the buyer's user id.
 func placedKey(orderID string) string { return "fs:placed:" + orderID }
 
-// rateKey is the per-user buy budget (redis_rate prefixes "rate:").
-func rateKey(userID string) string { return "fs:buy:" + userID }
+// rateKey is a user's budget for one kind of request (redis_rate prefixes
+// "rate:"): buys and waitlist joins are counted apart, so queueing does not
+// cost a buyer their next buy.
+func rateKey(scope, userID string) string { return "fs:" + scope + ":" + userID }
+
+// Rate-limit scopes.
+const (
+	scopeBuy = "buy"
+	// ScopeWaitlist counts waitlist joins (see RateLimit).
+	ScopeWaitlist = "waitlist"
+)
 
 // Ticket is an admitted request. Done must be called once the order's
 // placement has answered, to give its in-flight units back.
@@ -251,6 +260,13 @@ func (g *Gate) Admit(ctx context.Context, req Request) (*Ticket, error) {
 		return g.admitDegraded(ctx, items)
 	}
 	t, err := g.admitRedis(ctx, req, items)
+	if err != nil && ctx.Err() != nil {
+		// The buyer hung up mid-call: the failure is theirs, and says
+		// nothing about Redis (a dial cut short reads like a network
+		// error). Neither the guard nor the degraded path hears of it.
+		done(nil)
+		return nil, fmt.Errorf("admit order %s: %w", req.OrderID, context.Cause(ctx))
+	}
 	done(err)
 	if errors.Is(err, ErrUnavailable) && g.opts.DBAvailable != nil {
 		// Whatever this request did in Redis before it failed (a window
@@ -273,14 +289,14 @@ func (g *Gate) admitRedis(ctx context.Context, req Request, items []Item) (*Tick
 		case err == nil:
 			return g.duplicate(ctx, req, owner)
 		case !errors.Is(err, redis.Nil):
-			return nil, g.unavailable(fmt.Errorf("read placed marker of order %s: %w", req.OrderID, err))
+			return nil, g.unavailable(ctx, fmt.Errorf("read placed marker of order %s: %w", req.OrderID, err))
 		}
 	}
 
 	if err := g.shedLocal(items, g.inflight, g.opts.MaxInFlight); err != nil {
 		return nil, err
 	}
-	if err := g.rateLimit(ctx, req.UserID); err != nil {
+	if err := g.RateLimit(ctx, scopeBuy, req.UserID); err != nil {
 		return nil, err
 	}
 
@@ -312,17 +328,21 @@ func (g *Gate) duplicate(ctx context.Context, req Request, owner string) (*Ticke
 		g.stats.idConflicts.Add(1)
 		return nil, fmt.Errorf("order %s: %w", req.OrderID, ErrIDConflict)
 	}
-	if err := g.rateLimit(ctx, req.UserID); err != nil {
+	if err := g.RateLimit(ctx, scopeBuy, req.UserID); err != nil {
 		return nil, err
 	}
 	g.stats.duplicates.Add(1)
 	return &Ticket{g: g, window: g.inflight, Duplicate: true}, nil
 }
 
-func (g *Gate) rateLimit(ctx context.Context, userID string) error {
-	res, err := g.limiter.Allow(ctx, rateKey(userID), redis_rate.PerSecond(g.opts.BuyRate))
+// RateLimit spends one of userID's requests of scope (shared by every
+// instance through Redis, at the buy rate): a RetryError wrapping
+// ErrRateLimited when none is left, ErrUnavailable when Redis did not
+// answer.
+func (g *Gate) RateLimit(ctx context.Context, scope, userID string) error {
+	res, err := g.limiter.Allow(ctx, rateKey(scope, userID), redis_rate.PerSecond(g.opts.BuyRate))
 	if err != nil {
-		return g.unavailable(fmt.Errorf("rate limit: %w", err))
+		return g.unavailable(ctx, fmt.Errorf("rate limit: %w", err))
 	}
 	if res.Allowed == 0 {
 		g.stats.rateLimited.Add(1)
@@ -363,7 +383,7 @@ func (g *Gate) admit(ctx context.Context, req Request, items []Item) (*Ticket, e
 	case errors.Is(err, redis.Nil):
 	case err != nil:
 		t.release()
-		return nil, g.unavailable(fmt.Errorf("write placed marker of order %s: %w", req.OrderID, err))
+		return nil, g.unavailable(ctx, fmt.Errorf("write placed marker of order %s: %w", req.OrderID, err))
 	default:
 		// A concurrent repeat of the same id won; it starts the workflow.
 		t.release()
@@ -386,7 +406,7 @@ func (g *Gate) admitItem(ctx context.Context, it Item) (admission, error) {
 			return 0, fmt.Errorf("sku %s: %w", it.SKU, ErrUnknownSKU)
 		}
 		if err != nil {
-			return 0, g.unavailable(err)
+			return 0, g.unavailable(ctx, err)
 		}
 		if av.SoldOut {
 			// The Redis flag, read in the same round trip as the stock.
@@ -435,7 +455,7 @@ func (g *Gate) admitDegradedItem(ctx context.Context, it Item) (admission, error
 			return 0, fmt.Errorf("sku %s: %w", it.SKU, ErrUnknownSKU)
 		}
 		if err != nil {
-			return 0, g.unavailable(err)
+			return 0, g.unavailable(ctx, err)
 		}
 		if units == 0 {
 			g.cache.set(it.SKU, tok, time.Now())
@@ -476,7 +496,12 @@ func (g *Gate) busy() error {
 	return &RetryError{Err: ErrBusy, After: g.opts.BusyRetryAfter}
 }
 
-func (g *Gate) unavailable(err error) error {
+// unavailable marks err as Redis (or MySQL) not answering, unless the
+// request's own context ended: a buyer who hung up is not an outage.
+func (g *Gate) unavailable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
 	g.stats.unavailable.Add(1)
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/redisguard"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ func newFixture(t testing.TB) *fixture {
 	f := &fixture{t: t, rdb: rdb, stock: inventory.New(rdb, inventory.Options{}), sku: "edge-" + id, id: id}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pattern := range []string{"fs:{sku:" + f.sku + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*"} {
+		for _, pattern := range []string{"fs:{sku:" + f.sku + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*", "rate:fs:waitlist:" + id + "*"} {
 			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				_ = rdb.Unlink(ctx, iter.Val()).Err()
@@ -307,4 +308,40 @@ func TestConcurrentAdmissionWastesNothing(t *testing.T) {
 	require.Zero(t, refused.Load(), "no admitted request was turned away by Redis")
 	t.Logf("requests %d, stats %+v", seq.Load(), g.Stats())
 	require.Equal(t, int64(units), g.Stats().Admitted)
+}
+
+// TestClientHangUpIsNotAnOutage: buyers who hang up while their request is
+// in Redis (a cancelled context: a dial cut short, a pool wait abandoned)
+// are answered with their own cancellation. The guard does not count them
+// as Redis failures and the gate does not take the MySQL-only path, so a
+// crowd of impatient clients cannot push a healthy Redis out of service.
+func TestClientHangUpIsNotAnOutage(t *testing.T) {
+	f := newFixture(t)
+	f.preheat(5)
+	// A client of its own with no pooled connection: each call must dial,
+	// and a dial under a cancelled context fails like a network error.
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	guard := redisguard.New(redisguard.Options{Failures: 2, Cooldown: time.Hour})
+	mysql := &mysqlStock{known: true}
+	mysql.units.Store(5)
+	g := New(rdb, inventory.New(rdb, inventory.Options{}), Options{Guard: guard, DBAvailable: mysql.available})
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 10 {
+		_, err := g.Admit(gone, f.req(i, 1))
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotErrorIs(t, err, ErrUnavailable)
+	}
+	require.True(t, guard.Up(), "client hang-ups must not open the Redis guard")
+	st := g.Stats()
+	require.Zero(t, st.Unavailable)
+	require.Zero(t, st.Degraded)
+	require.Zero(t, mysql.reads.Load(), "nothing was decided on MySQL's stock")
+
+	tk, err := g.Admit(context.Background(), f.req(100, 1))
+	require.NoError(t, err)
+	require.False(t, tk.Degraded, "the next buyer is served through Redis")
+	tk.Done(context.Background(), false)
 }

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"maps"
 	"net/http"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -139,7 +141,7 @@ func TestHealth(t *testing.T) {
 
 	// The same API with Redis unreachable is alive and ready, degraded:
 	// buy requests are decided on MySQL's stock (edge, "Redis down").
-	deps := httpapi.FromBackend(s.b)
+	deps := deps(t, s.b)
 	deadRedis := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = deadRedis.Close() })
 	deps.Redis, deps.Stock = deadRedis, inventory.New(deadRedis, inventory.Options{})
@@ -171,23 +173,39 @@ func TestConfig(t *testing.T) {
 	_, err = httpapi.LoadConfig(env(map[string]string{"WEBHOOK_SECRET": "short", "ADMIN_TOKEN": testAdmin}))
 	require.ErrorContains(t, err, "WEBHOOK_SECRET")
 
+	require.ErrorContains(t, err, "BUYER_JWT_SECRET or BUYER_JWKS_URL must be set", "buyers must be identified")
+
 	cfg, err := httpapi.LoadConfig(env(map[string]string{
-		"WEBHOOK_SECRET": testSecret + " , " + testOldSecret, "ADMIN_TOKEN": testAdmin,
-		"HTTP_ADDR": "127.0.0.1:9999", "BUY_RATE_PER_USER": "7", "EDGE_MAX_IN_FLIGHT": "4",
+		"WEBHOOK_SECRET": testSecret + " , " + testOldSecret, "ADMIN_TOKEN": testAdmin, "BUYER_JWT_SECRET": testBuyerKey,
+		"HTTP_ADDR": "127.0.0.1:9999", "BUY_RATE_PER_USER": "7", "EDGE_MAX_IN_FLIGHT": "4", "WAITLIST_PER_UNIT": "5",
+		"BUYER_JWT_AUDIENCE": "shop",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, []string{testSecret, testOldSecret}, cfg.WebhookSecrets)
 	require.Equal(t, "127.0.0.1:9999", cfg.Addr)
 	require.Equal(t, 7, cfg.BuyRate)
 	require.Equal(t, int64(4), cfg.MaxInFlight)
+	require.Equal(t, int64(5), cfg.WaitlistPerUnit)
+	require.Equal(t, identity.Config{Secret: []byte(testBuyerKey), Audience: "shop"}, cfg.Identity)
 
-	cfg, err = httpapi.LoadConfig(env(map[string]string{"WEBHOOK_SECRET": testSecret, "ADMIN_TOKEN": testAdmin}))
+	base := map[string]string{"WEBHOOK_SECRET": testSecret, "ADMIN_TOKEN": testAdmin, "BUYER_JWKS_URL": "https://idp.example/jwks.json"}
+	cfg, err = httpapi.LoadConfig(env(base))
 	require.NoError(t, err)
 	require.Equal(t, ":8080", cfg.Addr)
 	require.Equal(t, 5, cfg.BuyRate)
+	require.Equal(t, httpapi.DefaultWaitlistPerUnit, cfg.WaitlistPerUnit)
 
-	_, err = httpapi.LoadConfig(env(map[string]string{"WEBHOOK_SECRET": testSecret, "ADMIN_TOKEN": testAdmin, "BUY_RATE_PER_USER": "0"}))
-	require.ErrorContains(t, err, "BUY_RATE_PER_USER")
+	for k, v := range map[string]string{"BUY_RATE_PER_USER": "0", "WAITLIST_PER_UNIT": "-1", "BUYER_JWT_SECRET": "too-short"} {
+		bad := maps.Clone(base)
+		bad[k] = v
+		if k == "BUYER_JWT_SECRET" {
+			delete(bad, "BUYER_JWKS_URL")
+		}
+		_, err = httpapi.LoadConfig(env(bad))
+		require.ErrorContains(t, err, k)
+	}
 	_, err = httpapi.New(httpapi.Deps{}, httpapi.Config{AdminToken: testAdmin})
 	require.Error(t, err, "no server without a webhook secret")
+	_, err = httpapi.New(httpapi.Deps{}, httpapi.Config{AdminToken: testAdmin, WebhookSecrets: []string{testSecret}})
+	require.ErrorContains(t, err, "no buyer token verifier")
 }

@@ -32,7 +32,7 @@ func TestResizeBuckets(t *testing.T) {
 	}
 
 	// Released after the shrink, wherever its units were taken from.
-	r := api.call(http.MethodPost, "/api/v1/orders/"+order+"/cancel", nil, nil)
+	r := api.call(http.MethodPost, "/api/v1/orders/"+order+"/cancel", nil, adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, inventoryOut{SKU: sku, Total: 100, Available: 99, DBAvailable: 99, Frozen: 1, BucketCount: 4},

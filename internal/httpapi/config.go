@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/identity"
 )
 
 // Config holds the HTTP API's own settings; the services it talks to come
@@ -30,9 +31,21 @@ type Config struct {
 	// Not read from the environment: tests raise it to prove that Pub/Sub,
 	// not expiry, clears the cache.
 	LocalSoldOutTTL time.Duration
+	// Identity says which identity provider's buyer tokens to trust
+	// (BUYER_JWT_SECRET or BUYER_JWKS_URL; see internal/identity). The
+	// process builds its verifier from it (Deps.Buyers).
+	Identity identity.Config
+	// WaitlistPerUnit caps a SKU's waitlist at this many places per unit
+	// of its stock (WAITLIST_PER_UNIT, default 3): more waiting buyers than
+	// that will not see an offer this sale, and an unbounded list is a
+	// place for bots to hold every released unit.
+	WaitlistPerUnit int64
 	// Now is the clock for signature timestamps; nil means time.Now.
 	Now func() time.Time
 }
+
+// DefaultWaitlistPerUnit is WaitlistPerUnit's default.
+const DefaultWaitlistPerUnit int64 = 3
 
 // DefaultAddr is where the API listens unless HTTP_ADDR says otherwise.
 const DefaultAddr = ":8080"
@@ -41,11 +54,14 @@ const DefaultAddr = ":8080"
 // key or bearer token that short can be guessed.
 const minSecretLen = 16
 
-// LoadConfig reads the API settings. WEBHOOK_SECRET and ADMIN_TOKEN come only
-// from the environment and have no default: the API refuses to start
-// without them rather than run with a guessable one.
+// LoadConfig reads the API settings. WEBHOOK_SECRET, ADMIN_TOKEN and the
+// buyer token setting (BUYER_JWT_SECRET or BUYER_JWKS_URL) come only from the
+// environment and have no default: the API refuses to start without them
+// rather than run with a guessable one, or with buyers who are whoever they
+// say they are.
 func LoadConfig(getenv func(string) string) (Config, error) {
-	cfg := Config{Addr: DefaultAddr, BuyRate: edge.DefaultBuyRate, MaxInFlight: edge.DefaultMaxInFlight}
+	cfg := Config{Addr: DefaultAddr, BuyRate: edge.DefaultBuyRate, MaxInFlight: edge.DefaultMaxInFlight,
+		WaitlistPerUnit: DefaultWaitlistPerUnit}
 	if v := getenv("HTTP_ADDR"); v != "" {
 		cfg.Addr = v
 	}
@@ -58,6 +74,17 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg.AdminToken = getenv("ADMIN_TOKEN")
 	if len(cfg.AdminToken) < minSecretLen {
 		errs = append(errs, fmt.Errorf("ADMIN_TOKEN: must be set to at least %d characters", minSecretLen))
+	}
+	cfg.Identity, err = identity.LoadConfig(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if v := getenv("WAITLIST_PER_UNIT"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("WAITLIST_PER_UNIT=%q: want a positive integer", v))
+		}
+		cfg.WaitlistPerUnit = n
 	}
 	if v := getenv("BUY_RATE_PER_USER"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -107,6 +134,9 @@ func (c Config) validate() error {
 	}
 	if len(c.AdminToken) < minSecretLen {
 		return fmt.Errorf("admin token shorter than %d characters", minSecretLen)
+	}
+	if c.WaitlistPerUnit < 0 {
+		return errors.New("negative waitlist places per unit")
 	}
 	return nil
 }

@@ -96,11 +96,13 @@ func jsonKind(kind string) string {
 }
 
 // validID accepts the ids this API hands to Temporal, Redis and MySQL: 1 to
-// max characters of [A-Za-z0-9._:@-]. The narrow alphabet keeps out what
-// the layers below treat differently (trailing spaces MySQL ignores, braces
-// that break Redis hash tags, control characters, invalid UTF-8).
+// max characters of [A-Za-z0-9._:@-], not "." or "..". The narrow alphabet
+// keeps out what the layers below treat differently (trailing spaces MySQL
+// ignores, braces that break Redis hash tags, control characters, invalid
+// UTF-8); the dot segments would be resolved away in a URL path, so an order
+// named "." could be created but never read or cancelled.
 func validID(s string, max int) bool {
-	if len(s) == 0 || len(s) > max {
+	if len(s) == 0 || len(s) > max || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -117,7 +119,7 @@ func validID(s string, max int) bool {
 
 func checkID(field, v string, max int) error {
 	if !validID(v, max) {
-		return invalid(fmt.Sprintf("%s must be 1-%d characters of A-Z a-z 0-9 . _ : @ -", field, max))
+		return invalid(fmt.Sprintf("%s must be 1-%d characters of A-Z a-z 0-9 . _ : @ - (not . or ..)", field, max))
 	}
 	return nil
 }
@@ -149,8 +151,12 @@ func decodeOrder(body []byte) (workflows.OrderInput, error) {
 		}
 		in.OrderID = *req.OrderID
 	}
-	if err := checkID("user_id", req.UserID, workflows.MaxIDLength); err != nil {
-		return workflows.OrderInput{}, err
+	// user_id is optional: the buyer is the token's subject, and a body
+	// that names one must name the same (createOrder checks).
+	if req.UserID != "" {
+		if err := checkID("user_id", req.UserID, workflows.MaxIDLength); err != nil {
+			return workflows.OrderInput{}, err
+		}
 	}
 	for _, it := range req.Items {
 		if err := checkID("sku_id", it.SKU, workflows.MaxIDLength); err != nil {
@@ -158,11 +164,14 @@ func decodeOrder(body []byte) (workflows.OrderInput, error) {
 		}
 		in.Items = append(in.Items, workflows.Item{SKU: it.SKU, Quantity: it.Quantity})
 	}
-	// The workflow's own rules (item count, quantities, duplicates), with a
-	// placeholder id when the server will choose one.
+	// The workflow's own rules (item count, quantities, duplicates), with
+	// placeholders for what the server fills in.
 	check := in
 	if check.OrderID == "" {
 		check.OrderID = "placeholder"
+	}
+	if check.UserID == "" {
+		check.UserID = "placeholder"
 	}
 	if err := workflows.ValidateInput(check); err != nil {
 		return workflows.OrderInput{}, invalid(err.Error())

@@ -43,6 +43,12 @@ const (
 	codeUnavailable     = "UNAVAILABLE"
 	codeInternal        = "INTERNAL"
 	codeNotSoldOut      = "NOT_SOLD_OUT"
+	// Buyer identity (internal/identity) and the waitlist's bounds.
+	codeUnauthenticated     = "UNAUTHENTICATED"
+	codeUserMismatch        = "USER_MISMATCH"
+	codeWaitlistFull        = "WAITLIST_FULL"
+	codeNotOnWaitlist       = "NOT_ON_WAITLIST"
+	codeTransactionConflict = "TRANSACTION_CONFLICT"
 )
 
 // apiError is an answer the client may see in full. Handlers return it for
@@ -53,6 +59,8 @@ type apiError struct {
 	Code       string
 	Message    string
 	RetryAfter time.Duration
+	// challenge is the WWW-Authenticate header of a 401.
+	challenge string
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -92,6 +100,10 @@ func classify(err error) *apiError {
 			Message: "units remain but many buyers are ahead of you; retry shortly", RetryAfter: retryAfter}
 	case errors.Is(err, inventory.ErrNotSoldOut):
 		return e(http.StatusConflict, codeNotSoldOut, "units are on sale; buy one instead of waiting")
+	case errors.Is(err, inventory.ErrWaitlistFull):
+		return e(http.StatusConflict, codeWaitlistFull, "the waitlist of this sku is full")
+	case errors.Is(err, inventory.ErrNotWaiting):
+		return e(http.StatusNotFound, codeNotOnWaitlist, "you are not on this sku's waitlist and hold no offer from it")
 	case errors.Is(err, edge.ErrSoldOut):
 		return e(http.StatusConflict, codeSoldOut, "sold out")
 	case errors.Is(err, edge.ErrUnknownSKU), errors.Is(err, orderdb.ErrUnknownSKU), errors.Is(err, inventory.ErrUnknownSKU):
@@ -163,18 +175,27 @@ func rejection(reason string) *apiError {
 }
 
 // writeError answers with err's code and logs what the client does not see.
+// A client that has hung up gets nothing: the failure is its own doing (a
+// cancelled request context), the middleware logs it once as 499, and it
+// says nothing about Redis, MySQL or Temporal.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
 	ae := classify(err)
 	_, answered := errors.AsType[*apiError](err)
 	switch {
 	// An apiError is an answer a handler chose (and logged if it mattered);
 	// a 5xx from anything else is a failure somebody must look at.
-	case ae.Status >= 500 && !answered && !errors.Is(err, context.Canceled):
+	case ae.Status >= 500 && !answered:
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
 			"status", ae.Status, "code", ae.Code, "error", err)
 	default:
 		s.log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path,
 			"status", ae.Status, "code", ae.Code, "error", err)
+	}
+	if ae.challenge != "" {
+		w.Header().Set("WWW-Authenticate", ae.challenge)
 	}
 	if ae.RetryAfter > 0 {
 		// Whole seconds, rounded up: "0" would invite an instant retry.

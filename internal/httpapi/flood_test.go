@@ -132,6 +132,7 @@ func floodBuy(ctx context.Context, in *instance, orderID, user, sku string) (int
 		return 0, "", 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header["Authorization"] = buyerHeader(in.t, user)["Authorization"]
 	resp, err := in.client.Do(req)
 	if err != nil {
 		return 0, "", 0, err

@@ -26,9 +26,15 @@ type orderCreated struct {
 	PayBy   time.Time        `json:"pay_by"`
 }
 
-// createOrder is POST /api/v1/orders: validate, pass the edge, then place
-// the order with Update-with-Start and answer with its reservation.
+// createOrder is POST /api/v1/orders: authenticate, validate, pass the
+// edge, then place the order with Update-with-Start and answer with its
+// reservation. The buyer is the token's subject.
 func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
+	c, err := s.authenticate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	body, err := readBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -39,6 +45,11 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := c.claimedUser(in.UserID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in.UserID = c.buyer
 	clientID := in.OrderID != ""
 	if strings.HasPrefix(in.OrderID, workflows.WaitlistOrderPrefix) {
 		s.writeError(w, r, invalid("order ids starting with "+workflows.WaitlistOrderPrefix+" are reserved for waitlist offers"))
@@ -102,15 +113,32 @@ func (s *Server) orderID(r *http.Request) (string, error) {
 	return id, checkID("order id", id, workflows.MaxIDLength)
 }
 
-func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
+// ownOrder authenticates the request (admin token allowed) and reads the
+// order it names. Another buyer's order answers 404 ORDER_NOT_FOUND, as an
+// unknown id does, so nobody learns which ids exist.
+func (s *Server) ownOrder(ctx context.Context, r *http.Request) (workflows.OrderView, error) {
+	c, err := s.authenticate(r, true)
+	if err != nil {
+		return workflows.OrderView{}, err
+	}
 	id, err := s.orderID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return workflows.OrderView{}, err
 	}
+	view, err := s.deps.Orders.Status(ctx, id)
+	if err != nil {
+		return workflows.OrderView{}, err
+	}
+	if !c.owns(view.UserID) {
+		return workflows.OrderView{}, fmt.Errorf("order %s of another buyer: %w", id, orders.ErrNotFound)
+	}
+	return view, nil
+}
+
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
 	defer cancel()
-	view, err := s.deps.Orders.Status(ctx, id)
+	view, err := s.ownOrder(ctx, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -137,21 +165,18 @@ type statusResponse struct {
 // closed, including one already cancelled, answers 409 ORDER_CLOSED: the
 // buyer learns this request changed nothing.
 func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) {
-	id, err := s.orderID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
 	defer cancel()
 	// orders.Service.Cancel treats a repeated cancel as success (the CLI
-	// relies on that); the API reports it, so look first. Two cancels
-	// racing may both get 200; both asked for what happened.
-	view, err := s.deps.Orders.Status(ctx, id)
+	// relies on that); the API reports it, so look first (which also
+	// checks the order is the caller's). Two cancels racing may both get
+	// 200; both asked for what happened.
+	view, err := s.ownOrder(ctx, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	id := view.OrderID
 	if view.Status.Closed() {
 		s.writeError(w, r, fmt.Errorf("order %s is %s: %w", id, view.Status, orders.ErrClosed))
 		return

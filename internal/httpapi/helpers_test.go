@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
@@ -29,7 +30,20 @@ const (
 	testSecret    = "whsec-test-0123456789abcdef"
 	testOldSecret = "whsec-old-0123456789abcdef"
 	testAdmin     = "admin-test-0123456789abcdef"
+	testBuyerKey  = "buyer-test-0123456789abcdef-0123456789"
 )
+
+// buyers mints buyer tokens for testBuyerKey, as the shop's login service
+// would.
+var buyers = &identity.Minter{Secret: []byte(testBuyerKey)}
+
+// buyerHeader is the Authorization header of user's token.
+func buyerHeader(t *testing.T, user string) http.Header {
+	t.Helper()
+	tok, err := buyers.Token(user, time.Hour)
+	require.NoError(t, err)
+	return http.Header{"Authorization": {"Bearer " + tok}}
+}
 
 type stackOptions struct {
 	paymentTimeout time.Duration
@@ -85,7 +99,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	rdb := testenv.Redis(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*"} {
+		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*", "rate:fs:waitlist:" + id + "*"} {
 			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				_ = rdb.Unlink(ctx, iter.Val()).Err()
@@ -123,9 +137,19 @@ func (s *stack) apiConfig() httpapi.Config {
 // newInstance starts an API server on b, as another process would.
 func (s *stack) newInstance(b *backend.Backend) *instance {
 	s.t.Helper()
-	api, err := httpapi.New(httpapi.FromBackend(b), s.apiConfig())
+	api, err := httpapi.New(deps(s.t, b), s.apiConfig())
 	require.NoError(s.t, err)
 	return startInstance(s.t, api, true)
+}
+
+// deps are b's connections with the test buyers' token verifier.
+func deps(t *testing.T, b *backend.Backend) httpapi.Deps {
+	t.Helper()
+	d := httpapi.FromBackend(b)
+	v, err := identity.NewVerifier(t.Context(), identity.Config{Secret: []byte(testBuyerKey)})
+	require.NoError(t, err)
+	d.Buyers = v
+	return d
 }
 
 func startInstance(t *testing.T, api *httpapi.Server, waitSubscribed bool) *instance {
@@ -223,13 +247,22 @@ func (in *instance) putSKU(sku string, total, price int64, buckets, limit int) {
 	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
 }
 
+// buy places an order as user, with user's token.
 func (in *instance) buy(orderID, user, sku string, qty int64) response {
 	in.t.Helper()
-	body := map[string]any{"user_id": user, "items": []map[string]any{{"sku_id": sku, "quantity": qty}}}
+	return in.call(http.MethodPost, "/api/v1/orders", buyBody(in.t, orderID, user, sku, qty), buyerHeader(in.t, user))
+}
+
+// buyBody is a buy request; user goes into user_id unless it is empty.
+func buyBody(t *testing.T, orderID, user, sku string, qty int64) []byte {
+	body := map[string]any{"items": []map[string]any{{"sku_id": sku, "quantity": qty}}}
+	if user != "" {
+		body["user_id"] = user
+	}
 	if orderID != "" {
 		body["order_id"] = orderID
 	}
-	return in.call(http.MethodPost, "/api/v1/orders", mustJSON(in.t, body), nil)
+	return mustJSON(t, body)
 }
 
 // buyRetrying is a well-behaved client: it retries 429 BUSY (units remain,
@@ -265,11 +298,18 @@ func (in *instance) inventory(sku string) inventoryOut {
 	return out
 }
 
+// order reads an order as an operator (the admin token reads any order).
 func (in *instance) order(id string) map[string]any {
 	in.t.Helper()
-	r := in.call(http.MethodGet, "/api/v1/orders/"+id, nil, nil)
+	r := in.call(http.MethodGet, "/api/v1/orders/"+id, nil, adminHeader())
 	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
 	return r.json(in.t)
+}
+
+// cancel cancels an order as user.
+func (in *instance) cancel(user, id string) response {
+	in.t.Helper()
+	return in.call(http.MethodPost, "/api/v1/orders/"+id+"/cancel", nil, buyerHeader(in.t, user))
 }
 
 func (in *instance) metrics() httpapi.MetricsSnapshot {

@@ -66,7 +66,7 @@ func TestBuyReadAndDuplicate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uuid.Version(7), u.Version())
 
-	r = api.call(http.MethodGet, "/api/v1/orders/"+s.name("nope"), nil, nil)
+	r = api.call(http.MethodGet, "/api/v1/orders/"+s.name("nope"), nil, adminHeader())
 	require.Equal(t, http.StatusNotFound, r.status)
 	require.Equal(t, "ORDER_NOT_FOUND", r.code(t))
 
@@ -133,7 +133,8 @@ func TestBadBuyRequests(t *testing.T) {
 		{"overflowing quantity", `{` + user + `,"items":[{"sku_id":"` + sku + `","quantity":99999999999999999999}]}`, 400, "INVALID_REQUEST"},
 		{"no items", `{` + user + `,"items":[]}`, 400, "INVALID_REQUEST"},
 		{"same sku twice", `{` + user + `,"items":[` + item + `,` + item + `]}`, 400, "INVALID_REQUEST"},
-		{"no user", `{"items":[` + item + `]}`, 400, "INVALID_REQUEST"},
+		{"order id .", `{"order_id":".",` + user + `,"items":[` + item + `]}`, 400, "INVALID_REQUEST"},
+		{"order id ..", `{"order_id":"..",` + user + `,"items":[` + item + `]}`, 400, "INVALID_REQUEST"},
 		{"user as number", `{"user_id":7,"items":[` + item + `]}`, 400, "INVALID_REQUEST"},
 		{"empty order id", `{"order_id":"",` + user + `,"items":[` + item + `]}`, 400, "INVALID_REQUEST"},
 		{"oversized order id", `{"order_id":"` + strings.Repeat("o", 65) + `",` + user + `,"items":[` + item + `]}`, 400, "INVALID_REQUEST"},
@@ -146,7 +147,7 @@ func TestBadBuyRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := api.call(http.MethodPost, "/api/v1/orders", []byte(tt.body), nil)
+			r := api.call(http.MethodPost, "/api/v1/orders", []byte(tt.body), buyerHeader(t, s.name("u")))
 			require.Equal(t, tt.status, r.status, "%s", r.body)
 			require.Equal(t, tt.code, r.code(t))
 		})
@@ -179,7 +180,7 @@ func TestRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			r := s.api.call(tt.method, tt.path, nil, nil)
+			r := s.api.call(tt.method, tt.path, nil, adminHeader())
 			require.Equal(t, tt.status, r.status, "%s", r.body)
 			require.Equal(t, tt.code, r.code(t))
 			if tt.status == http.StatusMethodNotAllowed {
@@ -236,7 +237,7 @@ func TestCancel(t *testing.T) {
 	id := s.name("o1")
 	require.Equal(t, http.StatusCreated, api.buy(id, s.name("u1"), sku, 1).status)
 
-	r := api.call(http.MethodPost, "/api/v1/orders/"+id+"/cancel", nil, nil)
+	r := api.cancel(s.name("u1"), id)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Equal(t, map[string]any{"order_id": id, "status": "CANCELLED"}, r.json(t))
 	require.Equal(t, inventoryOut{SKU: sku, Total: 2, Available: 2, DBAvailable: 2, BucketCount: 2}, api.inventory(sku))
@@ -245,7 +246,7 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, "CANCELLED_BY_BUYER", o["reason"])
 
 	// Already cancelled: this request changed nothing.
-	r = api.call(http.MethodPost, "/api/v1/orders/"+id+"/cancel", nil, nil)
+	r = api.cancel(s.name("u1"), id)
 	require.Equal(t, http.StatusConflict, r.status)
 	require.Equal(t, "ORDER_CLOSED", r.code(t))
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
@@ -50,6 +51,9 @@ type Deps struct {
 	// DegradedMaxInFlight is the edge's window per SKU while Redis is
 	// down (DEGRADED_CONCURRENCY); zero means edge.DefaultDegradedMaxInFlight.
 	DegradedMaxInFlight int64
+	// Buyers verifies buyer tokens (built from Config.Identity by the
+	// process, which owns the JWKS refresh's lifetime). Required.
+	Buyers *identity.Verifier
 }
 
 // FromBackend takes the dependencies from open backend connections.
@@ -99,6 +103,12 @@ type Server struct {
 func New(deps Deps, cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("http api config: %w", err)
+	}
+	if deps.Buyers == nil {
+		return nil, errors.New("http api: no buyer token verifier")
+	}
+	if cfg.WaitlistPerUnit == 0 {
+		cfg.WaitlistPerUnit = DefaultWaitlistPerUnit
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
@@ -198,6 +208,7 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/payments/callback", map[string]http.HandlerFunc{http.MethodPost: s.paymentCallback})
 	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory})
 	route("/api/v1/skus/{sku}/waitlist", map[string]http.HandlerFunc{http.MethodPost: s.joinWaitlist})
+	route("/api/v1/skus/{sku}/waitlist/me", map[string]http.HandlerFunc{http.MethodGet: s.waitlistPlace})
 	route("/api/v1/admin/skus/{sku}", map[string]http.HandlerFunc{http.MethodPut: s.admin(s.putSKU)})
 	route("/api/v1/admin/skus/{sku}/preheat", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.preheat)})
 	route("/api/v1/admin/skus/{sku}/restock", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.restock)})
@@ -211,11 +222,18 @@ func (s *Server) routes() http.Handler {
 	return s.middleware(mux)
 }
 
-// middleware counts answers by status, sets headers every answer needs and
-// turns a panic into a logged 500 instead of a dropped connection.
+// statusClientClosed is nginx's 499 "client closed request": the client
+// hung up before its answer was ready, so none was sent. It appears in the
+// access log and the metrics, never on the wire.
+const statusClientClosed = 499
+
+// middleware counts answers by status, writes the access log, sets headers
+// every answer needs and turns a panic into a logged 500 instead of a
+// dropped connection.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
+		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -226,13 +244,31 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 					s.writeError(rec, r, fmt.Errorf("panic: %v", p))
 				}
 			}
-			s.metrics.count(rec.status)
+			status := rec.status
+			if status == 0 && r.Context().Err() != nil {
+				status = statusClientClosed
+			}
+			s.metrics.count(status)
+			s.accessLog(r, status, time.Since(start))
 		}()
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// accessLog writes one line per request. Ordinary answers are DEBUG (a
+// flood is millions of lines); a client that hung up is INFO, once, because
+// it is the client's doing, not a failure (those are logged at ERROR where
+// they happen).
+func (s *Server) accessLog(r *http.Request, status int, took time.Duration) {
+	level, msg := slog.LevelDebug, "request"
+	if status == statusClientClosed {
+		level, msg = slog.LevelInfo, "client closed request"
+	}
+	s.log.Log(r.Context(), level, msg, "method", r.Method, "path", r.URL.Path, "status", status,
+		"duration_ms", took.Milliseconds())
 }
 
 type statusRecorder struct {
@@ -272,14 +308,18 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	}
 }
 
+// isAdmin reports whether token is the operators' bearer token.
+func (s *Server) isAdmin(token string) bool {
+	// Comparing hashes keeps the time independent of the token's length
+	// as well as its content.
+	got := sha256.Sum256([]byte(token))
+	return token != "" && subtle.ConstantTimeCompare(got[:], s.adminHash[:]) == 1
+}
+
 // admin guards operator endpoints with the bearer token.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		// Comparing hashes keeps the time independent of the token's
-		// length as well as its content.
-		got := sha256.Sum256([]byte(token))
-		if !ok || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
+		if !s.isAdmin(identity.BearerToken(r.Header.Get("Authorization"))) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="flashsale-admin"`)
 			s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Code: codeUnauthorized,
 				Message: "missing or wrong admin bearer token"})

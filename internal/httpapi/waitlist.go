@@ -2,24 +2,28 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
+	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/workflows"
 )
 
-// waitlistRequest is the POST /api/v1/skus/{sku}/waitlist body.
+// waitlistRequest is the POST /api/v1/skus/{sku}/waitlist body. It may be
+// empty: the buyer is the token's subject, and user_id, if sent, must be
+// the same.
 type waitlistRequest struct {
 	UserID string `json:"user_id"`
 }
 
 func decodeWaitlist(body []byte) (waitlistRequest, error) {
 	var req waitlistRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return waitlistRequest{}, err
+	if len(body) == 0 {
+		return req, nil
 	}
-	// The same rule as a buy request's user_id: the offer becomes an order
-	// for this user, and its validation must not fail then.
-	if err := checkID("user_id", req.UserID, workflows.MaxIDLength); err != nil {
+	if err := decodeJSON(body, &req); err != nil {
 		return waitlistRequest{}, err
 	}
 	return req, nil
@@ -27,20 +31,38 @@ func decodeWaitlist(body []byte) (waitlistRequest, error) {
 
 // joinWaitlist is POST /api/v1/skus/{sku}/waitlist: a buyer answered
 // SOLD_OUT queues for the next unit an expired or cancelled order releases;
-// the unit becomes a PENDING_PAYMENT order for them (order id
-// "wl-<released order id>", findable by UserId in the Web UI). 201 when
-// queued now, 200 with the same place when already waiting; 409
-// NOT_SOLD_OUT while units are on open sale (buy them instead); 404
-// UNKNOWN_SKU.
+// the unit becomes a PENDING_PAYMENT order for them (GET .../waitlist/me
+// names it). 201 when queued now, 200 with the same place when already
+// waiting (one place per buyer); 409 NOT_SOLD_OUT while units are on open
+// sale (buy them instead); 409 WAITLIST_FULL past WaitlistPerUnit places
+// per unit of stock; 429 RATE_LIMITED like buys; 404 UNKNOWN_SKU.
 func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
+	c, err := s.authenticate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	sku, req, err := readSKURequest(w, r, decodeWaitlist)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := c.claimedUser(req.UserID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
 	defer cancel()
-	e, err := s.deps.Stock.JoinWaitlist(ctx, sku, req.UserID)
+	if err := s.gate.RateLimit(ctx, edge.ScopeWaitlist, c.buyer); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	capacity, err := s.waitlistCapacity(ctx, sku)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, err := s.deps.Stock.JoinWaitlist(ctx, sku, c.buyer, capacity)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -50,4 +72,56 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	s.writeJSON(w, r, status, e)
+}
+
+// waitlistCapacity is how many buyers may wait for sku: WaitlistPerUnit
+// per unit of the sale's stock (at least WaitlistPerUnit, so a sale of a
+// few units still has a line).
+func (s *Server) waitlistCapacity(ctx context.Context, sku string) (int64, error) {
+	inv, err := s.deps.Store.Inventory(ctx, sku)
+	if errors.Is(err, orderdb.ErrUnknownSKU) {
+		return 0, fmt.Errorf("waitlist capacity: %w", err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("waitlist capacity of %s: %w", sku, err)
+	}
+	return s.cfg.WaitlistPerUnit * max(inv.Total, 1), nil
+}
+
+// waitlistPlaceResponse is GET /api/v1/skus/{sku}/waitlist/me: the buyer's
+// position while waiting, or the order offered to them.
+type waitlistPlaceResponse struct {
+	SKU      string `json:"sku_id"`
+	UserID   string `json:"user_id"`
+	Position int64  `json:"position,omitempty"`
+	// OfferOrderID is the order a released unit became for this buyer: pay
+	// it (or read it with GET /api/v1/orders/{id}) before its pay_by.
+	OfferOrderID string `json:"offer_order_id,omitempty"`
+}
+
+// waitlistPlace is GET /api/v1/skus/{sku}/waitlist/me. 404 NOT_ON_WAITLIST
+// when the buyer neither waits nor was offered a unit.
+func (s *Server) waitlistPlace(w http.ResponseWriter, r *http.Request) {
+	c, err := s.authenticate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sku, err := skuParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	p, err := s.deps.Stock.WaitlistPlace(ctx, sku, c.buyer)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := waitlistPlaceResponse{SKU: sku, UserID: c.buyer, Position: p.Position}
+	if p.OfferedFrom != "" {
+		out.OfferOrderID = workflows.WaitlistOrderID(p.OfferedFrom)
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
 }

@@ -25,8 +25,8 @@ import (
 // The hand-over itself (Transfer) touches only bucket slots: both orders'
 // markers of bucket i share bucket i's hash tag.
 
-func waitlistKey(sku string) string      { return "fs:{sku:" + sku + "}:waitlist" }
-func waitlistUsersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:users" }
+func waitlistKey(sku string) string       { return "fs:{sku:" + sku + "}:waitlist" }
+func waitlistUsersKey(sku string) string  { return "fs:{sku:" + sku + "}:waitlist:users" }
 func waitlistOffersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:offers" }
 func offerKey(sku, releasedOrderID string) string {
 	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/identity"
 )
 
 // Config describes one sale.
@@ -33,6 +34,9 @@ type Config struct {
 	Buyers        int   // distinct users
 	Concurrency   int   // buyers acting at once
 	WebhookSecret string
+	// Tokens mints each buyer's bearer token, as the shop's login service
+	// would (the API's BUYER_JWT_SECRET).
+	Tokens *identity.Minter
 	// Shares of first-round winners (the first Units reservations) that
 	// pay, cancel; the rest let the payment deadline pass. Buyers who win a
 	// released unit always pay, so the sale converges instead of halving
@@ -107,8 +111,8 @@ type run struct {
 // Run plays the sale until every unit is paid or the deadline passes, then
 // waits for the winners' payments and cancels to finish.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.BaseURL == "" || cfg.SKU == "" || cfg.Buyers <= 0 || cfg.Units <= 0 {
-		return Result{}, errors.New("loadgen: BaseURL, SKU, Buyers and Units are required")
+	if cfg.BaseURL == "" || cfg.SKU == "" || cfg.Buyers <= 0 || cfg.Units <= 0 || cfg.Tokens == nil {
+		return Result{}, errors.New("loadgen: BaseURL, SKU, Buyers, Units and Tokens are required")
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 64
@@ -183,9 +187,15 @@ func (r *run) sample(ctx context.Context) (stop func()) {
 func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(n)))
 	user := fmt.Sprintf("user-%d", n)
+	// Logged in for the whole sale and the payment window after it.
+	token, err := r.cfg.Tokens.Token(user, r.cfg.Deadline+time.Hour)
+	if err != nil {
+		return
+	}
+	auth := http.Header{"Authorization": {"Bearer " + token}}
 	for ctx.Err() == nil && !r.soldOut.Load() {
 		orderID := uuid.Must(uuid.NewV7()).String()
-		status, code, body, err := r.placeWithClicks(ctx, rng, user, orderID)
+		status, code, body, err := r.placeWithClicks(ctx, rng, auth, orderID)
 		switch {
 		case err != nil:
 			sleep(ctx, 200*time.Millisecond)
@@ -201,7 +211,7 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 				r.allReservedAt.CompareAndSwap(0, int64(time.Since(r.start)))
 			}
 			firstRound := got <= r.cfg.Units
-			winners.Go(func() { r.winner(ctx, rng.Float64(), firstRound, o.OrderID, o.Amount) })
+			winners.Go(func() { r.winner(ctx, rng.Float64(), firstRound, auth, o.OrderID, o.Amount) })
 			return
 		case status == http.StatusTooManyRequests:
 			// Same order id next time would also be fine; a fresh one is
@@ -225,13 +235,12 @@ func retryAfter(code string, rng *rand.Rand) time.Duration {
 
 // placeWithClicks sends the order, sometimes twice at once with the same
 // order id, and returns the first answer.
-func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, user, orderID string) (int, string, []byte, error) {
+func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, auth http.Header, orderID string) (int, string, []byte, error) {
 	body, _ := json.Marshal(map[string]any{
-		"order_id": orderID, "user_id": user,
-		"items": []map[string]any{{"sku_id": r.cfg.SKU, "quantity": 1}},
+		"order_id": orderID, "items": []map[string]any{{"sku_id": r.cfg.SKU, "quantity": 1}},
 	})
 	if rng.Float64() >= r.cfg.DuplicateClickShare {
-		return r.place(ctx, body)
+		return r.place(ctx, auth, body)
 	}
 	r.dups.Add(1)
 	type answer struct {
@@ -243,7 +252,7 @@ func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, user, orderID
 	ch := make(chan answer, 2)
 	for range 2 {
 		go func() {
-			s, c, b, err := r.place(ctx, body)
+			s, c, b, err := r.place(ctx, auth, body)
 			ch <- answer{s, c, b, err}
 		}()
 	}
@@ -256,14 +265,14 @@ func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, user, orderID
 	return a.status, a.code, a.body, a.err
 }
 
-func (r *run) place(ctx context.Context, body []byte) (int, string, []byte, error) {
+func (r *run) place(ctx context.Context, auth http.Header, body []byte) (int, string, []byte, error) {
 	select {
 	case r.inflight <- struct{}{}:
 	case <-ctx.Done():
 		return 0, "", nil, ctx.Err()
 	}
 	t0 := time.Now()
-	status, respBody, err := r.do(ctx, http.MethodPost, "/api/v1/orders", body, nil)
+	status, respBody, err := r.do(ctx, http.MethodPost, "/api/v1/orders", body, auth)
 	<-r.inflight
 	if err != nil {
 		return 0, "", nil, err
@@ -286,7 +295,7 @@ func (r *run) place(ctx context.Context, body []byte) (int, string, []byte, erro
 }
 
 // winner pays, cancels, or walks away.
-func (r *run) winner(ctx context.Context, roll float64, firstRound bool, orderID string, amount int64) {
+func (r *run) winner(ctx context.Context, roll float64, firstRound bool, auth http.Header, orderID string, amount int64) {
 	// The winner acts even after the buying deadline: its order is real.
 	ctx = context.WithoutCancel(ctx)
 	switch {
@@ -298,7 +307,7 @@ func (r *run) winner(ctx context.Context, roll float64, firstRound bool, orderID
 			}
 		}
 	case roll < r.cfg.PayShare+r.cfg.CancelShare:
-		status, _, err := r.do(ctx, http.MethodPost, "/api/v1/orders/"+orderID+"/cancel", nil, nil)
+		status, _, err := r.do(ctx, http.MethodPost, "/api/v1/orders/"+orderID+"/cancel", nil, auth)
 		if err == nil && status == http.StatusOK {
 			r.cancelled.Add(1)
 		}

@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/flashsale/flashsale/internal/identity"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// caller is who sent a buyer request: a buyer, named by their token's
+// subject, or an operator holding the admin token (allowed where an
+// endpoint says so: reading and cancelling any order).
+type caller struct {
+	buyer string
+	admin bool
+}
+
+// owns reports whether the caller may see or change an order of userID.
+func (c caller) owns(userID string) bool { return c.admin || c.buyer == userID }
+
+// authenticate reads the bearer token. With allowAdmin, the admin token
+// is accepted too. A missing or bad token is 401 UNAUTHENTICATED; the
+// reason goes to the log only.
+func (s *Server) authenticate(r *http.Request, allowAdmin bool) (caller, error) {
+	token := identity.BearerToken(r.Header.Get("Authorization"))
+	if allowAdmin && s.isAdmin(token) {
+		return caller{admin: true}, nil
+	}
+	buyer, err := s.deps.Buyers.Buyer(token)
+	if err != nil {
+		s.log.DebugContext(r.Context(), "buyer token refused", "path", r.URL.Path, "error", err)
+		return caller{}, errUnauthenticated("missing, expired or invalid buyer token")
+	}
+	// The subject becomes Redis keys, MySQL rows and workflow search
+	// attributes: it must obey the same alphabet as a body's user_id did.
+	if !validID(buyer, workflows.MaxIDLength) {
+		return caller{}, errUnauthenticated("the token's subject is not a usable buyer id")
+	}
+	return caller{buyer: buyer}, nil
+}
+
+// claimedUser checks a body's optional user_id against the caller: it may
+// only repeat the token's subject.
+func (c caller) claimedUser(bodyUserID string) error {
+	if bodyUserID != "" && bodyUserID != c.buyer {
+		return &apiError{Status: http.StatusForbidden, Code: codeUserMismatch,
+			Message: "user_id differs from the buyer the token names; leave it out or send your own"}
+	}
+	return nil
+}
+
+func errUnauthenticated(msg string) error {
+	return &apiError{Status: http.StatusUnauthorized, Code: codeUnauthenticated, Message: msg,
+		challenge: `Bearer realm="flashsale"`}
+}
