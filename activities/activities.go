@@ -29,17 +29,50 @@ const (
 	ErrTypeAmountMismatch = "AmountMismatch"
 	ErrTypeOrderPaid      = "OrderPaid"
 	ErrTypeOrderClosed    = "OrderClosed"
-	ErrTypeInvalid        = "InvalidRequest"
+	// ErrTypeInvalid: input that can never succeed, or a database answer
+	// no retry can change (orderdb.ErrPermanent): the same statement would
+	// fail the same way forever, and retrying it only holds the order.
+	ErrTypeInvalid = "InvalidRequest"
 	// ErrTypeLimitExceeded: MySQL refused the order because the user would
 	// hold more units of a SKU than its per-user limit. The Redis units the
 	// order took are real (unlike StockDrift) and must be given back.
 	ErrTypeLimitExceeded = "LimitExceeded"
+	// ErrTypeTransactionConflict: the payment's transaction id is recorded
+	// for another order (TransactionConflictDetails names it). Nothing was
+	// written for this order; the money is the other order's, so it is
+	// neither captured nor refunded here.
+	ErrTypeTransactionConflict = "TransactionConflict"
 )
 
 // NonRetryableErrorTypes lists the types above, for retry policies.
 var NonRetryableErrorTypes = []string{
 	ErrTypeSoldOut, ErrTypeUnknownSKU, ErrTypeStockDrift, ErrTypeAmountMismatch,
 	ErrTypeOrderPaid, ErrTypeOrderClosed, ErrTypeInvalid, ErrTypeLimitExceeded,
+	ErrTypeTransactionConflict,
+}
+
+// TransactionConflictDetails is attached to a TransactionConflict error.
+type TransactionConflictDetails struct {
+	TransactionID string `json:"transaction_id"`
+	// RecordedFor is the order the transaction id belongs to.
+	RecordedFor string `json:"recorded_for"`
+}
+
+// paymentError turns the store's refusals of a payment into the workflow's
+// non-retryable types; anything else stays retryable, wrapped with op.
+func paymentError(op string, err error) error {
+	var conflict *orderdb.TransactionConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTransactionConflict, nil,
+			TransactionConflictDetails{TransactionID: conflict.TransactionID, RecordedFor: conflict.RecordedFor})
+	case errors.Is(err, orderdb.ErrAmountMismatch):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeAmountMismatch, nil)
+	case errors.Is(err, orderdb.ErrInvalidArgument), errors.Is(err, orderdb.ErrPermanent):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, nil)
+	default:
+		return fmt.Errorf("%s: %w", op, err)
+	}
 }
 
 // Activities holds the dependencies of the order activities. The workflow
@@ -312,7 +345,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSoldOut, nil)
 	case errors.Is(err, orderdb.ErrUnknownSKU):
 		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeUnknownSKU, nil)
-	case errors.Is(err, orderdb.ErrInvalidArgument):
+	case errors.Is(err, orderdb.ErrInvalidArgument), errors.Is(err, orderdb.ErrPermanent):
 		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, nil)
 	case errors.Is(err, orderdb.ErrLimitExceeded):
 		return CreateOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeLimitExceeded, nil)
@@ -369,19 +402,23 @@ type ConfirmPaymentResult struct {
 // payment, once per transaction id. A payment the order cannot take (closed,
 // or already paid by another transaction) is recorded for refund rather than
 // lost.
+//
+// Non-retryable answers: TransactionConflict (the transaction id is another
+// order's; nothing written), AmountMismatch, and InvalidRequest for input or
+// a database answer that no retry can change. Every other error is retried.
 func (a *Activities) ConfirmPayment(ctx context.Context, in ConfirmPaymentInput) (ConfirmPaymentResult, error) {
 	r, err := a.Orders.ConfirmPayment(ctx, in.OrderID, in.TransactionID, in.Amount)
-	switch {
-	case err == nil:
-		return ConfirmPaymentResult{
-			OrderStatus: r.Order.Status, PaymentStatus: r.Payment.Status,
-			Reason: r.Payment.Reason, Duplicate: r.Duplicate,
-		}, nil
-	case errors.Is(err, orderdb.ErrAmountMismatch):
-		return ConfirmPaymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeAmountMismatch, nil)
-	default:
-		return ConfirmPaymentResult{}, fmt.Errorf("confirm payment %s of order %s: %w", in.TransactionID, in.OrderID, err)
+	if err != nil {
+		if errors.Is(err, orderdb.ErrPermanent) {
+			a.logger(ctx).Error("payment refused by the database for good", "order_id", in.OrderID,
+				"transaction_id", in.TransactionID, "error", err)
+		}
+		return ConfirmPaymentResult{}, paymentError(fmt.Sprintf("confirm payment %s of order %s", in.TransactionID, in.OrderID), err)
 	}
+	return ConfirmPaymentResult{
+		OrderStatus: r.Order.Status, PaymentStatus: r.Payment.Status,
+		Reason: r.Payment.Reason, Duplicate: r.Duplicate,
+	}, nil
 }
 
 // CloseOrderInput closes an unpaid order.
@@ -431,6 +468,13 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 	case errors.Is(err, orderdb.ErrOrderClosed):
 		return CloseOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeOrderClosed, nil)
 	default:
+		if errors.Is(err, orderdb.ErrPermanent) {
+			// Still retried: compensation must never give up, the units
+			// have to come back once an operator repairs the data. The
+			// workflow shows the order STALLED meanwhile.
+			a.logger(ctx).Error("close order refused by the database; retrying until repaired",
+				"order_id", in.OrderID, "error", err)
+		}
 		return CloseOrderResult{}, fmt.Errorf("close order %s: %w", in.OrderID, err)
 	}
 }
@@ -443,20 +487,36 @@ type RecordRefundInput struct {
 	Reason        string `json:"reason"`
 }
 
-// RecordRefundResult is empty; it exists so fields can be added.
-type RecordRefundResult struct{}
+// RecordRefundResult is the payment as stored for the order. Histories
+// recorded before these fields existed decode it empty; the workflow reads
+// an empty PaymentStatus as REFUND_REQUIRED, which is all it could be then.
+type RecordRefundResult struct {
+	// PaymentStatus is REFUND_REQUIRED, or CAPTURED when the transaction
+	// had already paid this very order (a ConfirmPayment that committed
+	// after the workflow stopped waiting for it): the money is kept.
+	PaymentStatus orderdb.PaymentStatus `json:"payment_status,omitempty"`
+	// OrderID is the order the stored payment belongs to: always the
+	// input's, since another order's transaction is a TransactionConflict.
+	OrderID string `json:"order_id,omitempty"`
+}
 
 // RecordRefund records a payment as REFUND_REQUIRED, once per transaction
 // id. It never touches inventory: the money is owed back, no unit is sold.
+// A transaction id recorded for another order is a TransactionConflict and
+// records nothing: refunding it would refund the other order's sale.
 func (a *Activities) RecordRefund(ctx context.Context, in RecordRefundInput) (RecordRefundResult, error) {
-	_, err := a.Orders.RecordRefund(ctx, orderdb.Payment{
+	p, err := a.Orders.RecordRefund(ctx, orderdb.Payment{
 		TransactionID: in.TransactionID, OrderID: in.OrderID, Amount: in.Amount,
 		Status: orderdb.PaymentRefundRequired, Reason: in.Reason,
 	})
 	if err != nil {
-		return RecordRefundResult{}, fmt.Errorf("record refund %s of order %s: %w", in.TransactionID, in.OrderID, err)
+		if errors.Is(err, orderdb.ErrPermanent) {
+			a.logger(ctx).Error("refund refused by the database for good", "order_id", in.OrderID,
+				"transaction_id", in.TransactionID, "error", err)
+		}
+		return RecordRefundResult{}, paymentError(fmt.Sprintf("record refund %s of order %s", in.TransactionID, in.OrderID), err)
 	}
-	return RecordRefundResult{}, nil
+	return RecordRefundResult{PaymentStatus: p.Status, OrderID: p.OrderID}, nil
 }
 
 func orderSKUs(o orderdb.Order) []string {
