@@ -68,6 +68,14 @@ const (
 	StatusPaid           Status = "PAID"
 	StatusExpired        Status = "EXPIRED"
 	StatusCancelled      Status = "CANCELLED"
+	// StatusStalled: the order is being closed (expired, cancelled) but its
+	// compensation (CloseOrder in MySQL, the Redis release) has not finished
+	// within a minute of pay_by (or of starting, if later), because a
+	// dependency keeps failing. It keeps retrying, never gives up (the
+	// units must come back), and the order moves to its final status once
+	// it completes. An operator filters for it in the Web UI
+	// (OrderStatus = "STALLED"); the worker logs it at ERROR. Not closed.
+	StatusStalled Status = "STALLED"
 )
 
 // Closed reports whether the order can no longer change.
@@ -158,7 +166,16 @@ const (
 	RefundReasonOrderClosed    = "ORDER_CLOSED"
 	RefundReasonAlreadyPaid    = "ALREADY_PAID"
 	RefundReasonUnknownOrder   = "UNKNOWN_ORDER"
+	// RefundReasonPaymentFailed: the database refused the payment for good
+	// (a value it cannot store, a row that breaks its constraints). Nothing
+	// was captured; the money goes back, and the worker logged the cause at
+	// ERROR for an operator. The order is unchanged.
+	RefundReasonPaymentFailed = "PAYMENT_FAILED"
 )
+
+// PaymentReasonTransactionConflict is the Reason of a PaymentOutcome with
+// Conflict set: the transaction id is recorded for another order.
+const PaymentReasonTransactionConflict = "TRANSACTION_CONFLICT"
 
 // PaymentOutcome is the answer to UpdatePay.
 type PaymentOutcome struct {
@@ -169,10 +186,16 @@ type PaymentOutcome struct {
 	// Refund is RefundRequired when the money cannot be kept: the order had
 	// closed, was paid by another transaction, or the amount was wrong.
 	Refund string `json:"refund,omitempty"`
-	// Reason says why a refund is required.
+	// Reason says why a refund is required, or, with Conflict,
+	// PaymentReasonTransactionConflict.
 	Reason string `json:"reason,omitempty"`
 	// Duplicate is true when this transaction had been handled before.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Conflict is true when the transaction id is already recorded for
+	// another order: the money is that order's, so this order neither took
+	// it nor owes it back (Refund is empty). The order is unchanged and
+	// still payable with a transaction of its own.
+	Conflict bool `json:"conflict,omitempty"`
 }
 
 // CancelRequest is the SignalCancel payload.

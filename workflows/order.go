@@ -53,6 +53,10 @@ type order struct {
 	// is answered from here instead of being applied twice.
 	outcomes        map[string]PaymentOutcome
 	cancelRequested bool
+	// closedAs and closedReason are the status compensation ended in,
+	// restored after the order showed STALLED.
+	closedAs     Status
+	closedReason string
 }
 
 // ValidateInput checks an order before any stock moves. The starter and the
@@ -401,15 +405,35 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 		}
 		switch {
 		case len(o.pending) > 0:
+			if o.bounded(ctx) && !o.takesPayments(ctx) {
+				// Payments kept the order open past pay_by until its
+				// bound: no new one starts. Close; finish() settles the
+				// rest late.
+				return o.closeUnpaid(ctx)
+			}
 			// Money first: a payment that arrived together with a cancel
 			// or the deadline wins, because the buyer has paid.
 			p := o.pending[0]
 			o.pending = o.pending[1:]
-			if err := o.applyPayment(ctx, p); err != nil {
+			applied, err := o.applyPayment(ctx, p)
+			if err != nil {
 				return err
 			}
 			if o.view.Status == StatusPaid {
 				return nil
+			}
+			if !applied {
+				// The database did not answer by the payment's bound.
+				// The payment stays pending; CloseOrder's compare-and-set
+				// under the order lock decides whether it landed after
+				// all (the order is PAID) or not (finish() records it for
+				// refund).
+				o.pending = slices.Insert(o.pending, 0, p)
+				if ctx.Err() != nil {
+					dctx, _ := workflow.NewDisconnectedContext(ctx)
+					return o.close(dctx, StatusCancelled, "workflow cancelled by operator")
+				}
+				return o.closeUnpaid(ctx)
 			}
 		case o.cancelRequested:
 			return o.close(ctx, StatusCancelled, ReasonBuyerCancelled)
@@ -417,6 +441,15 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 			return o.close(ctx, StatusExpired, ReasonPaymentTimeout)
 		}
 	}
+}
+
+// closeUnpaid closes an order whose deadline has passed without payment:
+// cancelled if the buyer asked meanwhile, expired otherwise.
+func (o *order) closeUnpaid(ctx workflow.Context) error {
+	if o.cancelRequested {
+		return o.close(ctx, StatusCancelled, ReasonBuyerCancelled)
+	}
+	return o.close(ctx, StatusExpired, ReasonPaymentTimeout)
 }
 
 func (o *order) activityOptions(ctx workflow.Context, summary string) workflow.Context {
@@ -441,64 +474,68 @@ func backoff(initial, maxInterval time.Duration) *temporal.RetryPolicy {
 	}
 }
 
-// applyPayment handles one payment while the order is open.
-func (o *order) applyPayment(ctx workflow.Context, p Payment) error {
-	if p.Amount != o.view.Amount {
-		o.logger.Warn("payment amount mismatch", "transaction_id", p.TransactionID, "paid", p.Amount, "amount", o.view.Amount)
-		return o.refund(ctx, p, RefundReasonAmountMismatch)
+// close compensates an unpaid order (compensate). Its activities never give
+// up, because the units must come back; on a bounded order a watch shows the
+// order STALLED while compensation runs past its bound (watchStall), and the
+// final status is set once it completes.
+func (o *order) close(ctx workflow.Context, to Status, reason string) error {
+	if !o.bounded(ctx) {
+		return o.compensate(ctx, to, reason)
 	}
-	var res activities.ConfirmPaymentResult
-	err := workflow.ExecuteActivity(o.activityOptions(ctx, "confirm payment "+p.TransactionID), a.ConfirmPayment,
-		activities.ConfirmPaymentInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount}).Get(ctx, &res)
-	if err != nil {
-		return fmt.Errorf("confirm payment %s: %w", p.TransactionID, err)
+	stopWatch := o.watchStall(ctx, reason)
+	err := o.compensate(ctx, to, reason)
+	stopWatch()
+	if err == nil && o.view.Status == StatusStalled {
+		o.logger.Info("compensation completed after a stall", "status", o.closedAs)
+		o.setStatus(ctx, o.closedAs, o.closedReason)
 	}
-	out := PaymentOutcome{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: StatusPaid}
-	if res.PaymentStatus == orderdb.PaymentRefundRequired {
-		// The database saw the order closed or paid by someone else; it
-		// recorded the refund. Should not happen while the workflow owns
-		// the order, but the database is the guard.
-		out.Status = Status(res.OrderStatus)
-		out.Refund, out.Reason = RefundRequired, res.Reason
-		o.record(out)
-		return nil
-	}
-	o.record(out)
-	o.setStatus(ctx, StatusPaid, "")
-	return nil
+	return err
 }
 
-// refund records money the order cannot keep.
-func (o *order) refund(ctx workflow.Context, p Payment, reason string) error {
-	err := workflow.ExecuteActivity(o.activityOptions(ctx, "record refund "+p.TransactionID), a.RecordRefund,
-		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: reason}).Get(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("record refund %s: %w", p.TransactionID, err)
+// watchStall marks the order STALLED, logged at ERROR, if compensation is
+// still running stallAfter past pay_by (or past now, when compensation
+// starts later, e.g. a cancel). The returned stop ends the watch.
+func (o *order) watchStall(ctx workflow.Context, reason string) (stop func()) {
+	at := o.view.PayBy
+	if now := workflow.Now(ctx); now.After(at) {
+		at = now
 	}
-	o.record(PaymentOutcome{
-		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
-		Refund: RefundRequired, Reason: reason,
+	at = at.Add(stallAfter)
+	wctx, cancel := workflow.WithCancel(ctx)
+	workflow.Go(wctx, func(ctx workflow.Context) {
+		timer := workflow.NewTimerWithOptions(ctx, at.Sub(workflow.Now(ctx)),
+			workflow.TimerOptions{Summary: "compensation stall deadline"})
+		if err := timer.Get(ctx, nil); err != nil {
+			return // compensation finished in time and cancelled the watch
+		}
+		o.logger.Error("compensation stalled: units not back yet, still retrying",
+			"pay_by", o.view.PayBy, "reason", reason)
+		o.setStatus(ctx, StatusStalled, reason)
 	})
-	return nil
+	return cancel
 }
 
-func (o *order) record(out PaymentOutcome) {
-	o.outcomes[out.TransactionID] = out
-	o.view.Payments = append(o.view.Payments, out)
-}
-
-// close compensates an unpaid order: the database first (CAS from
+// compensate undoes an unpaid order: the database first (CAS from
 // PENDING_PAYMENT, frozen -> available), then Redis. In that order, Redis
 // never offers a unit that MySQL still holds frozen. The Redis units go to
 // the first buyer on the SKU's waitlist if there is one (offerToWaitlist),
 // otherwise back on open sale.
-func (o *order) close(ctx workflow.Context, to Status, reason string) error {
+//
+// If the CAS finds the order PAID, a ConfirmPayment the workflow had
+// stopped waiting for (applyPayment's bound) committed after all: the order
+// is paid, its units are sold, nothing goes back.
+func (o *order) compensate(ctx workflow.Context, to Status, reason string) error {
 	err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), a.CloseOrder,
 		activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.Status(to), Reason: reason}).Get(ctx, nil)
+	if businessType(err) == activities.ErrTypeOrderPaid {
+		o.logger.Warn("order paid by a payment that committed late; not closing it", "wanted", to)
+		o.settleAs(ctx, StatusPaid, "")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("close order as %s: %w", to, err)
 	}
-	o.setStatus(ctx, to, reason)
+	o.settleAs(ctx, to, reason)
 	if o.view.Degraded {
 		// Its units came back to MySQL only, never having left Redis's
 		// buckets; the resync CloseOrder asked for puts them on sale.
@@ -513,6 +550,17 @@ func (o *order) close(ctx workflow.Context, to Status, reason string) error {
 		return nil
 	}
 	return o.releaseRedis(ctx, o.activityItems())
+}
+
+// settleAs sets the status compensation ends in. While the order shows
+// STALLED the status is only remembered: close sets it once the rest of the
+// compensation has completed too.
+func (o *order) settleAs(ctx workflow.Context, s Status, reason string) {
+	o.closedAs, o.closedReason = s, reason
+	if o.view.Status == StatusStalled {
+		return
+	}
+	o.setStatus(ctx, s, reason)
 }
 
 func (o *order) releaseRedis(ctx workflow.Context, items []activities.Item) error {
@@ -546,17 +594,6 @@ func (o *order) finish(ctx workflow.Context) (OrderView, error) {
 			return o.view, nil
 		}
 	}
-}
-
-func (o *order) settleLate(ctx workflow.Context, p Payment) error {
-	if _, ok := o.outcomes[p.TransactionID]; ok {
-		return nil // a repeat of a payment already handled
-	}
-	reason := RefundReasonOrderClosed
-	if o.view.Status == StatusPaid {
-		reason = RefundReasonAlreadyPaid
-	}
-	return o.refund(ctx, p, reason)
 }
 
 func (o *order) reject(ctx workflow.Context, reason, detail string) {

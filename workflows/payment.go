@@ -1,0 +1,238 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// boundedPaymentChangeID versions the bounds on an open order: payment
+// activities limited by pay_by (paymentOptions), so an order closes on time
+// even when its payment cannot be applied, and the STALLED watch over
+// compensation (watchStall). Orders recorded before it (workflows/testdata:
+// paid, cancelled, expired, rejected) retried payments without limit and ran
+// no watch timer; they replay on DefaultVersion and keep doing so.
+//
+// Not versioned, on purpose: what the workflow makes of the non-retryable
+// answers that are new (TransactionConflict and InvalidRequest from the
+// payment activities) or used to fail it (OrderPaid from CloseOrder). Before
+// this change those answers were retried forever or failed the workflow, so
+// no history continues past one; an order stuck retrying on an old worker is
+// set free by the new activities, whatever its version.
+const boundedPaymentChangeID = "bounded-payment"
+
+const (
+	// paymentGrace is how long past pay_by a payment being applied may keep
+	// the order open. A minute is several activity attempts (10 s each, the
+	// backoff capped at a minute), enough to ride out a database failover
+	// or a lock held by a slow transaction, and short against the payment
+	// window (15 minutes by default) during which the unit is frozen
+	// anyway. After it the order closes (CloseOrder decides if the payment
+	// landed) and no further payment is started.
+	paymentGrace = time.Minute
+	// paymentFloor is the least time a payment activity gets, so a payment
+	// that starts close to the end of the grace (queued behind another)
+	// still has a fair try. An order is therefore closing by
+	// pay_by + paymentGrace + paymentFloor at the latest.
+	paymentFloor = 30 * time.Second
+	// stallAfter is how long compensation may run past pay_by (or past its
+	// start, when that is later) before the order shows STALLED.
+	stallAfter = time.Minute
+)
+
+// bounded reports whether this order runs with boundedPaymentChangeID.
+// The first call records the version; later calls return the same answer.
+func (o *order) bounded(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, boundedPaymentChangeID, workflow.DefaultVersion, 1) >= 1
+}
+
+// takesPayments reports whether a bounded order may still start applying
+// a payment.
+func (o *order) takesPayments(ctx workflow.Context) bool {
+	return workflow.Now(ctx).Before(o.view.PayBy.Add(paymentGrace))
+}
+
+// paymentOptions are the options of ConfirmPayment and RecordRefund while
+// the order is open. Bounded, the activity must answer by pay_by +
+// paymentGrace (but gets at least paymentFloor): a retrying activity can no
+// longer hold an order, and its unit, past its deadline.
+func (o *order) paymentOptions(ctx workflow.Context, bounded bool, summary string) workflow.Context {
+	if !bounded {
+		return o.activityOptions(ctx, summary)
+	}
+	left := o.view.PayBy.Add(paymentGrace).Sub(workflow.Now(ctx))
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    10 * time.Second,
+		ScheduleToCloseTimeout: max(left, paymentFloor),
+		RetryPolicy:            backoff(200*time.Millisecond, time.Minute),
+		Summary:                summary,
+	})
+}
+
+// errNotInTime: a bounded payment activity ran out of time without an
+// answer from the database.
+var errNotInTime = errors.New("payment not applied in time")
+
+// execPayment runs a payment activity. Bounded, an attempt that gave up
+// before pay_by (the retry policy stops early when its next backoff would
+// overrun the timeout) is started again, the buyer being still in time; one
+// that gave up later returns errNotInTime. Business answers are returned as
+// they are.
+func (o *order) execPayment(ctx workflow.Context, bounded bool, summary string, activity, in, out any) error {
+	for {
+		err := workflow.ExecuteActivity(o.paymentOptions(ctx, bounded, summary), activity, in).Get(ctx, out)
+		switch {
+		case err == nil, !bounded, businessType(err) != "":
+			return err
+		case workflow.Now(ctx).Before(o.view.PayBy) && ctx.Err() == nil:
+			o.logger.Warn(summary+": no answer yet, trying again before the deadline", "error", err)
+		default:
+			o.logger.Error(summary+": no answer by its bound; the order closes with the payment pending",
+				"pay_by", o.view.PayBy, "error", err)
+			return fmt.Errorf("%s: %w: %w", summary, errNotInTime, err)
+		}
+	}
+}
+
+// businessType is the type of one of the activities' non-retryable
+// business answers in err, or "".
+func businessType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && slices.Contains(activities.NonRetryableErrorTypes, appErr.Type()) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+// applyPayment handles one payment while the order is open. It reports
+// false when a bounded order's payment got no answer in time: nothing is
+// known about it then, and the caller closes the order, whose CloseOrder
+// decides under the order lock whether it landed after all.
+func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
+	bounded := o.bounded(ctx)
+	if p.Amount != o.view.Amount {
+		o.logger.Warn("payment amount mismatch", "transaction_id", p.TransactionID, "paid", p.Amount, "amount", o.view.Amount)
+		return o.refund(ctx, bounded, p, RefundReasonAmountMismatch)
+	}
+	var res activities.ConfirmPaymentResult
+	err := o.execPayment(ctx, bounded, "confirm payment "+p.TransactionID, a.ConfirmPayment,
+		activities.ConfirmPaymentInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount}, &res)
+	switch {
+	case errors.Is(err, errNotInTime):
+		return false, nil
+	case businessType(err) == activities.ErrTypeTransactionConflict:
+		o.conflict(p, err)
+		return true, nil
+	case businessType(err) == activities.ErrTypeInvalid:
+		// The database refused the payment for good and rolled it back:
+		// nothing is captured, the money goes back. The order stays open.
+		o.logger.Error("payment refused by the database for good; recording it for refund",
+			"transaction_id", p.TransactionID, "error", err)
+		return o.refund(ctx, bounded, p, RefundReasonPaymentFailed)
+	case err != nil:
+		return false, fmt.Errorf("confirm payment %s: %w", p.TransactionID, err)
+	}
+	out := PaymentOutcome{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: StatusPaid}
+	if res.PaymentStatus == orderdb.PaymentRefundRequired {
+		// The database saw the order closed or paid by someone else; it
+		// recorded the refund. Should not happen while the workflow owns
+		// the order, but the database is the guard.
+		out.Status = Status(res.OrderStatus)
+		out.Refund, out.Reason = RefundRequired, res.Reason
+		o.record(out)
+		return true, nil
+	}
+	o.record(out)
+	o.setStatus(ctx, StatusPaid, "")
+	return true, nil
+}
+
+// refund records money the order cannot keep and answers the payment from
+// what the database stored. bounded is applyPayment's: false for late
+// settles, which retry until the database answers (the order is closed,
+// its units are back; only the answer waits).
+func (o *order) refund(ctx workflow.Context, bounded bool, p Payment, reason string) (bool, error) {
+	var res activities.RecordRefundResult
+	err := o.execPayment(ctx, bounded, "record refund "+p.TransactionID, a.RecordRefund,
+		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: reason}, &res)
+	out := PaymentOutcome{
+		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
+		Refund: RefundRequired, Reason: reason,
+	}
+	switch {
+	case errors.Is(err, errNotInTime):
+		return false, nil
+	case businessType(err) == activities.ErrTypeTransactionConflict:
+		o.conflict(p, err)
+		return true, nil
+	case businessType(err) == activities.ErrTypeInvalid:
+		// Still answered as a refund: the money must go back. The record
+		// of it is this workflow's history (the order's Payments).
+		o.logger.Error("refund refused by the database for good; only this workflow records it",
+			"transaction_id", p.TransactionID, "error", err)
+		out.Reason = RefundReasonPaymentFailed
+		o.record(out)
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("record refund %s: %w", p.TransactionID, err)
+	}
+	if res.PaymentStatus == orderdb.PaymentCaptured {
+		// The transaction paid this very order: a ConfirmPayment the
+		// workflow stopped waiting for committed, and CloseOrder found the
+		// order PAID. The money is kept.
+		if o.view.Status != StatusPaid {
+			o.logger.Error("transaction captured for an order the workflow does not see paid",
+				"transaction_id", p.TransactionID, "status", o.view.Status)
+		}
+		out.Status, out.Refund, out.Reason = StatusPaid, "", ""
+	}
+	o.record(out)
+	return true, nil
+}
+
+// conflict answers a payment whose transaction id is recorded for another
+// order. The money is that order's: this one neither takes it nor owes it
+// back, and stays as it is (payable with a transaction of its own, and
+// expiring on time).
+func (o *order) conflict(p Payment, err error) {
+	var d activities.TransactionConflictDetails
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.HasDetails() {
+		if derr := appErr.Details(&d); derr != nil {
+			o.logger.Warn("decode transaction conflict details", "error", derr)
+		}
+	}
+	o.logger.Warn("transaction recorded for another order; not taken",
+		"transaction_id", p.TransactionID, "recorded_for", d.RecordedFor, "status", o.view.Status)
+	o.record(PaymentOutcome{
+		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
+		Conflict: true, Reason: PaymentReasonTransactionConflict,
+	})
+}
+
+func (o *order) record(out PaymentOutcome) {
+	o.outcomes[out.TransactionID] = out
+	o.view.Payments = append(o.view.Payments, out)
+}
+
+// settleLate answers a payment that arrived after the order closed (or
+// that was still pending when it closed): recorded for refund, unless the
+// database says it paid this order or belongs to another.
+func (o *order) settleLate(ctx workflow.Context, p Payment) error {
+	if _, ok := o.outcomes[p.TransactionID]; ok {
+		return nil // a repeat of a payment already handled
+	}
+	reason := RefundReasonOrderClosed
+	if o.view.Status == StatusPaid {
+		reason = RefundReasonAlreadyPaid
+	}
+	_, err := o.refund(ctx, false, p, reason)
+	return err
+}
