@@ -5,8 +5,10 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -16,9 +18,16 @@ type Config struct {
 	TemporalAddress   string        // TEMPORAL_ADDRESS, default localhost:7233
 	TemporalNamespace string        // TEMPORAL_NAMESPACE, default "default"
 	TaskQueue         string        // TASK_QUEUE, default flashsale-orders
-	RedisAddr         string        // REDIS_ADDR, default localhost:6379
 	MySQLDSN          string        // MYSQL_DSN
 	PaymentTimeout    time.Duration // PAYMENT_TIMEOUT, default 15m
+	// RedisAddr is one host:port, or several comma-separated ones naming
+	// the nodes of a Redis Cluster (REDIS_ADDR, default localhost:6379).
+	// RedisAddrs splits it; RedisClusterMode says which client to build.
+	RedisAddr string
+	// RedisCluster asks for a cluster client even for one address: a seed
+	// from which the client discovers the other nodes (REDIS_CLUSTER,
+	// default false).
+	RedisCluster bool
 	// WorkerConcurrency caps concurrent activity and local-activity
 	// executions per worker (WORKER_CONCURRENCY, default 256). Activities are
 	// short network calls, so the cap is about connection pools, not CPU.
@@ -63,6 +72,16 @@ func load(getenv func(string) string) (Config, error) {
 		WorkerConcurrency:   256,
 		DegradedConcurrency: DefaultDegradedConcurrency,
 	}
+	if err := validateRedisAddr(cfg.RedisAddr); err != nil {
+		return Config{}, err
+	}
+	if v := getenv("REDIS_CLUSTER"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("REDIS_CLUSTER=%q: want true or false", v)
+		}
+		cfg.RedisCluster = b
+	}
 	if v := getenv("PAYMENT_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -85,4 +104,34 @@ func load(getenv func(string) string) (Config, error) {
 		cfg.DegradedConcurrency = n
 	}
 	return cfg, nil
+}
+
+// RedisAddrs returns the addresses in RedisAddr, spaces trimmed.
+func (c Config) RedisAddrs() []string {
+	var addrs []string
+	for a := range strings.SplitSeq(c.RedisAddr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+// RedisClusterMode reports whether RedisAddr names a Redis Cluster: several
+// addresses, or RedisCluster set. One address without it is a single node,
+// which a cluster client could not talk to (CLUSTER SLOTS fails there).
+func (c Config) RedisClusterMode() bool {
+	return c.RedisCluster || len(c.RedisAddrs()) > 1
+}
+
+// validateRedisAddr rejects an empty entry or one that is not host:port,
+// so a typo fails at start instead of as a dial error on the first buy.
+func validateRedisAddr(v string) error {
+	for a := range strings.SplitSeq(v, ",") {
+		a = strings.TrimSpace(a)
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return fmt.Errorf("REDIS_ADDR=%q: want host:port, or several comma-separated for a Redis Cluster", v)
+		}
+	}
+	return nil
 }

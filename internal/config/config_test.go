@@ -28,6 +28,23 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.DegradedConcurrency = 3 },
 		},
 		{name: "bad degraded concurrency", env: map[string]string{"DEGRADED_CONCURRENCY": "-2"}, wantErr: "DEGRADED_CONCURRENCY"},
+		{
+			name: "redis cluster addresses", env: map[string]string{"REDIS_ADDR": "127.0.0.1:7001, 127.0.0.1:7002,127.0.0.1:7003"},
+			want: func(c *Config) { c.RedisAddr = "127.0.0.1:7001, 127.0.0.1:7002,127.0.0.1:7003" },
+		},
+		{
+			name: "redis cluster seed", env: map[string]string{"REDIS_ADDR": "redis-0:7001", "REDIS_CLUSTER": "true"},
+			want: func(c *Config) { c.RedisAddr = "redis-0:7001"; c.RedisCluster = true },
+		},
+		{
+			name: "redis cluster off", env: map[string]string{"REDIS_CLUSTER": "0"},
+			want: func(c *Config) {},
+		},
+		{name: "bad redis cluster", env: map[string]string{"REDIS_CLUSTER": "yes"}, wantErr: "REDIS_CLUSTER"},
+		{name: "redis addr without port", env: map[string]string{"REDIS_ADDR": "localhost"}, wantErr: "REDIS_ADDR"},
+		{name: "redis addr empty entry", env: map[string]string{"REDIS_ADDR": "a:1,,b:2"}, wantErr: "REDIS_ADDR"},
+		{name: "redis addr trailing comma", env: map[string]string{"REDIS_ADDR": "a:1,"}, wantErr: "REDIS_ADDR"},
+		{name: "redis addr empty port", env: map[string]string{"REDIS_ADDR": "a:1,b:"}, wantErr: "REDIS_ADDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,5 +63,25 @@ func TestLoad(t *testing.T) {
 			tt.want(&want)
 			require.Equal(t, want, got)
 		})
+	}
+}
+
+func TestRedisClusterMode(t *testing.T) {
+	tests := []struct {
+		addr    string
+		cluster bool
+		addrs   []string
+		mode    bool
+	}{
+		{addr: "localhost:6379", addrs: []string{"localhost:6379"}},
+		{addr: "localhost:6379", cluster: true, addrs: []string{"localhost:6379"}, mode: true},
+		{addr: "a:1,b:2", addrs: []string{"a:1", "b:2"}, mode: true},
+		{addr: " a:1 , b:2 ,c:3", addrs: []string{"a:1", "b:2", "c:3"}, mode: true},
+		{addr: "[::1]:7001,[::1]:7002", addrs: []string{"[::1]:7001", "[::1]:7002"}, mode: true},
+	}
+	for _, tt := range tests {
+		c := Config{RedisAddr: tt.addr, RedisCluster: tt.cluster}
+		require.Equal(t, tt.addrs, c.RedisAddrs(), tt.addr)
+		require.Equal(t, tt.mode, c.RedisClusterMode(), "%s cluster=%v", tt.addr, tt.cluster)
 	}
 }
