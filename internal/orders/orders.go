@@ -113,7 +113,9 @@ func reservationFromView(v workflows.OrderView) workflows.Reservation {
 // Pay hands a payment to the order and returns what became of it. The same
 // transaction id always gets the same outcome. When the order's workflow has
 // already completed, the payment is recorded for refund in the database, so
-// money is never lost and never turned into a sale.
+// money is never lost and never turned into a sale. A transaction id already
+// recorded for another order is answered with Conflict set (nothing taken,
+// nothing owed) both while the order runs and after.
 func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) (workflows.PaymentOutcome, error) {
 	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   workflows.OrderWorkflowID(orderID),
@@ -134,7 +136,10 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 		// query tells which (it works on completed workflows).
 		view, qerr := s.Status(ctx, orderID)
 		if errors.Is(qerr, ErrNotFound) {
-			if _, rerr := s.recordRefund(ctx, orderID, p, workflows.RefundReasonUnknownOrder); rerr != nil {
+			// A transaction of another order records nothing here; the
+			// answer is still "no such order".
+			_, rerr := s.recordRefund(ctx, orderID, p, workflows.RefundReasonUnknownOrder)
+			if rerr != nil && !errors.Is(rerr, orderdb.ErrTransactionConflict) {
 				return workflows.PaymentOutcome{}, rerr
 			}
 			return workflows.PaymentOutcome{}, qerr
@@ -153,6 +158,15 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 			reason = workflows.RefundReasonAlreadyPaid
 		}
 		pay, rerr := s.recordRefund(ctx, orderID, p, reason)
+		if errors.Is(rerr, orderdb.ErrTransactionConflict) {
+			// The transaction is another order's money: nothing was
+			// recorded here, and answering "refund" would refund that
+			// order's sale.
+			return workflows.PaymentOutcome{
+				OrderID: orderID, TransactionID: p.TransactionID, Status: view.Status,
+				Conflict: true, Reason: workflows.PaymentReasonTransactionConflict,
+			}, nil
+		}
 		if rerr != nil {
 			return workflows.PaymentOutcome{}, rerr
 		}
