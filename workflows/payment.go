@@ -30,20 +30,22 @@ const boundedPaymentChangeID = "bounded-payment"
 
 const (
 	// paymentGrace is how long past pay_by a payment being applied may keep
-	// the order open. A minute is several activity attempts (10 s each, the
-	// backoff capped at a minute), enough to ride out a database failover
-	// or a lock held by a slow transaction, and short against the payment
-	// window (15 minutes by default) during which the unit is frozen
-	// anyway. After it the order closes (CloseOrder decides if the payment
-	// landed) and no further payment is started.
-	paymentGrace = time.Minute
+	// the order open; after it the order closes (CloseOrder decides if the
+	// payment landed) and no further payment is started. Half a minute is
+	// eight attempts of ConfirmPayment (10 s each, backoff from 200 ms),
+	// enough to ride out a database failover or a lock held by a slow
+	// transaction, and it keeps an order with a stuck payment inside the
+	// invariant checker's grace (audit.DefaultGrace, a minute past pay_by):
+	// only an order whose compensation cannot run either is reported.
+	paymentGrace = 30 * time.Second
 	// paymentFloor is the least time a payment activity gets, so a payment
-	// that starts close to the end of the grace (queued behind another)
-	// still has a fair try. An order is therefore closing by
-	// pay_by + paymentGrace + paymentFloor at the latest.
+	// started late (handled after pay_by, e.g. queued behind another) still
+	// has a fair try. An order therefore closes by pay_by + paymentGrace +
+	// paymentFloor, a minute, at the latest.
 	paymentFloor = 30 * time.Second
 	// stallAfter is how long compensation may run past pay_by (or past its
-	// start, when that is later) before the order shows STALLED.
+	// start, when that is later) before the order shows STALLED: the
+	// checker's grace too.
 	stallAfter = time.Minute
 )
 
@@ -62,7 +64,8 @@ func (o *order) takesPayments(ctx workflow.Context) bool {
 // paymentOptions are the options of ConfirmPayment and RecordRefund while
 // the order is open. Bounded, the activity must answer by pay_by +
 // paymentGrace (but gets at least paymentFloor): a retrying activity can no
-// longer hold an order, and its unit, past its deadline.
+// longer hold an order, and its unit, much past its deadline. A payment
+// arriving in the last second gets paymentGrace and a second.
 func (o *order) paymentOptions(ctx workflow.Context, bounded bool, summary string) workflow.Context {
 	if !bounded {
 		return o.activityOptions(ctx, summary)
