@@ -47,7 +47,8 @@ func run(logger *slog.Logger) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	logger.Info("worker started", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
+	logger.Info("worker started", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress,
+		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode())
 	<-ctx.Done()
 	logger.Info("stopping worker")
 	w.Stop() // waits for in-flight tasks up to the worker's stop timeout

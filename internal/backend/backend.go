@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
@@ -29,9 +28,10 @@ import (
 type Backend struct {
 	Config   config.Config
 	Temporal client.Client
-	Redis    *redis.Client
-	Stock    *inventory.Store
-	Orders   *orderdb.Store
+	// Redis is a single-node or a cluster client (NewRedis).
+	Redis  redis.UniversalClient
+	Stock  *inventory.Store
+	Orders *orderdb.Store
 	// Guard tells whether Redis is reachable; the activities and the edge
 	// degrade to MySQL alone while it is not.
 	Guard  *redisguard.Guard
@@ -49,23 +49,10 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Back
 		}
 	}()
 
-	b.Redis = redis.NewClient(&redis.Options{
-		Addr: cfg.RedisAddr,
-		// A flash sale is many short concurrent calls; the default pool
-		// (10 per CPU) queues them on a 2-core machine.
-		PoolSize: 128,
-		// Every call is a few keys or a short script that answers in
-		// well under a millisecond. Past these, Redis is treated as
-		// unreachable (redisguard) instead of every buyer waiting out
-		// the default 3-5 s.
-		DialTimeout:  time.Second,
-		ReadTimeout:  500 * time.Millisecond,
-		WriteTimeout: 500 * time.Millisecond,
-		PoolTimeout:  time.Second,
-	})
+	b.Redis = NewRedis(cfg)
 	b.Guard = redisguard.New(redisguard.Options{Logger: logger})
 	if err := b.Redis.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("connect redis %s: %w", cfg.RedisAddr, err)
+		return nil, fmt.Errorf("connect redis %s (cluster: %v): %w", cfg.RedisAddr, cfg.RedisClusterMode(), err)
 	}
 	b.Stock = inventory.New(b.Redis, inventory.Options{})
 
