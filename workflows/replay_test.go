@@ -10,14 +10,22 @@ import (
 
 // TestReplayRecordedHistories replays histories recorded from a real server
 // (a paid, a cancelled, an expired order with a late payment, and a sold-out
-// rejection). A change to OrderWorkflow that would break running orders
-// (a reordered or removed activity, timer or search-attribute upsert) makes
-// this fail. Re-record with the commands in workflows/testdata/README.md
+// rejection, all from before the bounded-payment change; then an order that
+// got another order's transaction and was paid with its own, and one that
+// got it and expired). A change to OrderWorkflow that would break running
+// orders (a reordered or removed activity, timer or search-attribute upsert)
+// makes this fail. Re-record with the commands in workflows/testdata/README.md
 // only when the change is deliberately versioned.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	require.NoError(t, err)
-	require.Len(t, files, 4, "expected the paid, cancelled, expired and rejected histories")
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	require.Equal(t, []string{
+		"cancelled.json", "conflict-expired.json", "conflict-paid.json", "expired.json", "paid.json", "rejected.json",
+	}, names)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
