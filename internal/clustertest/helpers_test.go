@@ -161,6 +161,8 @@ type sale struct {
 	won     map[string]inventory.Reservation
 	soldOut int
 	errs    []error
+	// onRetry, if set, sees each error a retrying buyer retries.
+	onRetry func(error)
 }
 
 func newSale() *sale { return &sale{won: make(map[string]inventory.Reservation)} }
@@ -198,6 +200,9 @@ func buy(ctx context.Context, st *inventory.Store, sku string, orders []string, 
 					into.soldOut++
 				case retry && ctx.Err() == nil:
 					into.mu.Unlock()
+					if into.onRetry != nil {
+						into.onRetry(err)
+					}
 					time.Sleep(20 * time.Millisecond)
 					continue
 				default:
