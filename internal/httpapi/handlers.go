@@ -227,6 +227,15 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if out.Conflict {
+		// The transaction id already belongs to another order: nothing was
+		// recorded for this one (which stays payable and still expires on
+		// time), and no refund may be issued on the strength of this answer,
+		// since the money is the other order's.
+		s.writeError(w, r, &apiError{Status: http.StatusConflict, Code: codeTransactionConflict,
+			Message: "transaction_id was already used for another order; nothing was recorded for this one"})
+		return
+	}
 	if out.Refund == workflows.RefundRequired && out.Reason == workflows.RefundReasonAmountMismatch {
 		s.writeError(w, r, &apiError{Status: http.StatusUnprocessableEntity, Code: codeAmountMismatch,
 			Message: "amount differs from the order's; the payment is recorded for refund and the order stays payable"})

@@ -380,3 +380,52 @@ func TestClientHangUp(t *testing.T) {
 	require.Zero(t, m.Edge.Unavailable)
 	require.Zero(t, m.Edge.Degraded)
 }
+
+// TestReusedTransactionCannotWedgeAnOrder: a signed callback carrying a
+// transaction id already captured for order A, sent for open order B, for
+// open order C that is then never paid, and for C once closed, is answered
+// 409 TRANSACTION_CONFLICT every time. B stays payable with its own
+// transaction; C expires on time and its unit goes back; nothing is
+// recorded for B or C under A's transaction, so no provider refunds A's
+// sale on our word.
+func TestReusedTransactionCannotWedgeAnOrder(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 6 * time.Second})
+	api := s.api
+	sku := s.name("sku")
+	api.putSKU(sku, 5, 700, 2, 1)
+	a, b, c := s.name("oa"), s.name("ob"), s.name("oc")
+	for i, id := range []string{a, b, c} {
+		r := api.buy(id, s.name(fmt.Sprintf("u%d", i)), sku, 1)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	}
+	t1 := s.name("t1")
+	r := api.pay(callback{OrderID: a, TransactionID: t1, Amount: 700, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, "PAID", r.json(t)["status"])
+
+	for _, id := range []string{b, c} {
+		r := api.pay(callback{OrderID: id, TransactionID: t1, Amount: 700, Status: "SUCCESS"})
+		require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+		require.Equal(t, "TRANSACTION_CONFLICT", r.code(t))
+		require.Equal(t, "PENDING_PAYMENT", api.order(id)["status"])
+	}
+	// The order is not wedged: its next payment is applied at once.
+	r = api.pay(callback{OrderID: b, TransactionID: s.name("t2"), Amount: 700, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, "PAID", r.json(t)["status"])
+
+	// C is never paid: it expires on time and its unit is back on sale.
+	require.EventuallyWithT(t, func(col *assert.CollectT) {
+		assert.Equal(col, "EXPIRED", api.order(c)["status"])
+		assert.Equal(col, inventoryOut{SKU: sku, Total: 5, Available: 3, DBAvailable: 3, Sold: 2, BucketCount: 2}, api.inventory(sku))
+	}, 30*time.Second, 100*time.Millisecond)
+	// Closed now: A's transaction is still A's, not a refund owed by C.
+	r = api.pay(callback{OrderID: c, TransactionID: t1, Amount: 700, Status: "SUCCESS"})
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	require.Equal(t, "TRANSACTION_CONFLICT", r.code(t))
+	require.Empty(t, s.payments(c), "nothing recorded for C")
+	require.Len(t, s.payments(b), 1, "only B's own transaction")
+	pays := s.payments(a)
+	require.Len(t, pays, 1)
+	require.Equal(t, t1, pays[0].TransactionID)
+}
