@@ -22,8 +22,8 @@ func TestEdgeOnCluster(t *testing.T) {
 	rdbA, rdbB := newClient(t, addr), newClient(t, addr)
 	stA, stB := inventory.New(rdbA, testOpts), inventory.New(rdbB, testOpts)
 	logger := slog.New(slog.DiscardHandler)
-	gateA := edge.New(rdbA, stA, edge.Options{BuyRate: 3, Logger: logger})
-	gateB := edge.New(rdbB, stB, edge.Options{BuyRate: 3, Logger: logger})
+	gateA := edge.New(rdbA, stA, edge.Options{BuyRate: 3, PlacedTTL: time.Minute, Logger: logger})
+	gateB := edge.New(rdbB, stB, edge.Options{BuyRate: 3, PlacedTTL: time.Minute, Logger: logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, g := range []*edge.Gate{gateA, gateB} {
@@ -32,7 +32,10 @@ func TestEdgeOnCluster(t *testing.T) {
 	require.Eventually(t, func() bool { return gateA.Stats().Subscribed && gateB.Stats().Subscribed },
 		5*time.Second, 20*time.Millisecond, "both gates subscribe to stock changes")
 	sku := newSKU(t, rdbA)
-	user := func(name string) string { return sku + "-" + name } // unique per run: the limit lives in Redis
+	// Users and order ids unique per run: the limit and the placed-order
+	// markers live in Redis for longer than a test.
+	user := func(name string) string { return sku + "-" + name }
+	order := user
 
 	// The rate limit is per user across instances: 3 per second in all.
 	require.NoError(t, gateA.RateLimit(ctx, "buy", user("rl")))
@@ -44,14 +47,14 @@ func TestEdgeOnCluster(t *testing.T) {
 
 	_, err := stA.Preheat(ctx, sku, 2, 4)
 	require.NoError(t, err)
-	place := func(g *edge.Gate, st *inventory.Store, order, who string) error {
+	place := func(g *edge.Gate, st *inventory.Store, id, who string) error {
 		t.Helper()
-		tk, err := g.Admit(ctx, edge.Request{OrderID: order, UserID: user(who), Items: []edge.Item{{SKU: sku, Quantity: 1}}})
+		tk, err := g.Admit(ctx, edge.Request{OrderID: order(id), UserID: user(who), Items: []edge.Item{{SKU: sku, Quantity: 1}}})
 		if err != nil {
 			return err
 		}
 		// What the order workflow does once admitted.
-		_, rerr := st.Reserve(ctx, order, sku, 1)
+		_, rerr := st.Reserve(ctx, order(id), sku, 1)
 		tk.Done(ctx, rerr != nil)
 		return rerr
 	}
@@ -66,7 +69,7 @@ func TestEdgeOnCluster(t *testing.T) {
 
 	// Instance B's release reaches A through the cluster's Pub/Sub.
 	heardBefore := gateA.Stats().StockChanges
-	n, err := stB.Release(ctx, "e1", sku)
+	n, err := stB.Release(ctx, order("e1"), sku)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	require.Eventually(t, func() bool { return gateA.Stats().StockChanges > heardBefore },
@@ -75,12 +78,12 @@ func TestEdgeOnCluster(t *testing.T) {
 
 	// A client-chosen order id, repeated, goes through as a duplicate of
 	// the placed order; another user cannot take it over.
-	tk, err := gateB.Admit(ctx, edge.Request{OrderID: "e6", ClientOrderID: true, UserID: user("u6"),
+	tk, err := gateB.Admit(ctx, edge.Request{OrderID: order("e6"), ClientOrderID: true, UserID: user("u6"),
 		Items: []edge.Item{{SKU: sku, Quantity: 1}}})
 	require.NoError(t, err)
 	require.True(t, tk.Duplicate)
 	tk.Done(ctx, false)
-	_, err = gateB.Admit(ctx, edge.Request{OrderID: "e6", ClientOrderID: true, UserID: user("u7"),
+	_, err = gateB.Admit(ctx, edge.Request{OrderID: order("e6"), ClientOrderID: true, UserID: user("u7"),
 		Items: []edge.Item{{SKU: sku, Quantity: 1}}})
 	require.ErrorIs(t, err, edge.ErrIDConflict)
 
