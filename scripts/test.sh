@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/services.sh
+scripts/redis-cluster.sh up # internal/clustertest: 3 masters + 3 replicas on 7001-7006, seconds when already up
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
