@@ -64,7 +64,8 @@ func Embedded(cfg config.Config, getenv func(string) string) config.Config {
 		cfg.TemporalAddress = ""
 	}
 	if getenv("REDIS_ADDR") == "" {
-		cfg.RedisAddr = ""
+		// The embedded Redis is one node, whatever REDIS_CLUSTER says.
+		cfg.RedisAddr, cfg.RedisCluster = "", false
 	}
 	if getenv("MYSQL_DSN") == "" {
 		cfg.MySQLDSN = ""

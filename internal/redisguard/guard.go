@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -110,7 +111,10 @@ func IsOutage(err error) bool {
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) {
-		return false
+		// A reply proves a node answered, except the replies a Redis
+		// Cluster gives while it cannot serve the slot (a master lost,
+		// its replica not yet promoted) or a node still loading its data.
+		return unavailableReply(reply.Error())
 	}
 	var netErr net.Error
 	switch {
@@ -123,6 +127,19 @@ func IsOutage(err error) bool {
 		errors.Is(err, syscall.EPIPE),
 		errors.Is(err, redis.ErrPoolTimeout):
 		return true
+	}
+	return false
+}
+
+// unavailableReply recognises the error replies that mean "no node can
+// serve this now": CLUSTERDOWN and TRYAGAIN during a failover, MASTERDOWN
+// from a replica cut off from its master, LOADING while a node reads its
+// data back.
+func unavailableReply(msg string) bool {
+	for _, prefix := range []string{"CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "LOADING"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
 	}
 	return false
 }
