@@ -1,6 +1,8 @@
 // Command worker runs the order workflows and activities. Configuration
 // comes from the environment (see internal/config); it migrates MySQL on
-// start and stops gracefully on SIGINT/SIGTERM, finishing the tasks it holds.
+// start, creates the order workflow's search attributes when the namespace
+// lacks them (or exits naming them, when it may not), and stops gracefully
+// on SIGINT/SIGTERM, finishing the tasks it holds.
 package main
 
 import (
@@ -43,6 +45,11 @@ func run(logger *slog.Logger) error {
 	}
 	defer b.Close()
 
+	// Before polling: an order started without its search attributes
+	// registered would fail, and every buy with it.
+	if err := backend.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
+		return err
+	}
 	w := b.NewWorker(extraInterceptors...)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

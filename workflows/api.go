@@ -45,6 +45,11 @@ var (
 	OrderStatusKey = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
 	UserIDKey      = temporal.NewSearchAttributeKeyKeyword("UserId")
 	SKUIDsKey      = temporal.NewSearchAttributeKeyKeywordList("SkuIds")
+
+	// SearchAttributes lists the keys above: the worker makes sure the
+	// namespace has them before it takes an order (a missing one would
+	// make every start with them fail).
+	SearchAttributes = []temporal.SearchAttributeKey{OrderStatusKey, UserIDKey, SKUIDsKey}
 )
 
 // RunningOrdersQuery is the visibility query for the running order
