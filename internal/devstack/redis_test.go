@@ -22,7 +22,10 @@ func startRedis(t *testing.T) (*Redis, *redis.Client) {
 	r, err := StartRedis()
 	require.NoError(t, err)
 	t.Cleanup(r.Stop)
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), PoolSize: 64})
+	// miniredis runs in this process, under -race, on a machine that may be
+	// busy: these tests judge correctness, so a slow answer must not become
+	// an i/o timeout (the default 3 s was seen exceeded on a loaded box).
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), PoolSize: 64, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	t.Cleanup(func() { _ = rdb.Close() })
 	require.NoError(t, rdb.Ping(context.Background()).Err())
 	return r, rdb
