@@ -2,12 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/flashsale/flashsale/internal/edge"
-	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -78,10 +76,8 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 // per unit of the sale's stock (at least WaitlistPerUnit, so a sale of a
 // few units still has a line).
 func (s *Server) waitlistCapacity(ctx context.Context, sku string) (int64, error) {
+	// An unknown SKU stays ErrUnknownSKU through the wrap: 404 UNKNOWN_SKU.
 	inv, err := s.deps.Store.Inventory(ctx, sku)
-	if errors.Is(err, orderdb.ErrUnknownSKU) {
-		return 0, fmt.Errorf("waitlist capacity: %w", err)
-	}
 	if err != nil {
 		return 0, fmt.Errorf("waitlist capacity of %s: %w", sku, err)
 	}
