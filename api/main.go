@@ -5,13 +5,15 @@
 // separated, newest first), ADMIN_TOKEN and BUYER_JWT_SECRET or
 // BUYER_JWKS_URL (internal/identity), which have no defaults, and
 // optionally BUYER_JWT_AUDIENCE, BUYER_JWT_ISSUER, BUY_RATE_PER_USER,
-// EDGE_MAX_IN_FLIGHT and WAITLIST_PER_UNIT. On SIGINT/SIGTERM it
+// EDGE_MAX_IN_FLIGHT, WAITLIST_PER_UNIT and METRICS_ADDR (Prometheus
+// metrics on a listener of their own; off when unset). On SIGINT/SIGTERM it
 // fails /readyz, stops accepting connections and lets in-flight requests
 // finish.
 //
 //	api               serve
 //	api -healthcheck  GET /readyz on HTTP_ADDR; exit 0 if ready (for
 //	                  container health checks: the image has no curl)
+//	api -help         print the flags and the environment, and exit
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,14 +34,43 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
+	"github.com/flashsale/flashsale/internal/metrics"
 )
 
 // shutdownGrace lets a buyer whose reservation is under way get the answer:
 // it exceeds the longest request (Update-with-Start, 30 s).
 const shutdownGrace = 35 * time.Second
 
+const usage = `usage: api [-healthcheck]
+
+Serves the flash sale's HTTP API (buyers, payment callbacks, operators).
+
+flags:
+%s
+%s%s
+environment (api):
+  HTTP_ADDR             public listener (default :8080)
+  WEBHOOK_SECRET        payment callback HMAC secrets, comma-separated, newest first (required, >= 16 chars each)
+  ADMIN_TOKEN           operators' bearer token (required, >= 16 chars)
+  BUYER_JWT_SECRET      HS256 key of buyer tokens (>= 32 bytes), or
+  BUYER_JWKS_URL        the identity provider's JWKS (one of the two is required)
+  BUYER_JWT_AUDIENCE    expected aud of buyer tokens (optional)
+  BUYER_JWT_ISSUER      expected iss of buyer tokens (optional)
+  BUY_RATE_PER_USER     buy requests per second per user (default 5)
+  EDGE_MAX_IN_FLIGHT    units of one SKU on their way through Temporal per instance (default 16)
+  WAITLIST_PER_UNIT     waitlist places per unit of stock (default 3)
+`
+
 func main() {
 	healthcheck := flag.Bool("healthcheck", false, "check /readyz of a running api on HTTP_ADDR and exit")
+	flag.Usage = func() {
+		var flags strings.Builder
+		flag.CommandLine.SetOutput(&flags)
+		flag.PrintDefaults()
+		fmt.Fprintf(os.Stdout, usage, strings.TrimRight(flags.String(), "\n"), backend.EnvHelp, backend.MetricsEnvHelp)
+	}
+	// -help prints usage and exits 0 (flag.ExitOnError), before anything
+	// is read or connected.
 	flag.Parse()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if *healthcheck {
@@ -66,7 +98,16 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	b, err := backend.Connect(ctx, cfg, logger)
+	mx, err := metrics.Start(os.Getenv(metrics.AddrEnv), logger)
+	if err != nil {
+		return err
+	}
+	defer mx.Close()
+	var connectOpts []backend.Option
+	if mx != nil {
+		connectOpts = append(connectOpts, backend.WithTemporalMetrics(mx.Temporal))
+	}
+	b, err := backend.Connect(ctx, cfg, logger, connectOpts...)
 	if err != nil {
 		return err
 	}
@@ -78,6 +119,11 @@ func run(logger *slog.Logger) error {
 	api, err := httpapi.New(deps, apiCfg)
 	if err != nil {
 		return err
+	}
+	if mx != nil {
+		if err := errors.Join(b.RegisterMetrics(mx.Registry), api.RegisterMetrics(mx.Registry)); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
 	}
 
 	listenerCtx, stopListener := context.WithCancel(ctx)

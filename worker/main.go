@@ -2,11 +2,17 @@
 // comes from the environment (see internal/config); it migrates MySQL on
 // start, creates the order workflow's search attributes when the namespace
 // lacks them (or exits naming them, when it may not), and stops gracefully
-// on SIGINT/SIGTERM, finishing the tasks it holds.
+// on SIGINT/SIGTERM, finishing the tasks it holds. With METRICS_ADDR set it
+// serves Prometheus metrics there: the Temporal SDK's (task latencies,
+// schedule-to-start, sticky cache, pollers), the orders its activities
+// moved to each status, and its Redis circuit breaker. `worker -help`
+// prints the environment and exits.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,13 +23,30 @@ import (
 
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/metrics"
 )
 
 // extraInterceptors is empty in a production build. The fault-injection
 // build (tag "faults", see lostreply_faults.go) fills it from its init.
 var extraInterceptors []interceptor.WorkerInterceptor
 
+const usage = `usage: worker
+
+Runs the order workflows and activities on TASK_QUEUE until SIGINT/SIGTERM.
+Migrates MySQL and creates the order workflow's search attributes on start.
+
+%s%s`
+
 func main() {
+	flag.Usage = func() { fmt.Fprintf(os.Stdout, usage, backend.EnvHelp, backend.MetricsEnvHelp) }
+	// -help prints usage and exits 0 (flag.ExitOnError), before anything
+	// is read or connected; any argument is a mistake.
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "worker takes no arguments, got %q\n", flag.Args())
+		flag.Usage()
+		os.Exit(2)
+	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if err := run(logger); err != nil {
 		logger.Error("worker stopped", "error", err)
@@ -39,18 +62,35 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	b, err := backend.Connect(ctx, cfg, logger)
+	mx, err := metrics.Start(os.Getenv(metrics.AddrEnv), logger)
+	if err != nil {
+		return err
+	}
+	defer mx.Close()
+	var connectOpts []backend.Option
+	if mx != nil {
+		connectOpts = append(connectOpts, backend.WithTemporalMetrics(mx.Temporal))
+	}
+	b, err := backend.Connect(ctx, cfg, logger, connectOpts...)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	interceptors := extraInterceptors
+	if mx != nil {
+		orders := backend.NewOrderStatusCounter()
+		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(orders)); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+		interceptors = append([]interceptor.WorkerInterceptor{orders.Interceptor()}, interceptors...)
+	}
 
 	// Before polling: an order started without its search attributes
 	// registered would fail, and every buy with it.
 	if err := backend.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	w := b.NewWorker(extraInterceptors...)
+	w := b.NewWorker(interceptors...)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -38,9 +38,26 @@ type Backend struct {
 	Logger *slog.Logger
 }
 
+// Option changes how Connect builds the connections.
+type Option func(*connectOptions)
+
+type connectOptions struct {
+	metrics client.MetricsHandler
+}
+
+// WithTemporalMetrics gives the Temporal client (and so every worker built
+// on it) the SDK metrics handler h (internal/metrics.TemporalHandler).
+func WithTemporalMetrics(h client.MetricsHandler) Option {
+	return func(o *connectOptions) { o.metrics = h }
+}
+
 // Connect opens every connection. MySQL is migrated on open, which also
 // creates the database on a fresh server.
-func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Backend, error) {
+func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts ...Option) (*Backend, error) {
+	var o connectOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	b := &Backend{Config: cfg, Logger: logger}
 	ok := false
 	defer func() {
@@ -66,6 +83,8 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Back
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    tlog.NewStructuredLogger(logger),
+		// Nil keeps the SDK's no-op handler.
+		MetricsHandler: o.metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect temporal %s: %w", cfg.TemporalAddress, err)

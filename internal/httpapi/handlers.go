@@ -30,6 +30,7 @@ type orderCreated struct {
 // edge, then place the order with Update-with-Start and answer with its
 // reservation. The buyer is the token's subject.
 func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	c, err := s.authenticate(r, false)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -72,14 +73,19 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		items[i] = edge.Item{SKU: it.SKU, Quantity: it.Quantity}
 	}
 	ticket, err := s.gate.Admit(ctx, edge.Request{OrderID: in.OrderID, ClientOrderID: clientID, UserID: in.UserID, Items: items})
+	s.noteSKUs(items, err)
 	if err != nil {
 		s.writeError(w, r, err)
+		s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())
 		return
 	}
 	if !ticket.Duplicate {
 		s.metrics.workflowsStarted.Add(1)
+		s.prom.started.Inc()
 	}
 	res, err := s.deps.Orders.Place(ctx, in)
+	s.prom.placements.WithLabelValues(placementResult(res, err)).Inc()
+	defer func() { s.prom.buy.WithLabelValues(buyAdmitted).Observe(time.Since(start).Seconds()) }()
 	// The gate learns the outcome even if the buyer has gone: its slot must
 	// be freed, and a sold-out answer is worth caching for the next buyer.
 	ticket.Done(ctx, err == nil && res.Status == workflows.StatusRejected && res.Reason == workflows.ReasonSoldOut)

@@ -93,6 +93,8 @@ type Server struct {
 	gate     *edge.Gate
 	log      *slog.Logger
 	metrics  metrics
+	prom     promMetrics
+	recent   recentSKUs
 	draining atomic.Bool
 	handler  http.Handler
 	// adminHash is SHA-256 of the admin token, compared in constant time.
@@ -122,6 +124,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
 		}),
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
+		prom:      newPromMetrics(),
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -248,8 +251,13 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			if status == 0 && r.Context().Err() != nil {
 				status = statusClientClosed
 			}
+			if status == 0 {
+				status = http.StatusOK
+			}
+			took := time.Since(start)
 			s.metrics.count(status)
-			s.accessLog(r, status, time.Since(start))
+			s.prom.observeRequest(r, status, took)
+			s.accessLog(r, status, took)
 		}()
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")

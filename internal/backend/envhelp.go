@@ -1,0 +1,20 @@
+package backend
+
+// EnvHelp lists the environment every process reads (internal/config) and
+// the metrics listener, for the commands' --help.
+const EnvHelp = `environment (every process):
+  TEMPORAL_ADDRESS      Temporal frontend host:port (default localhost:7233)
+  TEMPORAL_NAMESPACE    Temporal namespace (default "default")
+  TASK_QUEUE            order task queue (default flashsale-orders)
+  REDIS_ADDR            Redis host:port, or several comma-separated for a Redis Cluster (default localhost:6379)
+  REDIS_CLUSTER         true: a cluster client even for one address (default false)
+  MYSQL_DSN             MySQL DSN (default root@tcp(127.0.0.1:3306)/flashsale?parseTime=true); migrated on start
+  PAYMENT_TIMEOUT       time an order waits for payment (default 15m)
+  WORKER_CONCURRENCY    concurrent activities per worker (default 256)
+  DEGRADED_CONCURRENCY  orders reserved in MySQL alone at a time while Redis is down (default 8)
+`
+
+// MetricsEnvHelp documents METRICS_ADDR for the long-running processes.
+const MetricsEnvHelp = `  METRICS_ADDR          serve Prometheus metrics (GET /metrics, text format) on this host:port,
+                        e.g. :9090 for the api and :9091 for the worker; unset or empty: no metrics listener
+`
