@@ -47,6 +47,7 @@ Serves the flash sale's HTTP API (buyers, payment callbacks, operators).
 
 flags:
 %s
+
 %s%s
 environment (api):
   HTTP_ADDR             public listener (default :8080)

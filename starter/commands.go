@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,11 @@ import (
 // parse parses flags, turning flag errors into usage errors.
 func parse(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return flagHelp(fs)
+	}
+	if err != nil {
 		return usageError(fmt.Sprintf("%s: %v", fs.Name(), err))
 	}
 	if fs.NArg() > 0 {
@@ -71,6 +76,9 @@ func runMigrate(ctx context.Context, args []string) (any, error) {
 func runSKU(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
 		return nil, usageError("usage: starter sku create|preheat [flags]")
+	}
+	if isHelp(args[0]) {
+		return nil, subcommandHelp("sku", "create", "preheat")
 	}
 	switch args[0] {
 	case "create":

@@ -12,6 +12,7 @@
 //	starter status --order ID
 //	starter token --user U [--ttl 1h]
 //	starter demo [--units N --buyers N ...]   (prints a table for a person)
+//	starter --help, starter CMD --help         (usage on stdout, exit 0)
 //
 // Configuration comes from the same environment variables as the worker.
 package main
@@ -25,7 +26,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/flashsale/flashsale/internal/backend"
 )
 
 // command is one subcommand. run parses args and returns the JSON-able
@@ -67,11 +71,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		writeError(stderr, usageError(usageText()))
 		return 2
 	}
+	if isHelp(args[0]) {
+		fmt.Fprintln(stdout, usageText())
+		return 0
+	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
 		}
 		out, err := c.run(ctx, args[1:])
+		if showHelp(err, func(text string) { fmt.Fprint(stdout, text) }) {
+			return 0
+		}
 		if err != nil {
 			// A command may fail with a result worth reading (the checker's
 			// report): it goes to stdout, the error to stderr.
@@ -111,7 +122,7 @@ type texter interface {
 func usageText() string {
 	s := "usage: starter <command> [flags]\ncommands:"
 	for _, c := range commands() {
-		s += fmt.Sprintf("\n  %-8s %s", c.name, c.usage)
+		s += fmt.Sprintf("\n  %-9s %s", c.name, c.usage)
 	}
-	return s
+	return s + "\n\nstarter CMD --help prints a command's flags.\n\n" + strings.TrimRight(backend.EnvHelp, "\n")
 }

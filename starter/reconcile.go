@@ -23,6 +23,9 @@ func runReconcile(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
 		return nil, usageError("usage: starter reconcile schedule|now [flags]")
 	}
+	if isHelp(args[0]) {
+		return nil, subcommandHelp("reconcile", "schedule", "now")
+	}
 	switch args[0] {
 	case "schedule":
 		return runReconcileSchedule(ctx, args[1:])
