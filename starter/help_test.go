@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/metrics"
+)
+
+// TestHelp runs the real binaries with --help against an environment whose
+// every service address is unreachable: help must print usage naming every
+// flag and environment variable on stdout and exit 0 without connecting to
+// anything (a connection attempt would fail and exit non-zero).
+func TestHelp(t *testing.T) {
+	bin := t.TempDir()
+	for _, cmd := range []string{"starter", "worker", "api"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), "../"+cmd).CombinedOutput()
+		require.NoError(t, err, "build %s: %s", cmd, out)
+	}
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"TEMPORAL_ADDRESS=127.0.0.1:1", "REDIS_ADDR=127.0.0.1:1",
+		"MYSQL_DSN=root@tcp(127.0.0.1:1)/nothing", "METRICS_ADDR=127.0.0.1:1",
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		err := cmd.Run()
+		require.NoError(t, err, "%s %v: stderr %s", name, args, stderr.String())
+		require.Less(t, time.Since(start), 5*time.Second, "%s %v took long: did it connect?", name, args)
+		require.Empty(t, stderr.String(), "%s %v", name, args)
+		return stdout.String()
+	}
+
+	serviceEnv := envNames(t, "../internal/config/config.go")
+	require.Contains(t, serviceEnv, "TEMPORAL_ADDRESS")
+	apiEnv := append(envNames(t, "../internal/httpapi/config.go"), envNames(t, "../internal/identity/identity.go")...)
+	require.Contains(t, apiEnv, "BUYER_JWT_SECRET")
+
+	t.Run("api", func(t *testing.T) {
+		for _, arg := range []string{"-help", "--help", "-h"} {
+			out := run("api", arg)
+			require.True(t, strings.HasPrefix(out, "usage: api"), out)
+			for _, name := range append(append([]string{"-healthcheck", metrics.AddrEnv}, serviceEnv...), apiEnv...) {
+				require.Contains(t, out, name, "api %s", arg)
+			}
+		}
+	})
+	t.Run("worker", func(t *testing.T) {
+		for _, arg := range []string{"-help", "--help", "-h"} {
+			out := run("worker", arg)
+			require.True(t, strings.HasPrefix(out, "usage: worker"), out)
+			for _, name := range append([]string{metrics.AddrEnv}, serviceEnv...) {
+				require.Contains(t, out, name, "worker %s", arg)
+			}
+		}
+	})
+	t.Run("starter", func(t *testing.T) {
+		for _, arg := range []string{"--help", "-h", "help"} {
+			out := run("starter", arg)
+			require.True(t, strings.HasPrefix(out, "usage: starter"), out)
+			for _, c := range commands() {
+				require.Contains(t, out, "\n  "+c.name+" ", "starter %s lists %s", arg, c.name)
+			}
+			for _, name := range serviceEnv {
+				require.Contains(t, out, name)
+			}
+		}
+	})
+	t.Run("starter CMD", func(t *testing.T) {
+		// Each command with the flags it must list.
+		cmds := map[string][]string{
+			"migrate":            nil,
+			"sku create":         {"-sku", "-stock", "-price", "-buckets", "-limit"},
+			"sku preheat":        {"-sku"},
+			"stock":              {"-sku"},
+			"order":              {"-user", "-sku", "-qty", "-order-id"},
+			"pay":                {"-order", "-txn", "-amount", "-via-api", "-status"},
+			"cancel":             {"-order"},
+			"status":             {"-order"},
+			"token":              {"-user", "-ttl"},
+			"bench":              nil,
+			"demo":               {"-units", "-buyers", "-concurrency", "-payment-timeout", "-pay", "-cancel", "-keep", "-json"},
+			"check":              {"-sku", "-grace"},
+			"reconcile schedule": {"-every", "-settle"},
+			"reconcile now":      {"-sku", "-dry-run"},
+		}
+		for _, c := range commands() {
+			if c.name != "sku" && c.name != "reconcile" {
+				require.Contains(t, cmds, c.name, "a new command needs a line here")
+			}
+		}
+		for cmd, flags := range cmds {
+			args := append(strings.Fields(cmd), "--help")
+			out := run("starter", args...)
+			require.True(t, strings.HasPrefix(out, "usage: starter "+cmd+" "), "starter %s: %s", cmd, out)
+			for _, f := range flags {
+				require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(f)+`( |$)`, out, "starter %s --help lists %s", cmd, f)
+			}
+			require.Contains(t, out, "TEMPORAL_ADDRESS")
+		}
+		for _, group := range []string{"sku", "reconcile"} {
+			out := run("starter", group, "--help")
+			require.True(t, strings.HasPrefix(out, "usage: starter "+group+" "), out)
+		}
+	})
+}
+
+// envNames lists the environment variables a config file reads.
+func envNames(t *testing.T, path string) []string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var names []string
+	for _, m := range regexp.MustCompile(`(?:getenv|Getenv|str)\("([A-Z][A-Z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
