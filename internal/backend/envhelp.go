@@ -16,5 +16,5 @@ const EnvHelp = `environment (every process):
 
 // MetricsEnvHelp documents METRICS_ADDR for the long-running processes.
 const MetricsEnvHelp = `  METRICS_ADDR          serve Prometheus metrics (GET /metrics, text format) on this host:port,
-                        e.g. :9090 for the api and :9091 for the worker; unset or empty: no metrics listener
+                        e.g. :9091 for the api and :9092 for the worker; unset or empty: no metrics listener
 `

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// scrape reads a metrics listener's Prometheus text exposition.
+func scrape(t require.TestingT, addr string) map[string]*dto.MetricFamily {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return fams
+}
+
+// value is the value of the series of family name whose labels include
+// want; -1 when there is none.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return -1
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// exposedNames are the series names a scrape shows, histograms with their
+// _bucket, _sum and _count as PromQL sees them.
+func exposedNames(fams map[string]*dto.MetricFamily) map[string]bool {
+	out := map[string]bool{}
+	for name, f := range fams {
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM:
+			out[name+"_bucket"], out[name+"_sum"], out[name+"_count"] = true, true, true
+		case dto.MetricType_SUMMARY:
+			out[name], out[name+"_sum"], out[name+"_count"] = true, true, true
+		default:
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// dashboardMetrics lists the metric names the dashboard's PromQL uses.
+func dashboardMetrics(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../deploy/grafana/dashboards/flashsale.json")
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	// Metric names are the identifiers of the two families this project
+	// exports; label names, functions and label values are not.
+	ident := regexp.MustCompile(`\b(?:flashsale|temporal)_[a-z0-9_]+\b`)
+	labels := regexp.MustCompile(`\{[^}]*\}`)
+	seen := map[string]bool{}
+	exprs := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			if tg.Expr == "" {
+				continue
+			}
+			exprs++
+			for _, name := range ident.FindAllString(labels.ReplaceAllString(tg.Expr, ""), -1) {
+				seen[name] = true
+			}
+		}
+	}
+	require.Greater(t, exprs, 10, "the dashboard has its panels")
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestMetricsDuringSale runs the real api and worker with METRICS_ADDR,
+// sells 3 units to 5 buyers through the API (one pays, one cancels), and
+// checks the Prometheus scrapes of both: the counts of the sale, the stock
+// gauges, the Temporal SDK's metrics, and every metric the Grafana
+// dashboard queries.
+func TestMetricsDuringSale(t *testing.T) {
+	id := testenv.UniqueID(t)
+	addr, apiMetrics, workerMetrics := freeAddr(t), freeAddr(t), freeAddr(t)
+	env := append(os.Environ(),
+		"MYSQL_DSN="+testenv.MySQLDSN(t),
+		"REDIS_ADDR="+testenv.RedisAddr(),
+		"TEMPORAL_ADDRESS="+testenv.TemporalAddress(),
+		"TASK_QUEUE=api-metrics-"+id,
+		"HTTP_ADDR="+addr,
+		"WEBHOOK_SECRET="+secret,
+		"ADMIN_TOKEN="+admin,
+		"BUYER_JWT_SECRET="+buyerSecret,
+	)
+	start(t, append(env, "METRICS_ADDR="+workerMetrics), "worker")
+	start(t, append(env, "METRICS_ADDR="+apiMetrics), "api")
+	require.Eventually(t, func() bool {
+		_, _, err := runBin(env, "api", "-healthcheck")
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "api ready")
+
+	base := "http://" + addr
+	call := func(method, path, body string, header http.Header) int {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode
+	}
+	token := func(user string) http.Header {
+		stdout, stderr, err := runBin(env, "starter", "token", "--user", user)
+		require.NoError(t, err, stderr)
+		var tok struct{ Token string }
+		require.NoError(t, json.Unmarshal([]byte(stdout), &tok))
+		return http.Header{"Authorization": {"Bearer " + tok.Token}}
+	}
+
+	sku := "met-" + id
+	require.Equal(t, http.StatusOK, call(http.MethodPut, "/api/v1/admin/skus/"+sku,
+		`{"total":3,"price":1250,"buckets":2}`, http.Header{"Authorization": {"Bearer " + admin}}))
+	const buyers = 5
+	var users []http.Header
+	for i := range buyers {
+		h := token(fmt.Sprintf("met-u%d-%s", i, id))
+		users = append(users, h)
+		order := fmt.Sprintf("met-o%d-%s", i, id)
+		body := `{"order_id":"` + order + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
+		want := http.StatusCreated
+		if i >= 3 {
+			want = http.StatusConflict // SOLD_OUT
+		}
+		require.Equal(t, want, call(http.MethodPost, "/api/v1/orders", body, h), "buyer %d", i)
+	}
+	// A path with an id is counted under its route pattern.
+	require.Equal(t, http.StatusOK, call(http.MethodGet, "/api/v1/orders/met-o0-"+id, "", users[0]))
+	stdout, stderr, err := runBin(env, "starter", "pay", "--via-api", base, "--order", "met-o0-"+id, "--txn", "met-tx-"+id, "--amount", "1250")
+	require.NoError(t, err, "stdout %s stderr %s", stdout, stderr)
+	require.Equal(t, http.StatusOK, call(http.MethodPost, "/api/v1/orders/met-o1-"+id+"/cancel", "", users[1]))
+
+	sale := map[string]string{"sku": sku}
+	// The cancelled unit goes back to Redis and MySQL asynchronously (the
+	// workflow's CloseOrder and ReleaseStock); the per-SKU gauges are read
+	// at scrape time, cached for a second.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		api := scrape(c, apiMetrics)
+		assert.Equal(c, 1.0, value(api, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "sold"}))
+		assert.Equal(c, 1.0, value(api, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "frozen"}))
+		assert.Equal(c, 1.0, value(api, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "available"}))
+		assert.Equal(c, 3.0, value(api, "flashsale_sku_total_units", sale))
+		assert.Equal(c, 1.0, value(api, "flashsale_sku_redis_available_units", sale))
+		assert.Equal(c, 0.0, value(api, "flashsale_sku_sold_out", sale), "the released unit cleared the flag")
+		b0 := value(api, "flashsale_sku_redis_bucket_units", map[string]string{"sku": sku, "bucket": "0"})
+		b1 := value(api, "flashsale_sku_redis_bucket_units", map[string]string{"sku": sku, "bucket": "1"})
+		assert.Equal(c, 1.0, b0+b1, "the buckets hold the unit: %v + %v", b0, b1)
+		assert.Equal(c, -1.0, value(api, "flashsale_sku_redis_bucket_units", map[string]string{"sku": sku, "bucket": "2"}))
+
+		worker := scrape(c, workerMetrics)
+		for status, n := range map[string]float64{"PENDING_PAYMENT": 3, "PAID": 1, "CANCELLED": 1, "EXPIRED": 0, "REJECTED": 0} {
+			assert.Equal(c, n, value(worker, "flashsale_orders_total", map[string]string{"status": status}), status)
+		}
+	}, 30*time.Second, 200*time.Millisecond)
+
+	api := scrape(t, apiMetrics)
+	buy := map[string]string{"route": "POST /api/v1/orders"}
+	count := func(code string) float64 {
+		return value(api, "flashsale_http_requests_total", map[string]string{"route": buy["route"], "code": code})
+	}
+	require.Equal(t, 3.0, count("201"))
+	require.Equal(t, 2.0, count("409"))
+	require.Equal(t, 1.0, value(api, "flashsale_http_requests_total", map[string]string{"route": "GET /api/v1/orders/{id}", "code": "200"}))
+	require.Equal(t, 1.0, value(api, "flashsale_http_requests_total", map[string]string{"route": "POST /api/v1/orders/{id}/cancel", "code": "200"}))
+	require.Equal(t, 5.0, value(api, "flashsale_http_request_duration_seconds", buy), "one observation per buy")
+	require.Equal(t, 3.0, value(api, "flashsale_buy_duration_seconds", map[string]string{"outcome": "admitted"}))
+	require.Equal(t, 2.0, value(api, "flashsale_buy_duration_seconds", map[string]string{"outcome": "shed"}))
+	require.Equal(t, 3.0, value(api, "flashsale_order_placements_total", map[string]string{"result": "reserved"}))
+	require.Equal(t, 3.0, value(api, "flashsale_order_workflows_started_total", nil))
+	require.Equal(t, 5.0, value(api, "flashsale_edge_requests_total", nil))
+	require.Equal(t, 3.0, value(api, "flashsale_edge_decisions_total", map[string]string{"decision": "admitted"}))
+	// The 4th buyer found the buckets empty; the 5th the sold-out cache or
+	// flag the 4th left behind.
+	soldOut := value(api, "flashsale_edge_decisions_total", map[string]string{"decision": "sold_out_stock"}) +
+		value(api, "flashsale_edge_decisions_total", map[string]string{"decision": "sold_out_local"}) +
+		value(api, "flashsale_edge_decisions_total", map[string]string{"decision": "sold_out_redis_flag"})
+	require.Equal(t, 2.0, soldOut)
+	require.Equal(t, 0.0, value(api, "flashsale_edge_in_flight_units", nil))
+	require.Equal(t, 1.0, value(api, "flashsale_redis_up", nil))
+	for name := range api {
+		require.NotContains(t, name, id, "no ids in metric names")
+	}
+	// No raw path or order id ever becomes a label value.
+	for _, f := range api {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				require.NotContains(t, l.GetValue(), "met-o", "%s{%s}", f.GetName(), l.GetName())
+			}
+		}
+	}
+	// The API's Temporal client reports its calls (Update-with-Start,
+	// signals, queries).
+	require.Greater(t, value(api, "temporal_request_total", nil), 0.0)
+
+	worker := scrape(t, workerMetrics)
+	require.Greater(t, value(worker, "temporal_workflow_task_execution_latency_seconds", nil), 0.0)
+	require.Greater(t, value(worker, "temporal_workflow_task_schedule_to_start_latency_seconds", nil), 0.0)
+	require.Equal(t, 1.0, value(worker, "flashsale_redis_up", nil))
+
+	// Every metric the Grafana dashboard queries is exported by one of them.
+	exported := exposedNames(api)
+	for n := range exposedNames(worker) {
+		exported[n] = true
+	}
+	var missing []string
+	for _, name := range dashboardMetrics(t) {
+		if !exported[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		var all []string
+		for n := range exported {
+			all = append(all, n)
+		}
+		slices.Sort(all)
+		t.Fatalf("the dashboard queries metrics nobody exports: %v\nexported: %s", missing, strings.Join(all, " "))
+	}
+}
