@@ -1,0 +1,35 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/edge"
+)
+
+// TestRecentSKUsCapped: the per-SKU gauges cover at most maxRecentSKUs
+// SKUs, the most recently asked for, and forget those not asked for within
+// recentSKUTTL, so buyers cannot grow the scrape.
+func TestRecentSKUsCapped(t *testing.T) {
+	var r recentSKUs
+	now := time.Now()
+	for i := range maxRecentSKUs + 5 {
+		r.note([]edge.Item{{SKU: fmt.Sprintf("s%02d", i)}}, now.Add(time.Duration(i)*time.Second))
+	}
+	got := r.list(now.Add(time.Minute))
+	require.Len(t, got, maxRecentSKUs)
+	require.NotContains(t, got, "s00", "the oldest went first")
+	require.Contains(t, got, fmt.Sprintf("s%02d", maxRecentSKUs+4))
+	require.Empty(t, r.list(now.Add(recentSKUTTL+time.Hour)), "forgotten after the TTL")
+}
+
+func TestRouteLabelIsThePattern(t *testing.T) {
+	r := httptest.NewRequest("GET", "/api/v1/orders/abc", nil)
+	require.Equal(t, "unmatched", routeLabel(r))
+	r.Pattern = "GET /api/v1/orders/{id}"
+	require.Equal(t, "GET /api/v1/orders/{id}", routeLabel(r))
+}
