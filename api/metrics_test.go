@@ -95,9 +95,9 @@ func dashboardMetrics(t *testing.T) []string {
 		} `json:"panels"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &dash))
-	// Metric names are the identifiers of the two families this project
+	// Metric names are the identifiers of the families this project
 	// exports; label names, functions and label values are not.
-	ident := regexp.MustCompile(`\b(?:flashsale|temporal)_[a-z0-9_]+\b`)
+	ident := regexp.MustCompile(`\b(?:flashsale|temporal|go_sql)_[a-z0-9_]+\b`)
 	labels := regexp.MustCompile(`\{[^}]*\}`)
 	seen := map[string]bool{}
 	exprs := 0
@@ -256,6 +256,12 @@ func TestMetricsDuringSale(t *testing.T) {
 	require.Greater(t, value(worker, "temporal_workflow_task_execution_latency_seconds", nil), 0.0)
 	require.Greater(t, value(worker, "temporal_workflow_task_schedule_to_start_latency_seconds", nil), 0.0)
 	require.Equal(t, 1.0, value(worker, "flashsale_redis_up", nil))
+	// Redis and MySQL call latencies: the worker reserved through the Lua
+	// script and wrote the orders; the API read the stock for its gauges.
+	require.Greater(t, value(worker, "flashsale_redis_call_duration_seconds", map[string]string{"result": "ok"}), 0.0)
+	require.Greater(t, value(worker, "flashsale_mysql_call_duration_seconds", map[string]string{"result": "ok"}), 0.0)
+	require.Greater(t, value(api, "flashsale_redis_call_duration_seconds", map[string]string{"result": "ok"}), 0.0)
+	require.Greater(t, value(api, "flashsale_mysql_call_duration_seconds", map[string]string{"kind": "query", "result": "ok"}), 0.0)
 
 	// Every metric the Grafana dashboard queries is exported by one of them.
 	exported := exposedNames(api)
