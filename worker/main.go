@@ -78,11 +78,11 @@ func run(logger *slog.Logger) error {
 	defer b.Close()
 	interceptors := extraInterceptors
 	if mx != nil {
-		orders := backend.NewOrderStatusCounter()
-		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(orders)); err != nil {
+		acts := backend.NewActivityMetrics()
+		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(acts)); err != nil {
 			return fmt.Errorf("register metrics: %w", err)
 		}
-		interceptors = append([]interceptor.WorkerInterceptor{orders.Interceptor()}, interceptors...)
+		interceptors = append([]interceptor.WorkerInterceptor{acts.Interceptor()}, interceptors...)
 	}
 
 	// Before polling: an order started without its search attributes

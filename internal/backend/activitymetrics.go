@@ -15,9 +15,9 @@ import (
 	"github.com/flashsale/flashsale/workflows"
 )
 
-// OrderStatusCounter counts the orders this worker's activities moved to
-// each status, read off the activities' outcomes by a worker interceptor,
-// so neither the workflow nor the activities know about metrics:
+// ActivityMetrics counts what this worker's activities did, read off their
+// outcomes by a worker interceptor, so neither the workflows nor the
+// activities know about metrics. Orders reaching each status:
 //
 //   - REJECTED: ReserveStock or CreateOrder refused the order (sold out,
 //     unknown SKU, per-user limit, drift);
@@ -25,16 +25,22 @@ import (
 //   - PAID: ConfirmPayment took a payment that paid it (not a duplicate);
 //   - EXPIRED / CANCELLED: CloseOrder closed it.
 //
+// and reconciliation's corrections: CorrectStock calls that moved Redis
+// (kind=correct) and RestoreStock calls that rebuilt a SKU's buckets
+// (kind=restore), with the units they moved.
+//
 // Activities are idempotent and retried, so a retry after a reply was lost
-// can count an order twice: the counter is for rates on a dashboard, the
-// database stays the record (starter check).
-type OrderStatusCounter struct {
-	c *prometheus.CounterVec
+// can count twice: the counters are for rates on a dashboard, the database
+// stays the record (starter check).
+type ActivityMetrics struct {
+	c            *prometheus.CounterVec
+	corrections  *prometheus.CounterVec
+	correctUnits prometheus.Counter
 }
 
-// NewOrderStatusCounter returns the counter; register it (it is a
-// prometheus.Collector) and put Interceptor on the worker.
-func NewOrderStatusCounter() *OrderStatusCounter {
+// NewActivityMetrics returns the counters; register them (ActivityMetrics
+// is a prometheus.Collector) and put Interceptor on the worker.
+func NewActivityMetrics() *ActivityMetrics {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Name: "orders_total",
 		Help: "Orders this worker's activities moved to each status (REJECTED, PENDING_PAYMENT, PAID, EXPIRED, CANCELLED).",
@@ -44,23 +50,40 @@ func NewOrderStatusCounter() *OrderStatusCounter {
 		workflows.StatusPaid, workflows.StatusExpired, workflows.StatusCancelled} {
 		c.WithLabelValues(string(s))
 	}
-	return &OrderStatusCounter{c: c}
+	corrections := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "reconcile_corrections_total",
+		Help: "Reconciliation's changes to Redis stock: kind=correct (a drift moved back), restore (a SKU's lost buckets rebuilt from MySQL).",
+	}, []string{"kind"})
+	corrections.WithLabelValues("correct")
+	corrections.WithLabelValues("restore")
+	return &ActivityMetrics{c: c, corrections: corrections, correctUnits: prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "reconcile_corrected_units_total",
+		Help: "Units reconciliation's corrections moved in Redis, either way.",
+	})}
 }
 
 // Describe implements prometheus.Collector.
-func (o *OrderStatusCounter) Describe(ch chan<- *prometheus.Desc) { o.c.Describe(ch) }
+func (o *ActivityMetrics) Describe(ch chan<- *prometheus.Desc) {
+	o.c.Describe(ch)
+	o.corrections.Describe(ch)
+	o.correctUnits.Describe(ch)
+}
 
 // Collect implements prometheus.Collector.
-func (o *OrderStatusCounter) Collect(ch chan<- prometheus.Metric) { o.c.Collect(ch) }
+func (o *ActivityMetrics) Collect(ch chan<- prometheus.Metric) {
+	o.c.Collect(ch)
+	o.corrections.Collect(ch)
+	o.correctUnits.Collect(ch)
+}
 
-// Interceptor observes the order activities' outcomes.
-func (o *OrderStatusCounter) Interceptor() interceptor.WorkerInterceptor {
+// Interceptor observes the activities' outcomes.
+func (o *ActivityMetrics) Interceptor() interceptor.WorkerInterceptor {
 	return &statusInterceptor{o: o}
 }
 
 type statusInterceptor struct {
 	interceptor.WorkerInterceptorBase
-	o *OrderStatusCounter
+	o *ActivityMetrics
 }
 
 func (i *statusInterceptor) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
@@ -69,13 +92,18 @@ func (i *statusInterceptor) InterceptActivity(ctx context.Context, next intercep
 
 type statusActivity struct {
 	interceptor.ActivityInboundInterceptorBase
-	o *OrderStatusCounter
+	o *ActivityMetrics
 }
 
 func (a *statusActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	res, err := a.Next.ExecuteActivity(ctx, in)
-	if status := orderStatusOf(activity.GetInfo(ctx).ActivityType.Name, in.Args, res, err); status != "" {
+	name := activity.GetInfo(ctx).ActivityType.Name
+	if status := orderStatusOf(name, in.Args, res, err); status != "" {
 		a.o.c.WithLabelValues(string(status)).Inc()
+	}
+	if kind, units := correctionOf(res, err); kind != "" {
+		a.o.corrections.WithLabelValues(kind).Inc()
+		a.o.correctUnits.Add(float64(units))
 	}
 	return res, err
 }
@@ -108,4 +136,23 @@ func orderStatusOf(name string, args []any, res any, err error) workflows.Status
 		}
 	}
 	return ""
+}
+
+// correctionOf is the kind of change to Redis a reconciliation activity's
+// outcome made, and the units it moved (either way); "" when none.
+func correctionOf(res any, err error) (kind string, units int64) {
+	if err != nil {
+		return "", 0
+	}
+	switch r := res.(type) {
+	case activities.CorrectStockResult:
+		if r.Claimed && r.Applied != 0 {
+			return "correct", max(r.Applied, -r.Applied)
+		}
+	case activities.RestoreStockResult:
+		if r.Restored {
+			return "restore", 0
+		}
+	}
+	return "", 0
 }
