@@ -1,0 +1,551 @@
+#!/usr/bin/env bash
+# flashsale on a real topology, as processes on loopback (issue 9):
+#   Temporal as separate services on PostgreSQL (frontend, matching, internal
+#   worker, two history hosts sharing 8 shards), the Redis Cluster of
+#   scripts/redis-cluster.sh (3 masters + 3 replicas), MariaDB (database
+#   flashsale_cluster), two flashsale workers, two APIs, HAProxy in front of
+#   the APIs health-checking /readyz.
+#
+#   scripts/cluster.sh up         build what is missing (first run: the Temporal
+#                                 server, 4-10 min on 2 cores), start what is
+#                                 not running, print where everything is
+#   scripts/cluster.sh down       stop what up started, by pid
+#   scripts/cluster.sh ps         node names, pids, up/down
+#   scripts/cluster.sh kill NAME  kill -9 one node (e.g. temporal-history-2,
+#                                 worker-1, api-2, redis-7003)
+#   scripts/cluster.sh start NAME start one node again (up does it for all)
+#   scripts/cluster.sh stop NAME  stop one node gracefully (SIGTERM)
+#   scripts/cluster.sh build      rebuild worker, api and starter (a rolling
+#                                 restart then picks the new build up)
+#   scripts/cluster.sh env        export lines for a client (starter, curl)
+#
+# State, logs, rendered configs, secrets and binaries live under
+# $FLASHSALE_CLUSTER_DIR (default /tmp/flashsale-cluster). Secrets are made
+# once (secrets.env, mode 600) and never leave that directory.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STATE=${FLASHSALE_CLUSTER_DIR:-/tmp/flashsale-cluster}
+BIN=$STATE/bin
+LOGS=$STATE/logs
+PIDS=$STATE/pids
+TEMPORAL_VERSION=v1.29.1
+TEMPORAL_CLI_VERSION=v1.5.1 # the CLI that embeds server 1.29.1
+
+PG_HOST=${PG_HOST:-127.0.0.1}
+PG_PORT=${PG_PORT:-5432}
+PG_USER=${PG_USER:-postgres}
+TEMPORAL_DB=temporal
+VISIBILITY_DB=temporal_visibility
+NUM_SHARDS=8
+NAMESPACE=default
+
+MYSQL_SERVER_DSN=${MYSQL_SERVER_DSN:-root@tcp(127.0.0.1:3306)/}
+MYSQL_DB=flashsale_cluster
+
+# Ports: Temporal in 74xx/64xx (the dev server of the tests holds 7233/8233),
+# APIs and HAProxy in 748x, per-process metrics 94xx and pprof 95xx.
+FRONTEND_GRPC=7433 FRONTEND_HTTP=7443 FRONTEND_MEMBERSHIP=6433
+HISTORY1_GRPC=7434 HISTORY1_MEMBERSHIP=6434
+HISTORY2_GRPC=7436 HISTORY2_MEMBERSHIP=6436
+MATCHING_GRPC=7435 MATCHING_MEMBERSHIP=6435
+TWORKER_GRPC=7439 TWORKER_MEMBERSHIP=6439
+HAPROXY_PORT=7480 HAPROXY_STATS=7489
+API1_PORT=7481 API2_PORT=7482
+
+TEMPORAL_NODES=(temporal-frontend temporal-history-1 temporal-history-2 temporal-matching temporal-worker)
+APP_NODES=(worker-1 worker-2 api-1 api-2 haproxy)
+REDIS_PORTS=(7001 7002 7003 7004 7005 7006)
+REDIS_BASE=/tmp/flashsale-redis-cluster
+
+say() { echo "cluster: $*" >&2; }
+die() {
+	say "error: $*"
+	exit 1
+}
+
+# ---- processes -----------------------------------------------------------
+
+# pid_of NAME: the pid of a running node, nothing when it is down. A pid file
+# only counts while that pid still runs the program it was written for.
+pid_of() {
+	local name=$1 f pid want
+	case $name in
+	redis-*)
+		f=$REDIS_BASE/${name#redis-}/redis.pid
+		want="redis-server.*:${name#redis-}"
+		;;
+	temporal-*)
+		f=$PIDS/$name.pid
+		want="$BIN/server"
+		;;
+	haproxy)
+		f=$PIDS/haproxy.pid
+		want=haproxy
+		;;
+	*)
+		f=$PIDS/$name.pid
+		want="$BIN/${name%-*}"
+		;;
+	esac
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$want"; then
+		echo "$pid"
+	fi
+}
+
+running() { [ -n "$(pid_of "$1")" ]; }
+
+# spawn NAME ENV... -- CMD...: start CMD in its own session, log to
+# logs/NAME.log, pid to pids/NAME.pid.
+spawn() {
+	local name=$1
+	shift
+	local envs=()
+	while [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	mkdir -p "$LOGS" "$PIDS"
+	echo "---- $(date -u +%FT%TZ) start" >>"$LOGS/$name.log"
+	# 8>&-: the lock of up must not outlive it in the nodes it starts.
+	env "${envs[@]}" setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- &
+	echo $! >"$PIDS/$name.pid"
+}
+
+# spawned NAME: the process spawn started for NAME is still alive (while it
+# execs from env to setsid to the program, /proc/PID/cmdline can be briefly
+# empty, so pid_of is not used here).
+spawned() { kill -0 "$(cat "$PIDS/$1.pid" 2>/dev/null || echo 0)" 2>/dev/null; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_port NAME PORT SECONDS: until PORT accepts, failing if NAME died.
+wait_port() {
+	local name=$1 port=$2 secs=$3 i
+	for ((i = 0; i < secs * 4; i++)); do
+		port_open "$port" && return 0
+		spawned "$name" || die "$name exited while starting; tail of $LOGS/$name.log:
+$(tail -n 25 "$LOGS/$name.log")"
+		sleep 0.25
+	done
+	die "$name did not open port $port within ${secs}s; see $LOGS/$name.log"
+}
+
+# ---- build ---------------------------------------------------------------
+
+build_temporal() {
+	mkdir -p "$BIN" "$LOGS"
+	local pkgs=() b
+	[ -x "$BIN/server" ] || pkgs+=("go.temporal.io/server/cmd/server@$TEMPORAL_VERSION")
+	[ -x "$BIN/sql" ] || pkgs+=("go.temporal.io/server/cmd/tools/sql@$TEMPORAL_VERSION")
+	if [ ${#pkgs[@]} -gt 0 ]; then
+		say "building the Temporal server $TEMPORAL_VERSION and its schema tool (first run: 4-10 min on 2 cores; log $LOGS/build-temporal.log)"
+		(cd /tmp && GOBIN=$BIN go install -v "${pkgs[@]}") >"$LOGS/build-temporal.log" 2>&1 &
+		b=$!
+		while kill -0 "$b" 2>/dev/null; do
+			sleep 15
+			kill -0 "$b" 2>/dev/null && say "  still building ($(wc -l <"$LOGS/build-temporal.log") packages so far, last: $(tail -n 1 "$LOGS/build-temporal.log"))"
+		done
+		wait "$b" || die "go install of the Temporal server failed; see $LOGS/build-temporal.log"
+		say "built $BIN/server and $BIN/sql"
+	fi
+	if [ ! -x "$BIN/temporal" ]; then
+		local cli
+		cli=$(command -v temporal || true)
+		[ -z "$cli" ] && [ -x "$HOME/go/bin/temporal" ] && cli=$HOME/go/bin/temporal
+		if [ -n "$cli" ]; then
+			ln -sf "$cli" "$BIN/temporal"
+		else
+			say "building the temporal CLI $TEMPORAL_CLI_VERSION"
+			(cd /tmp && GOBIN=$BIN go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION") ||
+				die "go install of the temporal CLI failed"
+		fi
+	fi
+}
+
+# build_app [force]: the worker, api and starter of this checkout, built once.
+build_app() {
+	local c
+	for c in worker api starter; do
+		if [ "${1:-}" = force ] || [ ! -x "$BIN/$c" ]; then
+			say "building $c"
+			(cd "$ROOT" && go build -o "$BIN/$c.new" "./$c") || die "go build ./$c failed"
+			mv -f "$BIN/$c.new" "$BIN/$c"
+		fi
+	done
+}
+
+# ---- secrets and environment ---------------------------------------------
+
+secrets() {
+	mkdir -p "$STATE"
+	if [ ! -f "$STATE/secrets.env" ]; then
+		(
+			umask 077
+			{
+				echo "WEBHOOK_SECRET=$(openssl rand -hex 24)"
+				echo "ADMIN_TOKEN=$(openssl rand -hex 24)"
+				echo "BUYER_JWT_SECRET=$(openssl rand -hex 32)"
+			} >"$STATE/secrets.env"
+		)
+		say "generated secrets in $STATE/secrets.env"
+	fi
+	chmod 600 "$STATE/secrets.env"
+	# shellcheck disable=SC1091
+	. "$STATE/secrets.env"
+	# The payment timeout is the workers' and is fixed when the cluster is
+	# first brought up (PAYMENT_TIMEOUT=... scripts/cluster.sh up).
+	if [ ! -f "$STATE/settings.env" ]; then
+		echo "PAYMENT_TIMEOUT=${PAYMENT_TIMEOUT:-20s}" >"$STATE/settings.env"
+	fi
+	# shellcheck disable=SC1091
+	. "$STATE/settings.env"
+}
+
+redis_addr() { "$ROOT/scripts/redis-cluster.sh" addr; }
+
+app_env() {
+	echo "TEMPORAL_ADDRESS=127.0.0.1:$FRONTEND_GRPC"
+	echo "TEMPORAL_NAMESPACE=$NAMESPACE"
+	echo "REDIS_ADDR=$(redis_addr)"
+	echo "MYSQL_DSN=${MYSQL_SERVER_DSN}${MYSQL_DB}?parseTime=true"
+	echo "PAYMENT_TIMEOUT=$PAYMENT_TIMEOUT"
+	echo "WEBHOOK_SECRET=$WEBHOOK_SECRET"
+	echo "ADMIN_TOKEN=$ADMIN_TOKEN"
+	echo "BUYER_JWT_SECRET=$BUYER_JWT_SECRET"
+}
+
+cmd_env() {
+	secrets
+	# Single-quoted: the DSN holds parentheses. No value holds a quote.
+	echo "export API_URL='http://127.0.0.1:$HAPROXY_PORT'"
+	app_env | sed "s/^\([A-Z_]*\)=\(.*\)$/export \1='\2'/"
+}
+
+# ---- PostgreSQL schemas --------------------------------------------------
+
+psql_() { psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -v ON_ERROR_STOP=1 -Atq "$@"; }
+
+sqltool() { "$BIN/sql" --plugin postgres12 --ep "$PG_HOST" -p "$PG_PORT" -u "$PG_USER" "$@"; }
+
+schemas() {
+	psql_ -d postgres -c 'select 1' >/dev/null || die "PostgreSQL is not answering on $PG_HOST:$PG_PORT as $PG_USER"
+	local db schema
+	for db in $TEMPORAL_DB $VISIBILITY_DB; do
+		schema=postgresql/v12/temporal
+		[ "$db" = "$VISIBILITY_DB" ] && schema=postgresql/v12/visibility
+		if [ -z "$(psql_ -d postgres -c "select 1 from pg_database where datname = '$db'")" ]; then
+			say "creating PostgreSQL database $db"
+			sqltool --db "$db" create-database >>"$LOGS/schema.log" 2>&1 || die "create database $db failed; see $LOGS/schema.log"
+		fi
+		if [ -z "$(psql_ -d "$db" -c "select 1 from information_schema.tables where table_name = 'schema_version'")" ]; then
+			say "setting up schema of $db"
+			sqltool --db "$db" setup-schema -v 0.0 >>"$LOGS/schema.log" 2>&1 || die "setup-schema $db failed; see $LOGS/schema.log"
+		fi
+		# Applies only versions newer than the database's: a no-op when current.
+		sqltool --db "$db" update-schema --schema-name "$schema" >>"$LOGS/schema.log" 2>&1 ||
+			die "update-schema $db failed; see $LOGS/schema.log"
+	done
+	say "PostgreSQL: $TEMPORAL_DB $(psql_ -d $TEMPORAL_DB -c 'select curr_version from schema_version'), $VISIBILITY_DB $(psql_ -d $VISIBILITY_DB -c 'select curr_version from schema_version')"
+}
+
+# ---- Temporal ------------------------------------------------------------
+
+# node_ports NAME: "service grpc membership metrics pprof" of a Temporal node.
+node_ports() {
+	case $1 in
+	temporal-frontend) echo "frontend $FRONTEND_GRPC $FRONTEND_MEMBERSHIP 9431 9531" ;;
+	temporal-history-1) echo "history $HISTORY1_GRPC $HISTORY1_MEMBERSHIP 9432 9532" ;;
+	temporal-history-2) echo "history $HISTORY2_GRPC $HISTORY2_MEMBERSHIP 9433 9533" ;;
+	temporal-matching) echo "matching $MATCHING_GRPC $MATCHING_MEMBERSHIP 9434 9534" ;;
+	temporal-worker) echo "worker $TWORKER_GRPC $TWORKER_MEMBERSHIP 9435 9535" ;;
+	*) die "no Temporal node $1" ;;
+	esac
+}
+
+render_temporal() {
+	local name=$1 service grpc member metrics pprof dir
+	read -r service grpc member metrics pprof <<<"$(node_ports "$name")"
+	dir=$STATE/temporal/$name
+	mkdir -p "$dir"
+	# The history section carries this host's ports; the others keep the
+	# first history host's, which only that host reads.
+	local hgrpc=$HISTORY1_GRPC hmember=$HISTORY1_MEMBERSHIP
+	if [ "$service" = history ]; then hgrpc=$grpc hmember=$member; fi
+	sed -e "s|@NUM_SHARDS@|$NUM_SHARDS|" -e "s|@DB@|$TEMPORAL_DB|" -e "s|@VIS_DB@|$VISIBILITY_DB|" \
+		-e "s|@PG_ADDR@|$PG_HOST:$PG_PORT|" -e "s|@PG_USER@|$PG_USER|" \
+		-e "s|@PPROF_PORT@|$pprof|" -e "s|@METRICS_PORT@|$metrics|" \
+		-e "s|@FRONTEND_GRPC@|$FRONTEND_GRPC|g" -e "s|@FRONTEND_MEMBERSHIP@|$FRONTEND_MEMBERSHIP|" -e "s|@FRONTEND_HTTP@|$FRONTEND_HTTP|" \
+		-e "s|@HISTORY_GRPC@|$hgrpc|" -e "s|@HISTORY_MEMBERSHIP@|$hmember|" \
+		-e "s|@MATCHING_GRPC@|$MATCHING_GRPC|" -e "s|@MATCHING_MEMBERSHIP@|$MATCHING_MEMBERSHIP|" \
+		-e "s|@WORKER_GRPC@|$TWORKER_GRPC|" -e "s|@WORKER_MEMBERSHIP@|$TWORKER_MEMBERSHIP|" \
+		-e "s|@DYNAMIC_CONFIG@|$ROOT/deploy/temporal/dynamicconfig.yaml|" \
+		"$ROOT/deploy/temporal/config.yaml.tmpl" >"$dir/development.yaml"
+}
+
+start_temporal_node() {
+	local name=$1 service grpc member
+	running "$name" && return 0
+	read -r service grpc member _ <<<"$(node_ports "$name")"
+	port_open "$grpc" && die "port $grpc (for $name) is taken by a process this script did not start"
+	render_temporal "$name"
+	say "starting $name ($service, gRPC 127.0.0.1:$grpc)"
+	spawn "$name" -- "$BIN/server" --root "$STATE/temporal/$name" --config . --env development --allow-no-auth start --service "$service"
+	# The internal worker serves no gRPC; its membership port says it joined.
+	if [ "$service" = worker ]; then wait_port "$name" "$member" 90; else wait_port "$name" "$grpc" 90; fi
+}
+
+tctl() { "$BIN/temporal" --address "127.0.0.1:$FRONTEND_GRPC" "$@"; }
+
+# namespace: registers the namespace and the order workflow's search
+# attributes, waiting until both are served; any failure stops up.
+namespace() {
+	local i out
+	for ((i = 0; i < 60; i++)); do
+		tctl operator cluster health >/dev/null 2>&1 && break
+		sleep 1
+	done
+	tctl operator cluster health >/dev/null 2>&1 || die "the frontend is not SERVING after 60 s; see $LOGS/temporal-*.log"
+	if ! tctl operator namespace describe -n "$NAMESPACE" >/dev/null 2>&1; then
+		say "registering namespace $NAMESPACE"
+		out=$(tctl operator namespace create -n "$NAMESPACE" --retention 72h 2>&1) ||
+			grep -qi "already" <<<"$out" || die "namespace create failed: $out"
+	fi
+	for ((i = 0; i < 60; i++)); do
+		tctl operator namespace describe -n "$NAMESPACE" >/dev/null 2>&1 && break
+		sleep 1
+	done
+	tctl operator namespace describe -n "$NAMESPACE" >/dev/null 2>&1 || die "namespace $NAMESPACE not served 60 s after creating it"
+
+	# The same attributes as workflows.SearchAttributes (the worker checks
+	# them too at start, and exits naming any that are missing).
+	local want=(OrderStatus:Keyword UserId:Keyword SkuIds:KeywordList) missing=() a list
+	# A new namespace reaches every frontend's cache within ~10 s; until then
+	# it is "not found" to some calls.
+	for ((i = 0; i < 60; i++)); do
+		list=$(tctl operator search-attribute list -n "$NAMESPACE" 2>&1) && break
+		sleep 1
+	done
+	tctl operator search-attribute list -n "$NAMESPACE" >/dev/null 2>&1 || die "search-attribute list failed for 60 s: $list"
+	for a in "${want[@]}"; do
+		grep -qw "${a%%:*}" <<<"$list" || missing+=("$a")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		local args=()
+		for a in "${missing[@]}"; do args+=(--name "${a%%:*}" --type "${a#*:}"); done
+		say "creating search attributes ${missing[*]}"
+		out=$(tctl operator search-attribute create -n "$NAMESPACE" "${args[@]}" 2>&1) ||
+			grep -qi "already" <<<"$out" || die "search-attribute create failed: $out"
+		for ((i = 0; i < 60; i++)); do
+			list=$(tctl operator search-attribute list -n "$NAMESPACE" 2>&1) || true
+			missing=()
+			for a in "${want[@]}"; do grep -qw "${a%%:*}" <<<"$list" || missing+=("$a"); done
+			[ ${#missing[@]} -eq 0 ] && break
+			sleep 1
+		done
+		[ ${#missing[@]} -eq 0 ] || die "search attributes ${missing[*]} not listed 60 s after creating them"
+	fi
+}
+
+# ---- flashsale and HAProxy -----------------------------------------------
+
+start_app_node() {
+	local name=$1 envs=()
+	running "$name" && return 0
+	mapfile -t envs < <(app_env)
+	case $name in
+	worker-*)
+		say "starting $name"
+		local from=0 i
+		[ -f "$LOGS/$name.log" ] && from=$(wc -c <"$LOGS/$name.log")
+		spawn "$name" "${envs[@]}" -- "$BIN/worker"
+		# The worker checks search attributes and migrates MySQL before it
+		# polls; it logs "worker started" when it does.
+		for ((i = 0; i < 240; i++)); do
+			tail -c +$((from + 1)) "$LOGS/$name.log" | grep -q "worker started" && return 0
+			spawned "$name" || die "$name exited while starting; tail of $LOGS/$name.log:
+$(tail -n 25 "$LOGS/$name.log")"
+			sleep 0.25
+		done
+		die "$name did not log 'worker started' within 60 s; see $LOGS/$name.log"
+		;;
+	api-*)
+		local port=$API1_PORT
+		[ "$name" = api-2 ] && port=$API2_PORT
+		port_open "$port" && die "port $port (for $name) is taken by a process this script did not start"
+		say "starting $name (http://127.0.0.1:$port)"
+		spawn "$name" "${envs[@]}" "HTTP_ADDR=127.0.0.1:$port" -- "$BIN/api"
+		local i
+		for ((i = 0; i < 240; i++)); do
+			[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ] && return 0
+			spawned "$name" || die "$name exited while starting; tail of $LOGS/$name.log:
+$(tail -n 25 "$LOGS/$name.log")"
+			sleep 0.25
+		done
+		die "$name not ready (/readyz) within 60 s; see $LOGS/$name.log"
+		;;
+	haproxy)
+		command -v haproxy >/dev/null || die "haproxy is not installed (apt-get install haproxy)"
+		port_open "$HAPROXY_PORT" && die "port $HAPROXY_PORT (for haproxy) is taken by a process this script did not start"
+		mkdir -p "$STATE/haproxy"
+		local servers
+		servers=$(printf '\tserver api-1 127.0.0.1:%s check\n\tserver api-2 127.0.0.1:%s check' "$API1_PORT" "$API2_PORT")
+		awk -v s="$servers" '{ if ($0 == "@SERVERS@") print s; else print }' "$ROOT/deploy/haproxy.cfg.tmpl" |
+			sed -e "s|@PORT@|$HAPROXY_PORT|" -e "s|@STATS_PORT@|$HAPROXY_STATS|" \
+				>"$STATE/haproxy/haproxy.cfg"
+		haproxy -c -q -f "$STATE/haproxy/haproxy.cfg" || die "haproxy rejects $STATE/haproxy/haproxy.cfg"
+		say "starting haproxy (http://127.0.0.1:$HAPROXY_PORT)"
+		# -db: stay in the foreground, so the pid is the one we spawned.
+		spawn haproxy -- haproxy -db -f "$STATE/haproxy/haproxy.cfg"
+		wait_port haproxy "$HAPROXY_PORT" 10
+		;;
+	esac
+}
+
+start_node() {
+	case $1 in
+	temporal-*) start_temporal_node "$1" ;;
+	redis-*) "$ROOT/scripts/redis-cluster.sh" up 8>&- ;;
+	*) start_app_node "$1" ;;
+	esac
+}
+
+cmd_up() {
+	command -v go >/dev/null || die "go is not installed"
+	command -v psql >/dev/null || die "psql is not installed (PostgreSQL client)"
+	mkdir -p "$STATE" "$LOGS" "$PIDS"
+	exec 8>"$STATE/.lock"
+	flock 8
+	secrets
+	build_temporal
+	build_app
+	schemas
+
+	# One service first: every process writes the cluster metadata on its
+	# first start, and several at once race on its version.
+	local n
+	for n in "${TEMPORAL_NODES[@]}"; do start_temporal_node "$n"; done
+	namespace
+
+	if ! "$ROOT/scripts/redis-cluster.sh" up 2>"$LOGS/redis-cluster.log" 8>&-; then
+		cat "$LOGS/redis-cluster.log" >&2
+		die "the Redis Cluster did not come up"
+	fi
+	grep -q "starting node" "$LOGS/redis-cluster.log" && touch "$STATE/redis-started-here"
+
+	for n in "${APP_NODES[@]}"; do start_app_node "$n"; done
+	cmd_ps
+	cat >&2 <<EOF
+
+flashsale cluster is up:
+  API (HAProxy)      http://127.0.0.1:$HAPROXY_PORT   (stats http://127.0.0.1:$HAPROXY_STATS/)
+  APIs               http://127.0.0.1:$API1_PORT  http://127.0.0.1:$API2_PORT
+  Temporal frontend  127.0.0.1:$FRONTEND_GRPC  (namespace $NAMESPACE, $NUM_SHARDS shards, PostgreSQL $PG_HOST:$PG_PORT)
+  Redis Cluster      $(redis_addr)
+  MySQL              ${MYSQL_SERVER_DSN}${MYSQL_DB}
+  payment timeout    $PAYMENT_TIMEOUT
+  logs               $LOGS/
+  client env         eval "\$(scripts/cluster.sh env)"
+EOF
+}
+
+# stop NAME: SIGTERM, then SIGKILL after 10 s.
+stop_node() {
+	local name=$1 pid i
+	pid=$(pid_of "$name")
+	[ -n "$pid" ] || return 0
+	say "stopping $name (pid $pid)"
+	kill "$pid" 2>/dev/null || true
+	for ((i = 0; i < 40; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.25
+	done
+	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+	rm -f "$PIDS/$name.pid"
+}
+
+cmd_down() {
+	local n i
+	for n in haproxy api-1 api-2 worker-1 worker-2; do stop_node "$n"; done
+	for ((i = ${#TEMPORAL_NODES[@]} - 1; i >= 0; i--)); do stop_node "${TEMPORAL_NODES[$i]}"; done
+	if [ -f "$STATE/redis-started-here" ]; then
+		"$ROOT/scripts/redis-cluster.sh" down
+		rm -f "$STATE/redis-started-here"
+	else
+		say "leaving the Redis Cluster running: up found it already running (scripts/redis-cluster.sh down stops it)"
+	fi
+	say "down (databases, secrets and logs kept under $STATE)"
+}
+
+all_nodes() {
+	local p
+	printf '%s\n' "${TEMPORAL_NODES[@]}"
+	for p in "${REDIS_PORTS[@]}"; do echo "redis-$p"; done
+	printf '%s\n' "${APP_NODES[@]}"
+}
+
+cmd_ps() {
+	local n pid extra
+	printf '%-20s %-8s %-5s %s\n' NODE PID STATE WHERE
+	while read -r n; do
+		pid=$(pid_of "$n")
+		case $n in
+		temporal-*) extra="127.0.0.1:$(node_ports "$n" | cut -d' ' -f2)" ;;
+		redis-*)
+			extra="127.0.0.1:${n#redis-}"
+			[ -n "$pid" ] && extra+=" $(timeout 2 redis-cli -p "${n#redis-}" info replication 2>/dev/null | tr -d '\r' | sed -n 's/^role://p')"
+			;;
+		api-1) extra="http://127.0.0.1:$API1_PORT" ;;
+		api-2) extra="http://127.0.0.1:$API2_PORT" ;;
+		haproxy) extra="http://127.0.0.1:$HAPROXY_PORT" ;;
+		*) extra="" ;;
+		esac
+		printf '%-20s %-8s %-5s %s\n' "$n" "${pid:--}" "$([ -n "$pid" ] && echo up || echo down)" "$extra"
+	done < <(all_nodes)
+}
+
+cmd_kill() {
+	local name=${1:?usage: $0 kill NAME}
+	all_nodes | grep -qx "$name" || die "no node $name (see $0 ps)"
+	local pid
+	pid=$(pid_of "$name")
+	[ -n "$pid" ] || die "$name is not running"
+	kill -9 "$pid"
+	say "killed $name (pid $pid)"
+}
+
+cmd_stop() {
+	local name=${1:?usage: $0 stop NAME}
+	all_nodes | grep -qx "$name" || die "no node $name (see $0 ps)"
+	case $name in redis-*) die "redis nodes are stopped by scripts/redis-cluster.sh" ;; esac
+	running "$name" || die "$name is not running"
+	stop_node "$name"
+}
+
+cmd_start() {
+	local name=${1:?usage: $0 start NAME}
+	all_nodes | grep -qx "$name" || die "no node $name (see $0 ps)"
+	mkdir -p "$STATE" "$LOGS" "$PIDS"
+	exec 8>"$STATE/.lock"
+	flock 8
+	secrets
+	start_node "$name"
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+ps) cmd_ps ;;
+kill) cmd_kill "${2:-}" ;;
+stop) cmd_stop "${2:-}" ;;
+start) cmd_start "${2:-}" ;;
+env) cmd_env ;;
+build) build_app force ;;
+*)
+	echo "usage: $0 up|down|ps|kill NAME|start NAME|stop NAME|env|build" >&2
+	exit 2
+	;;
+esac
