@@ -352,6 +352,8 @@ func (s *Server) putSKU(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inv, pre := d.Inventory, d.Preheat
+	// On sale from now: its stock gauges show before the first buyer.
+	s.noteSKU(sku)
 	s.writeJSON(w, r, http.StatusOK, skuResponse{
 		SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit,
 		RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,

@@ -184,9 +184,9 @@ const (
 	skuCacheFor = time.Second
 )
 
-// recentSKUs remembers the SKUs buyers asked this instance for, for the
-// per-SKU gauges. Only SKUs the edge found on sale are noted, so made-up
-// SKU names cannot grow it, and it is capped anyway.
+// recentSKUs remembers the SKUs put on sale through this instance or asked
+// for by buyers, for the per-SKU gauges. Only SKUs the edge found on sale
+// are noted, so made-up SKU names cannot grow it, and it is capped anyway.
 type recentSKUs struct {
 	mu   sync.Mutex
 	seen map[string]time.Time
@@ -235,6 +235,9 @@ func (s *Server) noteSKUs(items []edge.Item, admitErr error) {
 	}
 	s.recent.note(items, time.Now())
 }
+
+// noteSKU records a SKU an operator put on sale.
+func (s *Server) noteSKU(sku string) { s.recent.note([]edge.Item{{SKU: sku}}, time.Now()) }
 
 var (
 	skuRedisAvailableDesc = prometheus.NewDesc("flashsale_sku_redis_available_units",

@@ -66,6 +66,12 @@ func TestPrometheusCountsBuys(t *testing.T) {
 	require.NoError(t, s.api.server.RegisterMetrics(reg))
 	sku := s.name("sku")
 	s.api.putSKU(sku, 4, 100, 2, 1)
+	// Put on sale through this instance: its gauges show before any buy.
+	require.Equal(t, 4.0, promValue(t, reg, "flashsale_sku_redis_available_units", map[string]string{"sku": sku}))
+	require.Equal(t, 4.0, promValue(t, reg, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "available"}))
+	b0 := promValue(t, reg, "flashsale_sku_redis_bucket_units", map[string]string{"sku": sku, "bucket": "0"})
+	b1 := promValue(t, reg, "flashsale_sku_redis_bucket_units", map[string]string{"sku": sku, "bucket": "1"})
+	require.Equal(t, []float64{2, 2}, []float64{b0, b1}, "two buckets of two")
 
 	const n = 4
 	for i := range n {
@@ -89,12 +95,14 @@ func TestPrometheusCountsBuys(t *testing.T) {
 	require.Equal(t, int64(n), m.Responses["201"])
 	require.Equal(t, int64(n), m.WorkflowsStarted)
 
-	// The per-SKU gauges, read at scrape time.
-	require.Equal(t, 0.0, promValue(t, reg, "flashsale_sku_redis_available_units", map[string]string{"sku": sku}))
-	require.Equal(t, 1.0, promValue(t, reg, "flashsale_sku_sold_out", map[string]string{"sku": sku}))
-	require.Equal(t, float64(n), promValue(t, reg, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "frozen"}))
-	require.Equal(t, 0.0, promValue(t, reg, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "available"}))
-	require.Equal(t, 0.0, promValue(t, reg, "flashsale_sku_scrape_errors", nil))
+	// The per-SKU gauges, read at scrape time and cached for a second.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, 0.0, promValue(c, reg, "flashsale_sku_redis_available_units", map[string]string{"sku": sku}))
+		assert.Equal(c, 1.0, promValue(c, reg, "flashsale_sku_sold_out", map[string]string{"sku": sku}))
+		assert.Equal(c, float64(n), promValue(c, reg, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "frozen"}))
+		assert.Equal(c, 0.0, promValue(c, reg, "flashsale_sku_mysql_units", map[string]string{"sku": sku, "state": "available"}))
+		assert.Equal(c, 0.0, promValue(c, reg, "flashsale_sku_scrape_errors", nil))
+	}, 5*time.Second, 100*time.Millisecond)
 }
 
 // TestPrometheusCountsClientHangUp: a buyer who hangs up before the answer
