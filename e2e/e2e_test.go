@@ -292,6 +292,7 @@ func TestStarterRejectsBadInput(t *testing.T) {
 		{[]string{"order", "--user", "u", "--sku", "1", "--qty", "-2"}, "INVALID_REQUEST"},
 		{[]string{"order", "--sku", "1"}, "USAGE"},
 		{[]string{"order", "--user", "u", "--sku", strings.Repeat("x", 65)}, "INVALID_REQUEST"},
+		{[]string{"order", "--user", "u", "--sku", "1", "--order-id", "wl-x"}, "INVALID_REQUEST"},
 		{[]string{"pay", "--order", "o", "--txn", "t", "--amount", "0"}, "USAGE"},
 		{[]string{"nope"}, "USAGE"},
 	}

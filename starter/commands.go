@@ -198,7 +198,13 @@ func runOrder(ctx context.Context, args []string) (any, error) {
 		return nil, invalid("%v", err)
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return orderService(b).Place(ctx, in)
+		res, err := orderService(b).Place(ctx, in)
+		if err != nil {
+			// No reservation to show: a zero one on stdout would read as
+			// an answer.
+			return nil, err
+		}
+		return res, nil
 	})
 }
 

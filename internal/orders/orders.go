@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -43,6 +44,13 @@ type Service struct {
 func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows.Reservation, error) {
 	if err := workflows.ValidateInput(in); err != nil {
 		return workflows.Reservation{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	// Offer ids are the workflow's to give (wl-<released order>): a buyer's
+	// order under one would block the offer and could be cancelled by
+	// whoever knows the released order. Every door places through here.
+	if strings.HasPrefix(in.OrderID, workflows.WaitlistOrderPrefix) {
+		return workflows.Reservation{}, fmt.Errorf("%w: order ids starting with %s are reserved for waitlist offers",
+			ErrInvalid, workflows.WaitlistOrderPrefix)
 	}
 	start := s.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:        workflows.OrderWorkflowID(in.OrderID),
