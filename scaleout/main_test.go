@@ -1,0 +1,271 @@
+//go:build scaleout
+
+package scaleout
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"database/sql"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/flashsale/flashsale/internal/audit"
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/config"
+)
+
+// The cluster's secrets and addresses, read from `scripts/cluster.sh env`.
+var (
+	apiURL        string
+	adminToken    string
+	webhookSecret string
+	buyerSecret   string
+	clusterEnv    []string // os.Environ() plus the cluster's variables
+	stateDir      string   // where cluster.sh keeps its binaries and logs
+	root          string   // the repository
+)
+
+func TestMain(m *testing.M) {
+	wd, _ := os.Getwd()
+	root = filepath.Dir(wd)
+	stateDir = os.Getenv("FLASHSALE_CLUSTER_DIR")
+	if stateDir == "" {
+		stateDir = "/tmp/flashsale-cluster"
+	}
+	// up is idempotent: it starts only what is missing (and builds on
+	// first use), so the suite also heals a topology a previous run left
+	// with a node down.
+	up := exec.Command(filepath.Join(root, "scripts", "cluster.sh"), "up")
+	up.Stdout, up.Stderr = os.Stderr, os.Stderr
+	if err := up.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "scripts/cluster.sh up: %v\n", err)
+		os.Exit(1)
+	}
+	out, err := exec.Command(filepath.Join(root, "scripts", "cluster.sh"), "env").Output()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scripts/cluster.sh env: %v\n", err)
+		os.Exit(1)
+	}
+	clusterEnv = os.Environ()
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		kv, ok := strings.CutPrefix(sc.Text(), "export ")
+		if !ok {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		v = strings.Trim(v, "'")
+		clusterEnv = append(clusterEnv, k+"="+v)
+		_ = os.Setenv(k, v)
+		switch k {
+		case "API_URL":
+			apiURL = v
+		case "ADMIN_TOKEN":
+			adminToken = v
+		case "WEBHOOK_SECRET":
+			webhookSecret = v
+		case "BUYER_JWT_SECRET":
+			buyerSecret = v
+		}
+	}
+	if apiURL == "" || adminToken == "" || webhookSecret == "" || buyerSecret == "" {
+		fmt.Fprintf(os.Stderr, "scripts/cluster.sh env lacks API_URL or a secret:\n%s", out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	printSummary(os.Stdout)
+	os.Exit(code)
+}
+
+// ---- the summary table ----------------------------------------------------
+
+type caseResult struct {
+	name       string
+	orders     int
+	faults     string
+	violations int
+	oversold   int64
+	undersold  int64
+	recover    string
+	result     string
+}
+
+var (
+	summaryMu sync.Mutex
+	summary   []caseResult
+)
+
+func record(r caseResult) {
+	summaryMu.Lock()
+	defer summaryMu.Unlock()
+	summary = append(summary, r)
+}
+
+func printSummary(w io.Writer) {
+	summaryMu.Lock()
+	defer summaryMu.Unlock()
+	if len(summary) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nscale-out summary:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, "case\torders\tfaults\tviolations\toversold\tundersold\ttime to recover\tresult\t")
+	for _, r := range summary {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t\n", r.name, r.orders, r.faults, r.violations, r.oversold, r.undersold, r.recover, r.result)
+	}
+	_ = tw.Flush()
+}
+
+// ---- the cluster ----------------------------------------------------------
+
+// cluster runs scripts/cluster.sh with args and returns its combined output.
+func cluster(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "scripts", "cluster.sh"), args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("scripts/cluster.sh %s:\n%s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+	return string(out)
+}
+
+// starter runs the cluster's starter binary with the cluster's environment.
+func starter(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(stateDir, "bin", "starter"), args...)
+	cmd.Env = clusterEnv
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Run(); err != nil {
+		return o.String(), fmt.Errorf("starter %s: %w: %s%s", strings.Join(args, " "), err, o.String(), e.String())
+	}
+	return o.String(), nil
+}
+
+// adminCall calls an admin endpoint through HAProxy and decodes the answer.
+func adminCall(method, path string, body, out any) error {
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, apiURL+path, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s", resp.Status, b)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// createSKU defines the SKU and preheats its buckets through the admin API.
+// perUser is the SKU's per-buyer limit (the API's default is 1).
+func createSKU(t *testing.T, sku string, units, price int64, buckets, perUser int) {
+	t.Helper()
+	var out map[string]any
+	body := map[string]any{"total": units, "price": price, "buckets": buckets, "per_user_limit": perUser}
+	if err := adminCall(http.MethodPut, "/api/v1/admin/skus/"+sku, body, &out); err != nil {
+		t.Fatalf("create sku %s: %v", sku, err)
+	}
+	if err := adminCall(http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", nil, &out); err != nil {
+		t.Fatalf("preheat sku %s: %v", sku, err)
+	}
+	if out["redis_total"] != float64(units) {
+		t.Fatalf("preheat %s: %v", sku, out)
+	}
+}
+
+// deps opens fresh connections for the checker, as `starter check` does.
+func deps(ctx context.Context) (audit.Deps, func(), error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return audit.Deps{}, nil, err
+	}
+	b, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return audit.Deps{}, nil, err
+	}
+	return audit.Deps{Stock: b.Stock, Orders: b.Orders, Temporal: b.Temporal}, b.Close, nil
+}
+
+// settle waits until the SKU has no unpaid order and no running order
+// workflow and Redis agrees with MySQL, and returns the checker's report
+// and how long that took. It gives up after timeout.
+func settle(t *testing.T, ctx context.Context, sku string, timeout time.Duration) (audit.Report, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	var rep audit.Report
+	var err error
+	for {
+		var d audit.Deps
+		var closeDeps func()
+		d, closeDeps, err = deps(ctx)
+		if err == nil {
+			rep, err = audit.Check(ctx, d, sku)
+			closeDeps()
+		}
+		if err != nil {
+			t.Logf("check: %v", err)
+		} else if st := rep.SKUs[0]; st.Frozen == 0 && st.PendingUnits == 0 && st.OpenWorkflows == 0 && !st.Redis.Torn && st.Redis.Drift == 0 {
+			return rep, time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			if err != nil {
+				t.Fatalf("check: %v", err)
+			}
+			t.Errorf("orders did not settle within %s: %+v", timeout, rep.SKUs)
+			return rep, time.Since(start)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// dbOrders reads the status of every order holding sku from MySQL.
+func dbOrders(ctx context.Context, sku string) (map[string]string, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, err
+	}
+	db, err := openMySQL(cfg.MySQLDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT o.order_id, o.status FROM orders o
+		JOIN order_items i ON i.order_id = o.order_id WHERE i.sku_id = ?`, sku)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, err
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+func openMySQL(dsn string) (*sql.DB, error) { return sql.Open("mysql", dsn) }
