@@ -211,7 +211,7 @@ func TestMetricsDuringSale(t *testing.T) {
 		for status, n := range map[string]float64{"PENDING_PAYMENT": 3, "PAID": 1, "CANCELLED": 1, "EXPIRED": 0, "REJECTED": 0} {
 			assert.Equal(c, n, value(worker, "flashsale_orders_total", map[string]string{"status": status}), status)
 		}
-	}, 30*time.Second, 200*time.Millisecond)
+	}, time.Minute, 200*time.Millisecond)
 
 	api := scrape(t, apiMetrics)
 	buy := map[string]string{"route": "POST /api/v1/orders"}

@@ -31,18 +31,17 @@ func TestHelp(t *testing.T) {
 		"TEMPORAL_ADDRESS=127.0.0.1:1", "REDIS_ADDR=127.0.0.1:1",
 		"MYSQL_DSN=root@tcp(127.0.0.1:1)/nothing", "METRICS_ADDR=127.0.0.1:1",
 	}
-	run := func(name string, args ...string) string {
+	run := func(t *testing.T, name string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
 		cmd.Env = env
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		start := time.Now()
-		err := cmd.Run()
-		require.NoError(t, err, "%s %v: stderr %s", name, args, stderr.String())
-		require.Less(t, time.Since(start), 5*time.Second, "%s %v took long: did it connect?", name, args)
+		// Every service address refuses connections: a command that tried
+		// one would fail, and say so on stderr.
+		require.NoError(t, cmd.Run(), "%s %v: stderr %s", name, args, stderr.String())
 		require.Empty(t, stderr.String(), "%s %v", name, args)
 		return stdout.String()
 	}
@@ -54,7 +53,7 @@ func TestHelp(t *testing.T) {
 
 	t.Run("api", func(t *testing.T) {
 		for _, arg := range []string{"-help", "--help", "-h"} {
-			out := run("api", arg)
+			out := run(t, "api", arg)
 			require.True(t, strings.HasPrefix(out, "usage: api"), out)
 			for _, name := range append(append([]string{"-healthcheck", metrics.AddrEnv}, serviceEnv...), apiEnv...) {
 				require.Contains(t, out, name, "api %s", arg)
@@ -63,7 +62,7 @@ func TestHelp(t *testing.T) {
 	})
 	t.Run("worker", func(t *testing.T) {
 		for _, arg := range []string{"-help", "--help", "-h"} {
-			out := run("worker", arg)
+			out := run(t, "worker", arg)
 			require.True(t, strings.HasPrefix(out, "usage: worker"), out)
 			for _, name := range append([]string{metrics.AddrEnv}, serviceEnv...) {
 				require.Contains(t, out, name, "worker %s", arg)
@@ -72,7 +71,7 @@ func TestHelp(t *testing.T) {
 	})
 	t.Run("starter", func(t *testing.T) {
 		for _, arg := range []string{"--help", "-h", "help"} {
-			out := run("starter", arg)
+			out := run(t, "starter", arg)
 			require.True(t, strings.HasPrefix(out, "usage: starter"), out)
 			for _, c := range commands() {
 				require.Contains(t, out, "\n  "+c.name+" ", "starter %s lists %s", arg, c.name)
@@ -107,7 +106,7 @@ func TestHelp(t *testing.T) {
 		}
 		for cmd, flags := range cmds {
 			args := append(strings.Fields(cmd), "--help")
-			out := run("starter", args...)
+			out := run(t, "starter", args...)
 			require.True(t, strings.HasPrefix(out, "usage: starter "+cmd+" "), "starter %s: %s", cmd, out)
 			for _, f := range flags {
 				require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(f)+`( |$)`, out, "starter %s --help lists %s", cmd, f)
@@ -115,7 +114,7 @@ func TestHelp(t *testing.T) {
 			require.Contains(t, out, "TEMPORAL_ADDRESS")
 		}
 		for _, group := range []string{"sku", "reconcile"} {
-			out := run("starter", group, "--help")
+			out := run(t, "starter", group, "--help")
 			require.True(t, strings.HasPrefix(out, "usage: starter "+group+" "), out)
 		}
 	})
