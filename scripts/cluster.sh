@@ -434,7 +434,9 @@ cmd_up() {
 		cat "$LOGS/redis-cluster.log" >&2
 		die "the Redis Cluster did not come up"
 	fi
-	grep -q "starting node" "$LOGS/redis-cluster.log" && touch "$STATE/redis-started-here"
+	# Only a cluster this up created is ours to stop: restarting one dead
+	# node of the shared cluster (the tests kill masters too) is not.
+	if grep -q "creating the cluster" "$LOGS/redis-cluster.log"; then touch "$STATE/redis-started-here"; fi
 
 	for n in "${APP_NODES[@]}"; do start_app_node "$n"; done
 	cmd_ps
