@@ -12,6 +12,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/flashsale/flashsale/internal/crowd"
 )
 
 // caseResult is one row of the summary table.
@@ -57,7 +59,7 @@ type sale struct {
 	s      *stack
 	sku    string
 	units  int64
-	c      *crowd
+	c      *crowd.Crowd
 	faults int64
 }
 
@@ -68,7 +70,7 @@ type caseSpec struct {
 	opts    stackOptions
 	units   int64
 	buyers  int
-	crowd   func(*crowd)
+	crowd   func(*crowd.Crowd)
 	inject  func(ctx context.Context, sl *sale)
 	beforeC func(ctx context.Context, sl *sale) // after the sale, before the check
 	after   func(ctx context.Context, sl *sale) // after the check
@@ -96,21 +98,21 @@ func runCase(t *testing.T, spec caseSpec) {
 	crowdDone := make(chan struct{})
 	go func() {
 		defer close(crowdDone)
-		sl.c.run(ctx)
+		sl.c.Run(ctx)
 	}()
 	if spec.inject != nil {
 		spec.inject(ctx, sl)
 	}
 	<-crowdDone
 	t.Logf("sale over after %s: reserved %d, paid %d, requests %d, same-id retries after no answer %d, answers %v",
-		time.Since(start).Round(time.Millisecond), sl.c.reserved.Load(), sl.c.paid.Load(), sl.c.requests.Load(),
-		sl.c.connRetries.Load(), sl.c.answers)
+		time.Since(start).Round(time.Millisecond), sl.c.Reserved.Load(), sl.c.Paid.Load(), sl.c.Requests.Load(),
+		sl.c.ConnRetries.Load(), sl.c.Answers)
 	if spec.beforeC != nil {
 		spec.beforeC(ctx, sl)
 	}
 
 	rep := s.settleAndCheck(ctx, sl.sku, 3*time.Minute)
-	res.faults = sl.faults + sl.c.oddCallbacks.Load()
+	res.faults = sl.faults + sl.c.OddCallbacks.Load()
 	st := rep.SKUs[0]
 	t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
 		st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
@@ -145,12 +147,12 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 	if res.undersold != 0 {
 		t.Errorf("undersold %d: total %d sold %d available %d frozen %d redis drift %d (buyers kept trying until %s)",
-			res.undersold, st.Total, st.Sold, st.Available, st.Frozen, st.Redis.Drift, sl.c.deadline)
+			res.undersold, st.Total, st.Sold, st.Available, st.Frozen, st.Redis.Drift, sl.c.Deadline)
 	}
 	if st.Redis.Drift < 0 {
 		t.Errorf("redis offers %d units mysql does not have", -st.Redis.Drift)
 	}
-	if len(sl.c.orders) == 0 {
+	if len(sl.c.Orders) == 0 {
 		t.Errorf("no buyer got a reservation")
 	}
 	if spec.after != nil {
@@ -168,11 +170,11 @@ func countStatus(db map[string]orderRow) map[string]int {
 
 // describeWinners counts what winners did and, for payments at the exact
 // deadline, what they were answered.
-func describeWinners(c *crowd) string {
+func describeWinners(c *crowd.Crowd) string {
 	actions := map[string]int{}
 	deadline := map[string]int{}
 	late := 0
-	for _, o := range c.orders {
+	for _, o := range c.Orders {
 		actions[o.Action]++
 		if o.Action == "deadline-pay" {
 			deadline[o.DeadlineAnswer]++
@@ -190,16 +192,16 @@ func abs(n int64) int64 {
 }
 
 // verifyClient compares what buyers were told with what MySQL holds.
-func verifyClient(c *crowd, db map[string]orderRow) []string {
+func verifyClient(c *crowd.Crowd, db map[string]orderRow) []string {
 	var out []string
-	ids := make([]string, 0, len(c.orders))
-	for id := range c.orders {
+	ids := make([]string, 0, len(c.Orders))
+	for id := range c.Orders {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	clientPaid := map[string]bool{}
 	for _, id := range ids {
-		o := c.orders[id]
+		o := c.Orders[id]
 		row, ok := db[id]
 		if !ok {
 			out = append(out, fmt.Sprintf("order %s answered 201 has no row", id))
@@ -254,19 +256,17 @@ func verifyClient(c *crowd, db map[string]orderRow) []string {
 // waitReserved blocks until the crowd holds n reservations (or the sale
 // ended), so a fault lands while reservations are under way.
 func (sl *sale) waitReserved(ctx context.Context, n int64) {
-	waitFor(ctx, 2*time.Minute, func() bool { return sl.c.reserved.Load() >= n || sl.c.soldOut.Load() })
+	waitFor(ctx, 2*time.Minute, func() bool { return sl.c.Reserved.Load() >= n || sl.c.SoldOut.Load() })
 }
 
 // firstExpiry returns the earliest pay_by of an order left to expire.
 func (sl *sale) firstExpiry() (time.Time, bool) {
-	sl.c.mu.Lock()
-	defer sl.c.mu.Unlock()
 	var first time.Time
-	for _, o := range sl.c.orders {
+	sl.c.Each(func(o *crowd.Order) {
 		if o.Action == "expire" && (first.IsZero() || o.PayBy.Before(first)) {
 			first = o.PayBy
 		}
-	}
+	})
 	return first, !first.IsZero()
 }
 
@@ -280,7 +280,7 @@ func TestFaults(t *testing.T) {
 				sl.waitReserved(ctx, 3)
 				sl.s.worker().kill9()
 				sl.faults++
-				sl.t.Logf("worker killed with %d reserved", sl.c.reserved.Load())
+				sl.t.Logf("worker killed with %d reserved", sl.c.Reserved.Load())
 				time.Sleep(2 * time.Second)
 				sl.s.startWorker()
 
@@ -303,7 +303,7 @@ func TestFaults(t *testing.T) {
 					sl.waitReserved(ctx, n)
 					sl.s.api().kill9()
 					sl.faults++
-					sl.t.Logf("api killed with %d reserved", sl.c.reserved.Load())
+					sl.t.Logf("api killed with %d reserved", sl.c.Reserved.Load())
 					time.Sleep(time.Second)
 					sl.s.startAPI()
 				}
@@ -313,14 +313,14 @@ func TestFaults(t *testing.T) {
 			// 7: duplicate, reordered and late callbacks, and payments at
 			// the exact deadline.
 			name: "7 payment callbacks (dup/reorder/late/deadline)", units: 20, buyers: 80,
-			crowd: func(c *crowd) { c.callbacks = true },
+			crowd: func(c *crowd.Crowd) { c.Callbacks = true },
 		},
 		{
 			// 3b: SCRIPT FLUSH under load: every EVALSHA meets NOSCRIPT.
 			name: "3b redis SCRIPT FLUSH under load", units: 20, buyers: 80,
 			inject: func(ctx context.Context, sl *sale) {
 				sl.waitReserved(ctx, 2)
-				for i := 0; i < 30 && !sl.c.soldOut.Load(); i++ {
+				for i := 0; i < 30 && !sl.c.SoldOut.Load(); i++ {
 					if err := sl.s.redis.scriptFlush(ctx); err != nil {
 						sl.t.Errorf("script flush: %v", err)
 						return
@@ -335,7 +335,7 @@ func TestFaults(t *testing.T) {
 			name: "9 temporal restart (db file)", units: 20, buyers: 80,
 			inject: func(ctx context.Context, sl *sale) {
 				sl.waitReserved(ctx, 4)
-				sl.t.Logf("restarting temporal with %d reserved", sl.c.reserved.Load())
+				sl.t.Logf("restarting temporal with %d reserved", sl.c.Reserved.Load())
 				sl.s.restartTemporal(time.Second)
 				sl.faults++
 			},
@@ -355,7 +355,7 @@ func TestFaults(t *testing.T) {
 					sl.t.Logf("reconcile schedule: %s", strings.TrimSpace(out))
 				}
 				sl.waitReserved(ctx, 7)
-				sl.t.Logf("restarting redis empty with %d reserved", sl.c.reserved.Load())
+				sl.t.Logf("restarting redis empty with %d reserved", sl.c.Reserved.Load())
 				sl.s.redis.restartEmpty(500 * time.Millisecond)
 				sl.faults++
 				out, err := sl.s.reconcileNow(ctx, sl.sku, 3*time.Second)
@@ -376,7 +376,7 @@ func TestFaults(t *testing.T) {
 			opts: stackOptions{mysqlServer: m.dsn("")},
 			inject: func(ctx context.Context, sl *sale) {
 				sl.waitReserved(ctx, 4)
-				sl.t.Logf("killing mariadb with %d reserved", sl.c.reserved.Load())
+				sl.t.Logf("killing mariadb with %d reserved", sl.c.Reserved.Load())
 				m.restart(time.Second)
 				sl.faults++
 			},

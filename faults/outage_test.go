@@ -24,11 +24,11 @@ func TestRedisUnreachable(t *testing.T) {
 		name: "4 redis unreachable 10s (degrade, recover)", units: 20, buyers: 80,
 		inject: func(ctx context.Context, sl *sale) {
 			sl.waitReserved(ctx, 4)
-			before = sl.c.reserved.Load()
+			before = sl.c.Reserved.Load()
 			sl.t.Logf("redis unreachable for %s with %d reserved", outage, before)
 			sl.s.redis.freeze(outage)
 			sl.faults++
-			during = sl.c.reserved.Load() - before
+			during = sl.c.Reserved.Load() - before
 			sl.t.Logf("redis answers again; %d reservations made while it did not", during)
 		},
 		beforeC: func(ctx context.Context, sl *sale) {
@@ -69,7 +69,7 @@ func TestRedisUnreachable(t *testing.T) {
 			orderID := "after-outage-" + sl.s.id
 			var status int
 			waitFor(ctx, 30*time.Second, func() bool {
-				status, _, _ = c.place(ctx, rng, "late-buyer-"+sl.s.id, orderID)
+				status, _, _ = c.Place(ctx, rng, "late-buyer-"+sl.s.id, orderID)
 				return status == http.StatusCreated
 			})
 			if status != http.StatusCreated {

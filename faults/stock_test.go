@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/flashsale/internal/crowd"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -38,11 +39,11 @@ func TestStockChanges(t *testing.T) {
 	)
 	runCase(t, caseSpec{
 		name: "8 restock, bucket resize, sold-out flag under load", units: stockInitial, buyers: 160,
-		crowd: func(c *crowd) {
+		crowd: func(c *crowd.Crowd) {
 			// The crowd buys until every unit, restocked ones included,
 			// is paid, so nothing a restock added is left unsold.
-			c.units = stockInitial + stockRestock1 + stockRestock2
-			c.deadline = 3 * time.Minute
+			c.Units = stockInitial + stockRestock1 + stockRestock2
+			c.Deadline = 3 * time.Minute
 		},
 		inject: func(ctx context.Context, sl *sale) {
 			rdb := redis.NewClient(&redis.Options{Addr: sl.s.redis.addr()})
@@ -60,7 +61,7 @@ func TestStockChanges(t *testing.T) {
 			}
 			sl.waitFlag(ctx, stock, true, 15*time.Second)
 			soldAtRestock = sl.s.skuInventory(sl.sku).Sold
-			reservedAtRestock = sl.c.reserved.Load()
+			reservedAtRestock = sl.c.Reserved.Load()
 			restockAt := time.Now()
 			sl.restock(idA, stockRestock1, true)
 			if st, err := stock.Stock(ctx, sl.sku); err != nil {
@@ -69,8 +70,8 @@ func TestStockChanges(t *testing.T) {
 				sl.t.Errorf("sold-out flag still set after the restock (redis available %d)", st.Available)
 			}
 			sl.restock(idA, stockRestock1, false) // an admin's re-click
-			if !waitFor(ctx, 10*time.Second, func() bool { return sl.c.reserved.Load() > reservedAtRestock }) {
-				sl.t.Errorf("no reservation within 10s of the restock (reserved %d)", sl.c.reserved.Load())
+			if !waitFor(ctx, 10*time.Second, func() bool { return sl.c.Reserved.Load() > reservedAtRestock }) {
+				sl.t.Errorf("no reservation within 10s of the restock (reserved %d)", sl.c.Reserved.Load())
 				return
 			}
 			sl.t.Logf("first reservation %s after the restock", time.Since(restockAt).Round(time.Millisecond))
@@ -108,7 +109,7 @@ func TestStockChanges(t *testing.T) {
 				sl.faults++
 			}
 			sl.t.Logf("restock %s of %d sent three times at once with %d reserved: %d answered added",
-				idB, stockRestock2, sl.c.reserved.Load(), n)
+				idB, stockRestock2, sl.c.Reserved.Load(), n)
 			if n != 1 {
 				sl.t.Errorf("three concurrent restocks with request id %s: %d answered added, want 1", idB, n)
 			}
@@ -117,7 +118,7 @@ func TestStockChanges(t *testing.T) {
 			inv := sl.s.skuInventory(sl.sku)
 			want := int64(stockInitial + stockRestock1 + stockRestock2)
 			sl.t.Logf("after the sale: mysql total %d sold %d db_available %d frozen %d; sold after the first restock %d, reservations after it %d",
-				inv.Total, inv.Sold, inv.DBAvailable, inv.Frozen, inv.Sold-soldAtRestock, sl.c.reserved.Load()-reservedAtRestock)
+				inv.Total, inv.Sold, inv.DBAvailable, inv.Frozen, inv.Sold-soldAtRestock, sl.c.Reserved.Load()-reservedAtRestock)
 			if inv.Total != want {
 				sl.t.Errorf("mysql total %d, want %d (initial %d + restocks %d and %d, each once)",
 					inv.Total, want, stockInitial, stockRestock1, stockRestock2)
@@ -144,7 +145,7 @@ func TestStockChanges(t *testing.T) {
 func (sl *sale) resize(buckets int) {
 	out := sl.s.admin(http.MethodPost, "/api/v1/admin/skus/"+sl.sku+"/buckets", map[string]any{"buckets": buckets})
 	sl.faults++
-	sl.t.Logf("buckets resized to %d with %d reserved: %v", buckets, sl.c.reserved.Load(), out)
+	sl.t.Logf("buckets resized to %d with %d reserved: %v", buckets, sl.c.Reserved.Load(), out)
 	if out["buckets"] != float64(buckets) {
 		sl.t.Errorf("resize to %d answered %v", buckets, out)
 	}
@@ -160,7 +161,7 @@ func (sl *sale) restock(id string, qty int64, wantAdded bool) {
 	}
 	sl.faults++
 	sl.t.Logf("restock %s of %d with %d reserved: added %v, mysql total %d, db_available %d",
-		id, qty, sl.c.reserved.Load(), a.Added, a.Total, a.DBAvailable)
+		id, qty, sl.c.Reserved.Load(), a.Added, a.Total, a.DBAvailable)
 	if a.Added != wantAdded || !a.OnSale {
 		sl.t.Errorf("restock %s: added %v on_sale %v, want added %v on sale", id, a.Added, a.OnSale, wantAdded)
 	}
@@ -169,10 +170,10 @@ func (sl *sale) restock(id string, qty int64, wantAdded bool) {
 // waitPaid waits until the crowd has paid for n units; false if the sale
 // ended first.
 func (sl *sale) waitPaid(ctx context.Context, n int64) bool {
-	if waitFor(ctx, 2*time.Minute, func() bool { return sl.c.paid.Load() >= n || sl.c.soldOut.Load() }) && sl.c.paid.Load() >= n {
+	if waitFor(ctx, 2*time.Minute, func() bool { return sl.c.Paid.Load() >= n || sl.c.SoldOut.Load() }) && sl.c.Paid.Load() >= n {
 		return true
 	}
-	sl.t.Errorf("the crowd paid %d units, waited for %d", sl.c.paid.Load(), n)
+	sl.t.Errorf("the crowd paid %d units, waited for %d", sl.c.Paid.Load(), n)
 	return false
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/crowd"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -22,7 +23,7 @@ type sale struct {
 	t     *testing.T
 	sku   string
 	units int64
-	c     *crowd
+	c     *crowd.Crowd
 	probe *probe
 
 	mu     sync.Mutex
@@ -43,7 +44,7 @@ func (sl *sale) fault(format string, args ...any) {
 // fault lands while orders are being placed, paid and expired.
 func (sl *sale) midSale(ctx context.Context) {
 	deadline := time.Now().Add(30 * time.Second)
-	for sl.c.reserved.Load() < sl.units/2 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for sl.c.Reserved.Load() < sl.units/2 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
@@ -189,7 +190,7 @@ func runCase(t *testing.T, spec caseSpec) {
 	sl.c = newCrowd(apiURL, sl.sku, spec.units, spec.buyers)
 	// Unpaid orders expire after the cluster's PAYMENT_TIMEOUT (20 s) and
 	// their units are bought again, so the sale needs a few timeouts.
-	sl.c.deadline = 3 * time.Minute
+	sl.c.Deadline = 3 * time.Minute
 
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	probeDone := make(chan struct{})
@@ -202,7 +203,7 @@ func runCase(t *testing.T, spec caseSpec) {
 	crowdDone := make(chan struct{})
 	go func() {
 		defer close(crowdDone)
-		sl.c.run(ctx)
+		sl.c.Run(ctx)
 	}()
 	if spec.inject != nil {
 		spec.inject(ctx, sl)
@@ -213,8 +214,8 @@ func runCase(t *testing.T, spec caseSpec) {
 	stopProbe()
 	<-probeDone
 	t.Logf("sale over after %s: reserved %d, paid %d, requests %d, same-id retries after no answer %d, answers %v",
-		time.Since(start).Round(time.Millisecond), sl.c.reserved.Load(), sl.c.paid.Load(), sl.c.requests.Load(),
-		sl.c.connRetries.Load(), sl.c.answers)
+		time.Since(start).Round(time.Millisecond), sl.c.Reserved.Load(), sl.c.Paid.Load(), sl.c.Requests.Load(),
+		sl.c.ConnRetries.Load(), sl.c.Answers)
 	t.Logf("probe: %s", sl.probe.describe())
 	if spec.beforeCheck != nil {
 		spec.beforeCheck(ctx, sl)
@@ -276,7 +277,7 @@ func runCase(t *testing.T, spec caseSpec) {
 	if spec.inject != nil {
 		res.recover = sl.probe.recovery().Round(100 * time.Millisecond).String()
 	}
-	if len(sl.c.orders) == 0 {
+	if len(sl.c.Orders) == 0 {
 		t.Errorf("no buyer got a reservation")
 	}
 }
@@ -359,7 +360,7 @@ func (p *probe) run(ctx context.Context) {
 			r := probeResult{sent: time.Now()}
 			// Like a buyer: no answer or a 5xx means the same order id again.
 			for {
-				status, resp, err := (&crowd{client: p.client, base: apiURL}).do(context.WithoutCancel(ctx), http.MethodPost, "/api/v1/orders", body, buyerAuth(user))
+				status, resp, err := (&crowd.Crowd{Client: p.client, Base: apiURL}).Do(context.WithoutCancel(ctx), http.MethodPost, "/api/v1/orders", body, buyerAuth(user))
 				r.answered = time.Now()
 				if err == nil && status < 500 {
 					r.ok = status == http.StatusCreated && r.answered.Sub(r.sent) <= 2*time.Second
@@ -421,16 +422,16 @@ func (p *probe) describe() string {
 }
 
 // verifyClient compares what buyers were told with what MySQL holds.
-func verifyClient(c *crowd, db map[string]string) []string {
+func verifyClient(c *crowd.Crowd, db map[string]string) []string {
 	var out []string
-	ids := make([]string, 0, len(c.orders))
-	for id := range c.orders {
+	ids := make([]string, 0, len(c.Orders))
+	for id := range c.Orders {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	told := map[string]bool{}
 	for _, id := range ids {
-		o := c.orders[id]
+		o := c.Orders[id]
 		st, ok := db[id]
 		switch {
 		case !ok:

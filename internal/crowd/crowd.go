@@ -1,6 +1,10 @@
-//go:build scaleout
-
-package scaleout
+// Package crowd plays a sale's buyers against the HTTP API for the fault and
+// scale-out suites. Unlike loadgen, a buyer whose request failed without an
+// answer (connection refused or reset, a 5xx such as a load balancer's 502
+// for an API killed mid-request) retries with the SAME order id: the only
+// safe retry when the order may already exist. The suites then compare what
+// each buyer was told (Orders) with the database.
+package crowd
 
 import (
 	"context"
@@ -16,42 +20,46 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashsale/flashsale/internal/httpapi"
-	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/loadgen"
 )
 
-// crowd is a sale's buyers, as in the fault suite (faults/crowd_test.go,
-// without its payment-callback oddities). Unlike loadgen, a buyer whose
-// request failed without an answer (connection refused or reset, a 5xx
-// such as HAProxy's 502 for an API killed mid-request) retries with the
-// SAME order id: the only safe retry when the order may already exist.
-type crowd struct {
-	base   string
-	sku    string
-	units  int64
-	buyers int
-	// Shares of first-round winners that pay or cancel; the rest let the
-	// deadline pass. Later winners always pay, so the sale converges.
-	payShare, cancelShare float64
-	deadline              time.Duration
-	// callbacks turns on case 7's payment callbacks: duplicates, a
-	// reordered FAILED and a second transaction after payment, late money
-	// for expired orders, and payments at the exact deadline.
-	callbacks bool
+// Crowd is a sale's buyers. Set the options before Run; read the counters
+// and Orders after it.
+type Crowd struct {
+	Base   string // the API's base URL
+	SKU    string
+	Units  int64
+	Buyers int
+	// PayShare and CancelShare of first-round winners pay or cancel; the
+	// rest let the deadline pass. Later winners always pay, so the sale
+	// converges.
+	PayShare, CancelShare float64
+	// Deadline ends the buying (winners still pay, cancel or wait).
+	Deadline time.Duration
+	// Callbacks turns on the provider's oddities: duplicates, a reordered
+	// FAILED and a second transaction after payment, late money for
+	// expired orders, and payments at the exact deadline.
+	Callbacks bool
+	// WebhookSecret signs payment callbacks; Auth is a buyer's
+	// Authorization header (the suite mints tokens its own way).
+	WebhookSecret string
+	Auth          func(user string) http.Header
+	Client        *http.Client
 
-	client *http.Client
+	mu sync.Mutex
+	// Orders is what each buyer was told, by order id; Answers counts
+	// answers by "status code". Read them after Run.
+	Orders  map[string]*Order
+	Answers map[string]int
 
-	mu      sync.Mutex
-	orders  map[string]*clientOrder
-	answers map[string]int
-
-	requests, reserved, paid, connRetries atomic.Int64
-	oddCallbacks                          atomic.Int64
-	soldOut                               atomic.Bool
+	Requests, Reserved, Paid, ConnRetries atomic.Int64
+	// OddCallbacks counts the Callbacks oddities sent.
+	OddCallbacks atomic.Int64
+	SoldOut      atomic.Bool
 }
 
-// clientOrder is what the buyer was told about one order.
-type clientOrder struct {
+// Order is what the buyer was told about one order.
+type Order struct {
 	ID     string
 	User   string
 	Amount int64
@@ -67,64 +75,53 @@ type clientOrder struct {
 	DeadlineAnswer string
 }
 
-// tokens caches buyers' tokens; mintToken makes one when a user has none
-// (the case can swap it for `starter token`, as a newcomer would).
-var (
-	tokensMu  sync.Mutex
-	tokens    = map[string]string{}
-	mintToken = func(user string) (string, error) {
-		return (&identity.Minter{Secret: []byte(buyerSecret)}).Token(user, time.Hour)
-	}
-)
-
-// buyerAuth is user's Authorization header, minted with the cluster's
-// BUYER_JWT_SECRET as the shop's login service would.
-func buyerAuth(user string) http.Header {
-	tokensMu.Lock()
-	defer tokensMu.Unlock()
-	tok, ok := tokens[user]
-	if !ok {
-		var err error
-		if tok, err = mintToken(user); err != nil {
-			panic(fmt.Sprintf("mint token for %s: %v", user, err))
-		}
-		tokens[user] = tok
-	}
-	return http.Header{"Authorization": {"Bearer " + tok}}
-}
-
-func newCrowd(base, sku string, units int64, buyers int) *crowd {
-	return &crowd{
-		base: base, sku: sku, units: units, buyers: buyers,
-		payShare: 0.6, cancelShare: 0.15, deadline: 90 * time.Second,
-		client: &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{
+// New is a crowd of buyers for sku on the API at base, with the fault
+// suite's defaults: 60% of first winners pay, 15% cancel, 90 s of buying.
+func New(base, sku string, units int64, buyers int, webhookSecret string, auth func(user string) http.Header) *Crowd {
+	return &Crowd{
+		Base: base, SKU: sku, Units: units, Buyers: buyers,
+		PayShare: 0.6, CancelShare: 0.15, Deadline: 90 * time.Second,
+		WebhookSecret: webhookSecret, Auth: auth,
+		Client: &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{
 			MaxIdleConnsPerHost: 256, MaxConnsPerHost: 512,
 		}},
-		orders: map[string]*clientOrder{}, answers: map[string]int{},
+		Orders: map[string]*Order{}, Answers: map[string]int{},
 	}
 }
 
-// run plays the sale until every unit is paid or the deadline passes, and
+// Each calls fn with every order told so far, under the crowd's lock, so it
+// is safe while Run goes on for the fields set before an order is listed
+// (ID, User, Amount, PayBy, Action); the winner's outcome fields are written
+// without the lock and are for after Run.
+func (c *Crowd) Each(fn func(o *Order)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range c.Orders {
+		fn(o)
+	}
+}
+
+// Run plays the sale until every unit is paid or the deadline passes, and
 // returns when every winner has paid, cancelled or walked away.
-func (c *crowd) run(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, c.deadline)
+func (c *Crowd) Run(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.Deadline)
 	defer cancel()
 	var buyers, winners sync.WaitGroup
-	for i := range c.buyers {
+	for i := range c.Buyers {
 		buyers.Go(func() { c.buyer(ctx, i, &winners) })
 	}
 	buyers.Wait()
 	winners.Wait()
 }
 
-func (c *crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
+func (c *Crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 	rng := rand.New(rand.NewPCG(uint64(n), 7))
 	user := fmt.Sprintf("buyer-%d", n)
 	// Spread the start over a second, like a crowd at the opening bell.
 	sleep(ctx, time.Duration(rng.IntN(1000))*time.Millisecond)
-	for ctx.Err() == nil && !c.soldOut.Load() {
+	for ctx.Err() == nil && !c.SoldOut.Load() {
 		orderID := uuid.Must(uuid.NewV7()).String()
-		status, code, body := c.place(ctx, rng, user, orderID)
+		status, code, body := c.Place(ctx, rng, user, orderID)
 		switch {
 		case status == http.StatusCreated:
 			var o struct {
@@ -133,22 +130,22 @@ func (c *crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 				PayBy   time.Time `json:"pay_by"`
 			}
 			_ = json.Unmarshal(body, &o)
-			got := c.reserved.Add(1)
-			co := &clientOrder{ID: o.OrderID, User: user, Amount: o.Amount, PayBy: o.PayBy, LateTxns: map[string]bool{}}
+			got := c.Reserved.Add(1)
+			co := &Order{ID: o.OrderID, User: user, Amount: o.Amount, PayBy: o.PayBy, LateTxns: map[string]bool{}}
 			roll := rng.Float64()
 			switch {
-			case got > c.units || roll < c.payShare:
+			case got > c.Units || roll < c.PayShare:
 				co.Action = "pay"
-				if c.callbacks && roll < 0.25 && got <= c.units {
+				if c.Callbacks && roll < 0.25 && got <= c.Units {
 					co.Action = "deadline-pay"
 				}
-			case roll < c.payShare+c.cancelShare:
+			case roll < c.PayShare+c.CancelShare:
 				co.Action = "cancel"
 			default:
 				co.Action = "expire"
 			}
 			c.mu.Lock()
-			c.orders[co.ID] = co
+			c.Orders[co.ID] = co
 			c.mu.Unlock()
 			winners.Go(func() { c.winner(context.WithoutCancel(ctx), co) })
 			return
@@ -162,17 +159,17 @@ func (c *crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 	}
 }
 
-// place sends one buy request and retries it, with the same order id, until
-// it gets an answer that is not "try again".
-func (c *crowd) place(ctx context.Context, rng *rand.Rand, user, orderID string) (int, string, []byte) {
+// Place sends one buy request as user and retries it, with the same order
+// id, until it gets an answer that is not "try again".
+func (c *Crowd) Place(ctx context.Context, rng *rand.Rand, user, orderID string) (int, string, []byte) {
 	body, _ := json.Marshal(map[string]any{
-		"order_id": orderID, "items": []map[string]any{{"sku_id": c.sku, "quantity": 1}},
+		"order_id": orderID, "items": []map[string]any{{"sku_id": c.SKU, "quantity": 1}},
 	})
 	for ctx.Err() == nil {
-		status, resp, err := c.do(ctx, http.MethodPost, "/api/v1/orders", body, buyerAuth(user))
+		status, resp, err := c.Do(ctx, http.MethodPost, "/api/v1/orders", body, c.Auth(user))
 		if err != nil {
 			// No answer: the order may exist. Same order id again.
-			c.connRetries.Add(1)
+			c.ConnRetries.Add(1)
 			sleep(ctx, 300*time.Millisecond)
 			continue
 		}
@@ -180,9 +177,9 @@ func (c *crowd) place(ctx context.Context, rng *rand.Rand, user, orderID string)
 			Code string `json:"code"`
 		}
 		_ = json.Unmarshal(resp, &e)
-		c.requests.Add(1)
+		c.Requests.Add(1)
 		c.mu.Lock()
-		c.answers[strconv.Itoa(status)+" "+e.Code]++
+		c.Answers[strconv.Itoa(status)+" "+e.Code]++
 		c.mu.Unlock()
 		switch {
 		case status == http.StatusTooManyRequests:
@@ -198,13 +195,13 @@ func (c *crowd) place(ctx context.Context, rng *rand.Rand, user, orderID string)
 
 // winner pays, cancels or walks away, and in callbacks mode adds the
 // provider's oddities.
-func (c *crowd) winner(ctx context.Context, o *clientOrder) {
+func (c *Crowd) winner(ctx context.Context, o *Order) {
 	txn := "txn-" + o.ID
 	switch o.Action {
 	case "pay":
 		sleep(ctx, 300*time.Millisecond)
 		var st string
-		if c.callbacks {
+		if c.Callbacks {
 			// The provider delivers the same success three times at once.
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -219,21 +216,21 @@ func (c *crowd) winner(ctx context.Context, o *clientOrder) {
 				})
 			}
 			wg.Wait()
-			c.oddCallbacks.Add(2)
+			c.OddCallbacks.Add(2)
 		} else {
 			st, _ = c.pay(ctx, o.ID, txn, o.Amount, "SUCCESS", 60*time.Second)
 		}
 		o.Paid = st == "PAID"
-		if o.Paid && c.paid.Add(1) >= c.units {
-			c.soldOut.Store(true)
+		if o.Paid && c.Paid.Add(1) >= c.Units {
+			c.SoldOut.Store(true)
 		}
-		if c.callbacks && o.Paid {
+		if c.Callbacks && o.Paid {
 			// Reordered: a FAILED attempt delivered after the success must
 			// change nothing; then a second transaction is money to refund.
 			_, _ = c.pay(ctx, o.ID, txn+"-attempt0", o.Amount, "FAILED", 30*time.Second)
 			_, refund := c.pay(ctx, o.ID, txn+"-second", o.Amount, "SUCCESS", 30*time.Second)
 			o.LateTxns[txn+"-second"] = refund
-			c.oddCallbacks.Add(2)
+			c.OddCallbacks.Add(2)
 		}
 	case "deadline-pay":
 		// The payment lands at the exact deadline: either it wins (PAID) or
@@ -245,13 +242,13 @@ func (c *crowd) winner(ctx context.Context, o *clientOrder) {
 			o.DeadlineAnswer += "+refund"
 		}
 		o.Paid = st == "PAID" && !refund
-		if o.Paid && c.paid.Add(1) >= c.units {
-			c.soldOut.Store(true)
+		if o.Paid && c.Paid.Add(1) >= c.Units {
+			c.SoldOut.Store(true)
 		}
-		c.oddCallbacks.Add(1)
+		c.OddCallbacks.Add(1)
 	case "cancel":
 		for ctx.Err() == nil {
-			status, _, err := c.do(ctx, http.MethodPost, "/api/v1/orders/"+o.ID+"/cancel", nil, buyerAuth(o.User))
+			status, _, err := c.Do(ctx, http.MethodPost, "/api/v1/orders/"+o.ID+"/cancel", nil, c.Auth(o.User))
 			if err == nil && status < 500 {
 				o.Cancelled = status == http.StatusOK
 				break
@@ -259,7 +256,7 @@ func (c *crowd) winner(ctx context.Context, o *clientOrder) {
 			sleep(ctx, 300*time.Millisecond)
 		}
 	case "expire":
-		if !c.callbacks {
+		if !c.Callbacks {
 			return
 		}
 		// Late money, twice (a provider retry): refunded exactly once.
@@ -268,19 +265,19 @@ func (c *crowd) winner(ctx context.Context, o *clientOrder) {
 			_, refund := c.pay(ctx, o.ID, txn+"-late", o.Amount, "SUCCESS", 60*time.Second)
 			o.LateTxns[txn+"-late"] = refund
 		}
-		c.oddCallbacks.Add(2)
+		c.OddCallbacks.Add(2)
 	}
 }
 
 // pay sends a signed callback, retrying (same transaction) on no answer or
 // a 5xx as a provider does, and returns the order status answered and
 // whether a refund was required.
-func (c *crowd) pay(ctx context.Context, orderID, txn string, amount int64, status string, budget time.Duration) (string, bool) {
+func (c *Crowd) pay(ctx context.Context, orderID, txn string, amount int64, status string, budget time.Duration) (string, bool) {
 	body, _ := json.Marshal(map[string]any{"order_id": orderID, "transaction_id": txn, "amount": amount, "status": status})
 	end := time.Now().Add(budget)
 	for time.Now().Before(end) {
-		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(webhookSecret, time.Now(), body)}}
-		code, resp, err := c.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
+		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(c.WebhookSecret, time.Now(), body)}}
+		code, resp, err := c.Do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
 		if err == nil && code == http.StatusOK {
 			var out struct {
 				Status string `json:"status"`
@@ -297,8 +294,9 @@ func (c *crowd) pay(ctx context.Context, orderID, txn string, amount int64, stat
 	return "NO ANSWER", false
 }
 
-func (c *crowd) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte, error) {
-	return loadgen.Do(ctx, c.client, method, c.base+path, body, hdr)
+// Do sends one request to the API as a buyer's client does.
+func (c *Crowd) Do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte, error) {
+	return loadgen.Do(ctx, c.Client, method, c.Base+path, body, hdr)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -1,0 +1,40 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/crowd"
+	"github.com/flashsale/flashsale/internal/identity"
+)
+
+// buyerAuth is user's Authorization header, minted with the suite's
+// BUYER_JWT_SECRET as the shop's login service would.
+func buyerAuth(user string) http.Header {
+	tok, err := (&identity.Minter{Secret: []byte(buyerSecret)}).Token(user, time.Hour)
+	if err != nil {
+		panic(err) // only an unusable secret fails, and the suite's is fixed
+	}
+	return http.Header{"Authorization": {"Bearer " + tok}}
+}
+
+// newCrowd is the suite's crowd of buyers on the API at base.
+func newCrowd(base, sku string, units int64, buyers int) *crowd.Crowd {
+	return crowd.New(base, sku, units, buyers, webhookSecret, buyerAuth)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
