@@ -73,7 +73,11 @@ func main() {
 	// -help prints usage and exits 0 (flag.ExitOnError), before anything
 	// is read or connected.
 	flag.Parse()
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	logger, err := config.NewLogger(os.Getenv, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(2)
+	}
 	if *healthcheck {
 		if err := checkHealth(os.Getenv("HTTP_ADDR")); err != nil {
 			fmt.Fprintln(os.Stderr, "unhealthy:", err)

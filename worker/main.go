@@ -47,7 +47,11 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	logger, err := config.NewLogger(os.Getenv, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
 	if err := run(logger); err != nil {
 		logger.Error("worker stopped", "error", err)
 		os.Exit(1)

@@ -12,6 +12,7 @@ const EnvHelp = `environment (every process):
   PAYMENT_TIMEOUT       time an order waits for payment (default 15m)
   WORKER_CONCURRENCY    concurrent activities per worker (default 256)
   DEGRADED_CONCURRENCY  orders reserved in MySQL alone at a time while Redis is down (default 8)
+  LOG_LEVEL             debug, info, warn or error (default info; debug adds the api's access log)
 `
 
 // MetricsEnvHelp documents METRICS_ADDR for the long-running processes.

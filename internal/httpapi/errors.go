@@ -189,7 +189,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// a 5xx from anything else is a failure somebody must look at.
 	case ae.Status >= 500 && !answered:
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
-			"status", ae.Status, "code", ae.Code, "error", err)
+			"status", ae.Status, "code", ae.Code, "request_id", requestID(r), "error", err)
 	default:
 		s.log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path,
 			"status", ae.Status, "code", ae.Code, "error", err)

@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -428,4 +430,36 @@ func TestReusedTransactionCannotWedgeAnOrder(t *testing.T) {
 	pays := s.payments(a)
 	require.Len(t, pays, 1)
 	require.Equal(t, t1, pays[0].TransactionID)
+}
+
+// TestRequestID: every answer carries X-Request-Id, the caller's when it is
+// a sane token, a fresh one otherwise, and the access log line names it.
+func TestRequestID(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	logs := &logRecords{}
+	d := deps(t, s.b)
+	d.Logger = slog.New(logs)
+	server, err := httpapi.New(d, s.apiConfig())
+	require.NoError(t, err)
+	in := startInstance(t, server, true)
+
+	r := in.call(http.MethodGet, "/healthz", nil, http.Header{"X-Request-Id": {"lb-7f3a:1"}})
+	require.Equal(t, "lb-7f3a:1", r.header.Get("X-Request-Id"))
+	for _, bad := range []string{"", "two words", strings.Repeat("x", 129)} {
+		r := in.call(http.MethodGet, "/healthz", nil, http.Header{"X-Request-Id": {bad}})
+		_, err := uuid.Parse(r.header.Get("X-Request-Id"))
+		require.NoError(t, err, "%q is replaced by a minted id, got %q", bad, r.header.Get("X-Request-Id"))
+	}
+	_, lines := logs.find(slog.LevelDebug, "request")
+	ids := map[string]bool{}
+	for _, l := range lines {
+		l.Attrs(func(a slog.Attr) bool {
+			if a.Key == "request_id" {
+				ids[a.Value.String()] = true
+			}
+			return true
+		})
+	}
+	require.True(t, ids["lb-7f3a:1"], "the access log names the caller's id: %v", ids)
+	require.Len(t, ids, 4, "one id per request")
 }
