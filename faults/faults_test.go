@@ -136,12 +136,10 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 	res.violations += len(mismatches)
 
-	// Oversell: more sold than exists, or sold units without a paid order.
-	res.oversold = max(0, st.Sold-st.Total) + abs(st.PaidUnits-st.Sold)
-	// Undersell: units neither sold nor on sale, Redis short of MySQL, and,
-	// since buyers outnumbered units and kept trying to the end, any unit
-	// left unsold.
-	res.undersold = abs(st.Total-st.Sold-st.Available-st.Frozen) + max(0, st.Redis.Drift) + (st.Total - st.Sold)
+	// Buyers outnumbered units and kept trying to the end (audit's
+	// SKUState.Undersold counts any unit left unsold).
+	res.oversold = st.Oversold()
+	res.undersold = st.Undersold()
 	if res.oversold != 0 {
 		t.Errorf("oversold %d: total %d sold %d paid units %d", res.oversold, st.Total, st.Sold, st.PaidUnits)
 	}
@@ -182,13 +180,6 @@ func describeWinners(c *crowd.Crowd) string {
 		late += len(o.LateTxns)
 	}
 	return fmt.Sprintf("%v, deadline payments answered %v, late transactions %d", actions, deadline, late)
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // verifyClient compares what buyers were told with what MySQL holds.

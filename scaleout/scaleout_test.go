@@ -260,10 +260,10 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 	res.violations += len(mismatches)
 
-	res.oversold = max(0, st.Sold-st.Total) + abs(st.PaidUnits-st.Sold)
-	// Buyers outnumber units and keep trying to the end: any unit left
-	// unsold, or neither sold nor on sale, or short in Redis, is undersold.
-	res.undersold = abs(st.Total-st.Sold-st.Available-st.Frozen) + max(0, st.Redis.Drift) + (st.Total - st.Sold)
+	// Buyers outnumbered units and kept trying to the end (audit's
+	// SKUState.Undersold counts any unit left unsold).
+	res.oversold = st.Oversold()
+	res.undersold = st.Undersold()
 	if res.oversold != 0 {
 		t.Errorf("oversold %d: total %d sold %d paid units %d", res.oversold, st.Total, st.Sold, st.PaidUnits)
 	}
@@ -453,13 +453,6 @@ func verifyClient(c *crowd.Crowd, db map[string]string) []string {
 		}
 	}
 	return out
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 func firstLine(s string) string {

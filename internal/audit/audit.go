@@ -134,6 +134,27 @@ type SKUState struct {
 	OpenWorkflows int                         `json:"open_workflows"`
 }
 
+// Oversold counts units sold beyond the stock or without a paid order to
+// show for them.
+func (s SKUState) Oversold() int64 {
+	return max(0, s.Sold-s.Total) + absDiff(s.PaidUnits, s.Sold)
+}
+
+// Undersold counts units a settled sale lost, for a sale whose buyers
+// outnumbered its units and kept trying to the end (the fault and scale-out
+// suites): units neither sold, on sale nor frozen, Redis short of MySQL, and
+// any unit left unsold.
+func (s SKUState) Undersold() int64 {
+	return absDiff(s.Total, s.Sold+s.Available+s.Frozen) + max(0, s.Redis.Drift) + (s.Total - s.Sold)
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
 // Report is the outcome of Check.
 type Report struct {
 	CheckedAt  time.Time   `json:"checked_at"`
