@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -186,43 +189,52 @@ const (
 
 // recentSKUs remembers the SKUs put on sale through this instance or asked
 // for by buyers, for the per-SKU gauges. Only SKUs the edge found on sale
-// are noted, so made-up SKU names cannot grow it, and it is capped anyway.
+// are noted, so made-up SKU names cannot grow it. Noting runs on every buy
+// request, the shed ones too, so it takes no lock: a known SKU's last-seen
+// time is one atomic store. The cap and the TTL are applied at scrape time.
 type recentSKUs struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
+	seen sync.Map // sku -> *atomic.Int64 (unix nanoseconds last asked for)
 }
 
 func (r *recentSKUs) note(items []edge.Item, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen == nil {
-		r.seen = map[string]time.Time{}
-	}
 	for _, it := range items {
-		r.seen[it.SKU] = now
-	}
-	for len(r.seen) > maxRecentSKUs {
-		var oldest string
-		var at time.Time
-		for sku, t := range r.seen {
-			if oldest == "" || t.Before(at) {
-				oldest, at = sku, t
-			}
+		if v, ok := r.seen.Load(it.SKU); ok {
+			v.(*atomic.Int64).Store(now.UnixNano())
+			continue
 		}
-		delete(r.seen, oldest)
+		at := new(atomic.Int64)
+		at.Store(now.UnixNano())
+		if v, loaded := r.seen.LoadOrStore(it.SKU, at); loaded {
+			v.(*atomic.Int64).Store(now.UnixNano())
+		}
 	}
 }
 
+// list returns the SKUs asked for within recentSKUTTL, at most
+// maxRecentSKUs of them, the most recent; it forgets the rest.
 func (r *recentSKUs) list(now time.Time) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.seen))
-	for sku, t := range r.seen {
-		if now.Sub(t) > recentSKUTTL {
-			delete(r.seen, sku)
+	type entry struct {
+		sku string
+		at  int64
+	}
+	var live []entry
+	r.seen.Range(func(k, v any) bool {
+		at := v.(*atomic.Int64).Load()
+		if now.Sub(time.Unix(0, at)) > recentSKUTTL {
+			r.seen.Delete(k)
+		} else {
+			live = append(live, entry{k.(string), at})
+		}
+		return true
+	})
+	slices.SortFunc(live, func(a, b entry) int { return cmp.Compare(b.at, a.at) })
+	out := make([]string, 0, min(len(live), maxRecentSKUs))
+	for i, e := range live {
+		if i >= maxRecentSKUs {
+			r.seen.Delete(e.sku)
 			continue
 		}
-		out = append(out, sku)
+		out = append(out, e.sku)
 	}
 	return out
 }
