@@ -25,6 +25,12 @@ else
 	echo "test: docker-compose not installed; skipping compose validation (apt-get install docker-compose)" >&2
 fi
 
+# internal/httpapi's sale page test drives a real headless Chromium (Debian's); without it
+# that test fails with the command to install it.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } || true
+fi
+
 # -p 2: packages share one Temporal dev server on 2 cores; more parallel
 # packages only add contention.
 go test -race -count=1 -p 2 -timeout 20m ./...

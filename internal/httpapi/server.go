@@ -220,6 +220,10 @@ func (s *Server) routes() http.Handler {
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: s.readyz})
 	route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.getMetrics})
+	sale := newSaleBoard(s) // the live sale page (salepage.go)
+	route("/sale/{sku}", map[string]http.HandlerFunc{http.MethodGet: sale.page})
+	route("/static/sale/{file}", map[string]http.HandlerFunc{http.MethodGet: sale.asset})
+	route("/api/v1/skus/{sku}/live", map[string]http.HandlerFunc{http.MethodGet: sale.live})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: "no such endpoint"})
 	})

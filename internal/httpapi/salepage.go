@@ -1,0 +1,473 @@
+package httpapi
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// The live sale page: the operators' "big screen" of one SKU (GET
+// /sale/{sku}), a static page that polls GET /api/v1/skus/{sku}/live once
+// a second. Both are public, so the snapshot holds nothing about a buyer or
+// an order id, and both are cheap: a SKU's snapshot is read at most once per
+// liveCacheFor whatever the number of viewers, and concurrent viewers of a
+// stale snapshot wait for one read (singleflight) instead of each reading.
+
+//go:embed web
+var webFS embed.FS
+
+var salePageTmpl = template.Must(template.ParseFS(webFS, "web/sale.html"))
+
+// saleAssets are the files under /static/sale/; nothing else is served.
+var saleAssets = map[string]bool{"sale.js": true, "sale.css": true}
+
+const (
+	// liveCacheFor: viewers polling within this of the last read share it.
+	liveCacheFor = time.Second
+	// liveReadTimeout bounds one snapshot's reads (MySQL and Redis).
+	liveReadTimeout = 2 * time.Second
+	// liveMaxReads bounds snapshot reads running at once, across SKUs, so
+	// viewers of many (or made-up) SKUs cannot queue reads on MySQL.
+	liveMaxReads = 4
+	// liveMaxCached caps the SKUs whose snapshot is kept.
+	liveMaxCached = 64
+	// liveRecentOrders is how many of the latest orders the page lists.
+	liveRecentOrders = 12
+	// trafficRateWindow and trafficP99Window: requests/s is averaged over
+	// the last 5 s, p99 taken over the last 10 s of buy answers.
+	trafficRateWindow = 5 * time.Second
+	trafficP99Window  = 10 * time.Second
+)
+
+// buyRoute is the buy endpoint's mux pattern, the route label its answers
+// are counted under.
+const buyRoute = "POST /api/v1/orders"
+
+// saleBoard serves the page, its assets and the live JSON.
+type saleBoard struct {
+	s     *Server
+	reads chan struct{} // semaphore of liveMaxReads
+	group singleflight.Group
+
+	mu      sync.Mutex
+	cache   map[string]liveEntry
+	traffic trafficHistory
+}
+
+type liveEntry struct {
+	at   time.Time
+	snap *saleLive
+	err  error
+}
+
+func newSaleBoard(s *Server) *saleBoard {
+	return &saleBoard{s: s, reads: make(chan struct{}, liveMaxReads), cache: map[string]liveEntry{}}
+}
+
+// saleLive is GET /api/v1/skus/{sku}/live. MySQL's numbers are the truth
+// (total = available + frozen + sold); Redis's are what buyers are being
+// sold from right now. Traffic is this API instance's, all SKUs.
+type saleLive struct {
+	SKU       string    `json:"sku_id"`
+	At        time.Time `json:"at"`
+	Total     int64     `json:"total"`
+	Available int64     `json:"available"`
+	Frozen    int64     `json:"frozen"`
+	Sold      int64     `json:"sold"`
+	Price     int64     `json:"price"`
+	// RedisAvailable and Buckets are null while Redis is unreachable
+	// (RedisDown), or before the SKU was preheated.
+	RedisAvailable *int64  `json:"redis_available"`
+	Buckets        []int64 `json:"buckets"`
+	RedisDown      bool    `json:"redis_down"`
+	SoldOut        bool    `json:"sold_out"`
+	Drift          int64   `json:"drift"`
+	Waitlist       *int64  `json:"waitlist"`
+	// Orders counts the current sale's orders by status (every status
+	// present, zero included).
+	Orders       map[string]int64 `json:"orders"`
+	RecentOrders []liveOrder      `json:"recent_orders"`
+	Traffic      liveTraffic      `json:"traffic"`
+}
+
+// liveOrder is one recent order, anonymous.
+type liveOrder struct {
+	Status    string    `json:"status"`
+	Quantity  int64     `json:"quantity"`
+	Amount    int64     `json:"amount"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type liveTraffic struct {
+	// RequestsPerSecond is buy requests answered per second, averaged over
+	// the last few seconds of snapshots (null until there are two).
+	RequestsPerSecond *float64 `json:"requests_per_second"`
+	// Answers counts buy answers by HTTP status since the instance started.
+	Answers map[string]int64 `json:"answers"`
+	// Edge counts the load-shedding gate's decisions since start.
+	Edge map[string]int64 `json:"edge"`
+	// P99 of buy answers over the last 10 s, all of them and by what
+	// decided them (null when there were none), from the same histogram
+	// as flashsale_buy_duration_seconds (so bucket-interpolated).
+	P99Ms         *float64 `json:"p99_ms"`
+	P99AdmittedMs *float64 `json:"p99_admitted_ms"`
+	P99ShedMs     *float64 `json:"p99_shed_ms"`
+}
+
+// page serves the HTML. An unknown SKU is 404 like its JSON; any other
+// read failure still serves the page, which shows the error and recovers.
+func (b *saleBoard) page(w http.ResponseWriter, r *http.Request) {
+	sku, err := skuParam(r)
+	if err != nil {
+		b.s.writeError(w, r, err)
+		return
+	}
+	if _, err := b.snapshot(r.Context(), sku); isUnknownSKU(err) {
+		b.s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	// Only our own script and style run; the page never embeds anything.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	if err := salePageTmpl.Execute(w, struct{ SKU string }{sku}); err != nil {
+		b.s.log.DebugContext(r.Context(), "write sale page", "error", err)
+	}
+}
+
+// asset serves the page's script and style.
+func (b *saleBoard) asset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	if !saleAssets[name] {
+		b.s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: "no such endpoint"})
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	http.ServeFileFS(w, r, webFS, "web/"+name)
+}
+
+// live serves the JSON snapshot.
+func (b *saleBoard) live(w http.ResponseWriter, r *http.Request) {
+	sku, err := skuParam(r)
+	if err != nil {
+		b.s.writeError(w, r, err)
+		return
+	}
+	snap, err := b.snapshot(r.Context(), sku)
+	if err != nil {
+		b.s.writeError(w, r, err)
+		return
+	}
+	// A cache in front (a CDN, a proxy) may share it for as long as we do.
+	w.Header().Set("Cache-Control", "public, max-age=1")
+	b.s.writeJSON(w, r, http.StatusOK, snap)
+}
+
+func isUnknownSKU(err error) bool {
+	return errors.Is(err, orderdb.ErrUnknownSKU) || errors.Is(err, inventory.ErrUnknownSKU)
+}
+
+// errLiveBusy: every read slot is taken and the caller gave up waiting.
+var errLiveBusy = &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Message: "sale page busy, retry in a second"}
+
+// snapshot returns sku's snapshot no older than liveCacheFor, reading it
+// once for all the callers that find it stale together.
+func (b *saleBoard) snapshot(ctx context.Context, sku string) (*saleLive, error) {
+	now := time.Now()
+	b.mu.Lock()
+	e, ok := b.cache[sku]
+	b.mu.Unlock()
+	if ok && now.Sub(e.at) < liveCacheFor {
+		return e.snap, e.err
+	}
+	ch := b.group.DoChan(sku, func() (any, error) {
+		select {
+		case b.reads <- struct{}{}:
+			defer func() { <-b.reads }()
+		case <-time.After(liveReadTimeout):
+			return nil, errLiveBusy
+		}
+		// Not the caller's context: the read serves every viewer waiting
+		// on it, so one viewer hanging up must not fail the others.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveReadTimeout)
+		defer cancel()
+		snap, err := b.read(rctx, sku)
+		// Only answers worth sharing are cached: a known SKU, or its
+		// absence. A failed read is retried by the next viewer.
+		if err == nil || isUnknownSKU(err) {
+			b.store(sku, liveEntry{at: time.Now(), snap: snap, err: err})
+		}
+		return snap, err
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*saleLive), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (b *saleBoard) store(sku string, e liveEntry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.cache) >= liveMaxCached {
+		for k, old := range b.cache {
+			if e.at.Sub(old.at) > liveCacheFor {
+				delete(b.cache, k)
+			}
+		}
+		if len(b.cache) >= liveMaxCached {
+			return
+		}
+	}
+	b.cache[sku] = e
+}
+
+// read builds a snapshot: one MySQL snapshot (row, order counts, recent
+// orders), one Redis stock read and one LLEN, and this instance's counters.
+func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
+	view, err := b.s.deps.Store.SaleView(ctx, sku, liveRecentOrders)
+	if err != nil {
+		return nil, err
+	}
+	inv := view.Inventory
+	out := &saleLive{
+		SKU: sku, At: time.Now().UTC(), Total: inv.Total, Available: inv.Available, Frozen: inv.Frozen,
+		Sold: inv.Sold, Price: inv.Price, Orders: map[string]int64{}, RecentOrders: []liveOrder{},
+	}
+	for _, st := range []orderdb.Status{orderdb.StatusPendingPayment, orderdb.StatusPaid, orderdb.StatusExpired, orderdb.StatusCancelled} {
+		out.Orders[string(st)] = view.Orders[st]
+	}
+	for _, o := range view.Recent {
+		out.RecentOrders = append(out.RecentOrders, liveOrder{Status: string(o.Status), Quantity: o.Quantity, Amount: o.Amount, UpdatedAt: o.UpdatedAt.UTC()})
+	}
+	out.SoldOut = inv.Available == 0
+	// While Redis's breaker is open the page must not add to the outage;
+	// MySQL alone says whether units remain.
+	if !b.s.deps.Guard.Up() {
+		out.RedisDown = true
+	} else {
+		st, err := b.s.deps.Stock.Stock(ctx, sku)
+		switch {
+		case errors.Is(err, inventory.ErrUnknownSKU):
+			// Defined but never preheated: nothing on sale from Redis.
+			out.SoldOut = true
+		case err != nil:
+			b.s.log.WarnContext(ctx, "sale page: redis stock", "sku", sku, "error", err)
+			out.RedisDown = true
+		default:
+			avail := st.Available
+			out.RedisAvailable, out.Buckets, out.Drift = &avail, st.PerBucket, st.Drift
+			out.SoldOut = st.SoldOut || st.Available == 0
+		}
+		if n, err := b.s.deps.Stock.WaitlistLength(ctx, sku); err == nil {
+			out.Waitlist = &n
+		}
+	}
+	out.Traffic = b.trafficNow(time.Now())
+	return out, nil
+}
+
+// trafficNow samples this instance's buy counters and turns the samples of
+// the last few seconds into a rate and p99s.
+func (b *saleBoard) trafficNow(now time.Time) liveTraffic {
+	cur := b.sampleTraffic(now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.traffic.add(cur)
+	out := liveTraffic{Answers: cur.answers, Edge: map[string]int64{}}
+	if old, ok := b.traffic.since(now.Add(-trafficRateWindow)); ok && cur.at.Sub(old.at) > 0 {
+		rate := float64(cur.requests-old.requests) / cur.at.Sub(old.at).Seconds()
+		out.RequestsPerSecond = &rate
+	}
+	if old, ok := b.traffic.since(now.Add(-trafficP99Window)); ok {
+		out.P99AdmittedMs = quantileMs(0.99, cur.admitted.minus(old.admitted))
+		out.P99ShedMs = quantileMs(0.99, cur.shed.minus(old.shed))
+		out.P99Ms = quantileMs(0.99, cur.admitted.minus(old.admitted).plus(cur.shed.minus(old.shed)))
+	}
+	st := b.s.gate.Stats()
+	for k, v := range map[string]int64{
+		"admitted": st.Admitted, "duplicate": st.Duplicates, "sold_out_local": st.SoldOutLocal,
+		"sold_out_redis_flag": st.SoldOutRedis, "sold_out_stock": st.SoldOutStock, "busy": st.Busy,
+		"rate_limited": st.RateLimited, "unavailable": st.Unavailable,
+	} {
+		out.Edge[k] = v
+	}
+	return out
+}
+
+// trafficSample is the instance's cumulative buy counters at one time.
+type trafficSample struct {
+	at       time.Time
+	requests int64
+	answers  map[string]int64
+	admitted histogramCounts
+	shed     histogramCounts
+}
+
+// sampleTraffic reads the API's own Prometheus instruments, so the page
+// and the dashboard count the same things.
+func (b *saleBoard) sampleTraffic(now time.Time) trafficSample {
+	out := trafficSample{at: now, answers: map[string]int64{}}
+	for _, m := range collect(b.s.prom.requests) {
+		if label(m, "route") != buyRoute {
+			continue
+		}
+		n := int64(m.GetCounter().GetValue())
+		out.answers[label(m, "code")] += n
+		out.requests += n
+	}
+	for _, m := range collect(b.s.prom.buy) {
+		h := histogramOf(m.GetHistogram())
+		switch label(m, "outcome") {
+		case buyAdmitted:
+			out.admitted = h
+		case buyShed:
+			out.shed = h
+		}
+	}
+	return out
+}
+
+func collect(c prometheus.Collector) []*dto.Metric {
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	var out []*dto.Metric
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err == nil {
+			out = append(out, &d)
+		}
+	}
+	return out
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// histogramCounts are a histogram's cumulative bucket counts, by upper
+// bound (the last one +Inf).
+type histogramCounts struct {
+	bounds []float64
+	counts []uint64
+}
+
+func histogramOf(h *dto.Histogram) histogramCounts {
+	var out histogramCounts
+	for _, b := range h.GetBucket() {
+		out.bounds = append(out.bounds, b.GetUpperBound())
+		out.counts = append(out.counts, b.GetCumulativeCount())
+	}
+	out.bounds = append(out.bounds, math.Inf(1))
+	out.counts = append(out.counts, h.GetSampleCount())
+	return out
+}
+
+// minus is the observations between old and h (same bounds; an empty old
+// means "since start").
+func (h histogramCounts) minus(old histogramCounts) histogramCounts {
+	out := histogramCounts{bounds: h.bounds, counts: slices.Clone(h.counts)}
+	if len(old.counts) == len(h.counts) {
+		for i := range out.counts {
+			out.counts[i] -= old.counts[i]
+		}
+	}
+	return out
+}
+
+func (h histogramCounts) plus(o histogramCounts) histogramCounts {
+	switch {
+	case len(h.counts) == 0:
+		return o
+	case len(o.counts) != len(h.counts):
+		return h
+	}
+	out := histogramCounts{bounds: h.bounds, counts: slices.Clone(h.counts)}
+	for i := range out.counts {
+		out.counts[i] += o.counts[i]
+	}
+	return out
+}
+
+// quantileMs estimates the q-quantile in milliseconds as Prometheus's
+// histogram_quantile does: linear within the bucket holding the rank, the
+// highest finite bound when the rank falls in +Inf. Nil without data.
+func quantileMs(q float64, h histogramCounts) *float64 {
+	n := len(h.counts)
+	if n == 0 || h.counts[n-1] == 0 {
+		return nil
+	}
+	rank := q * float64(h.counts[n-1])
+	for i, c := range h.counts {
+		if float64(c) < rank {
+			continue
+		}
+		if math.IsInf(h.bounds[i], 1) {
+			v := 1000 * h.bounds[max(i-1, 0)]
+			return &v
+		}
+		lower, below := 0.0, uint64(0)
+		if i > 0 {
+			lower, below = h.bounds[i-1], h.counts[i-1]
+		}
+		v := lower
+		if in := c - below; in > 0 {
+			v += (h.bounds[i] - lower) * (rank - float64(below)) / float64(in)
+		}
+		v *= 1000
+		return &v
+	}
+	return nil
+}
+
+// trafficHistory keeps the samples of the last trafficP99Window.
+type trafficHistory struct{ samples []trafficSample }
+
+func (t *trafficHistory) add(s trafficSample) {
+	t.samples = append(t.samples, s)
+	// Keep one sample older than the window, so it always has a start.
+	cut := 0
+	for i, old := range t.samples {
+		if s.at.Sub(old.at) > trafficP99Window {
+			cut = i
+		}
+	}
+	t.samples = t.samples[cut:]
+}
+
+// since returns the oldest sample taken at or after from, other than the
+// newest one.
+func (t *trafficHistory) since(from time.Time) (trafficSample, bool) {
+	for _, s := range t.samples[:max(len(t.samples)-1, 0)] {
+		if !s.at.Before(from) {
+			return s, true
+		}
+	}
+	return trafficSample{}, false
+}
