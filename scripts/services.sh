@@ -19,14 +19,15 @@ if ! port_open 6379; then
 	echo "services: starting redis" >&2
 	command -v redis-server >/dev/null || { echo "services: redis-server not installed" >&2; exit 1; }
 	redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
-		--dir /tmp --logfile /tmp/flashsale-redis.log
+		--dir /tmp --logfile /tmp/flashsale-redis.log 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
 	wait_port redis 6379
 fi
 
 if ! port_open 3306; then
 	echo "services: starting mariadb" >&2
 	command -v mariadbd >/dev/null || { echo "services: mariadbd not installed" >&2; exit 1; }
-	start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+	# 3-9 closed: a daemon must not keep a caller's flock (fd 3) for its life.
+	start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
 	wait_port mariadb 3306
 fi
 
