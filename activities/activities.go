@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/requestid"
 )
 
 // Application error types. The workflow branches on them; they are never
@@ -117,7 +118,8 @@ func (a *Activities) now() time.Time {
 func (a *Activities) logger(ctx context.Context) *slog.Logger { return activityLogger(ctx, a.Logger) }
 
 // activityLogger is l (slog.Default when nil) with the running activity's
-// workflow id, type and attempt.
+// workflow id, type and attempt, and the id of the API request that started
+// the workflow (propagated in Temporal headers, internal/requestid).
 func activityLogger(ctx context.Context, l *slog.Logger) *slog.Logger {
 	if l == nil {
 		l = slog.Default()
@@ -125,6 +127,9 @@ func activityLogger(ctx context.Context, l *slog.Logger) *slog.Logger {
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
 		l = l.With("workflow_id", info.WorkflowExecution.ID, "activity", info.ActivityType.Name, "attempt", info.Attempt)
+	}
+	if id := requestid.FromContext(ctx); id != "" {
+		l = l.With(requestid.LogKey, id)
 	}
 	return l
 }
@@ -331,6 +336,11 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 	})
 	switch {
 	case err == nil:
+		// Checked first: building the logger costs allocations per order,
+		// and a flood runs at info.
+		if a.Logger != nil && a.Logger.Enabled(ctx, slog.LevelDebug) {
+			a.logger(ctx).Debug("order created", "order_id", in.OrderID, "amount", o.Amount, "degraded", o.Degraded)
+		}
 		if o.Degraded {
 			// Also on a retry: the first attempt may have committed and
 			// died before asking.

@@ -15,12 +15,14 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/requestid"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -85,6 +87,9 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 		Logger:    tlog.NewStructuredLogger(logger),
 		// Nil keeps the SDK's no-op handler.
 		MetricsHandler: o.metrics,
+		// The API's request id rides in the headers of the workflows it
+		// starts, so the worker's log lines about an order name it too.
+		ContextPropagators: []workflow.ContextPropagator{requestid.Propagator()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect temporal %s: %w", cfg.TemporalAddress, err)
@@ -143,7 +148,9 @@ func (b *Backend) NewWorker(interceptors ...interceptor.WorkerInterceptor) worke
 		MaxConcurrentActivityExecutionSize:      b.Config.WorkerConcurrency,
 		MaxConcurrentLocalActivityExecutionSize: b.Config.WorkerConcurrency,
 		MaxConcurrentWorkflowTaskExecutionSize:  b.Config.WorkerConcurrency,
-		Interceptors:                            interceptors,
+		// request_id on the workflows' and activities' loggers first, so
+		// the other interceptors' log lines carry it too.
+		Interceptors: append([]interceptor.WorkerInterceptor{requestid.NewWorkerInterceptor()}, interceptors...),
 	})
 	Register(w, b.Activities())
 	return w

@@ -36,6 +36,7 @@ import (
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/requestid"
 )
 
 // Deps are the services the API uses.
@@ -249,7 +250,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			id = uuid.NewString()
 		}
 		w.Header().Set(requestIDHeader, id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		// requestid carries it on to the order workflow's logs (a Temporal
+		// context propagator, internal/backend).
+		r = r.WithContext(requestid.NewContext(r.Context(), id))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -301,13 +304,8 @@ const requestIDHeader = "X-Request-Id"
 // maxRequestIDLength bounds a caller's request id; a longer one is replaced.
 const maxRequestIDLength = 128
 
-type requestIDKey struct{}
-
 // requestID is the id the middleware gave r.
-func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(requestIDKey{}).(string)
-	return id
-}
+func requestID(r *http.Request) string { return requestid.FromContext(r.Context()) }
 
 type statusRecorder struct {
 	http.ResponseWriter

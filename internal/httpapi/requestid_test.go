@@ -1,0 +1,138 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// lockedBuffer is a log sink shared by the API, the client and the worker.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines decodes every JSON log line written so far.
+func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
+	b.mu.Lock()
+	data := bytes.Clone(b.buf.Bytes())
+	b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "log line %q", sc.Bytes())
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestRequestIDReachesWorkerLogs buys through the API with X-Request-Id
+// against the real Temporal dev server and a real worker, and finds the id
+// on the worker's lines about the order: the workflow's (workflow.GetLogger,
+// through the worker interceptor) and an activity's (CreateOrder's, from the
+// propagated context). A buy without the header gets a minted id, echoed,
+// that reaches the worker the same way.
+func TestRequestIDReachesWorkerLogs(t *testing.T) {
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	id := testenv.UniqueID(t)
+	cfg := config.Config{
+		TemporalAddress:   testenv.TemporalAddress(),
+		TemporalNamespace: config.DefaultNamespace,
+		TaskQueue:         "reqid-test-" + id,
+		RedisAddr:         testenv.RedisAddr(),
+		MySQLDSN:          testenv.MySQLDSN(t),
+		PaymentTimeout:    15 * time.Minute,
+		WorkerConcurrency: 16,
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	b, err := backend.Connect(ctx, cfg, logger)
+	require.NoError(t, err, "Temporal, Redis and MariaDB are required (scripts/services.sh starts them)")
+	t.Cleanup(b.Close)
+	w := b.NewWorker()
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	rdb := testenv.Redis(t)
+	t.Cleanup(func() {
+		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*"} {
+			iter := rdb.Scan(context.Background(), 0, pattern, 1000).Iterator()
+			for iter.Next(context.Background()) {
+				_ = rdb.Unlink(context.Background(), iter.Val()).Err()
+			}
+		}
+	})
+	api, err := httpapi.New(deps(t, b), httpapi.Config{WebhookSecrets: []string{testSecret}, AdminToken: testAdmin})
+	require.NoError(t, err)
+	in := startInstance(t, api, true)
+	sku := id + "-rid"
+	in.putSKU(sku, 2, 100, 1, 1)
+
+	buy := func(orderID, user, requestID string) string {
+		h := buyerHeader(t, user)
+		if requestID != "" {
+			h.Set("X-Request-Id", requestID)
+		}
+		r := in.call(http.MethodPost, "/api/v1/orders", buyBody(t, orderID, user, sku, 1), h)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		echoed := r.header.Get("X-Request-Id")
+		require.NotEmpty(t, echoed)
+		return echoed
+	}
+	given := "lb-" + id + "-0001"
+	require.Equal(t, given, buy(id+"-o1", id+"-u1", given))
+	minted := buy(id+"-o2", id+"-u2", "")
+	require.NotEqual(t, given, minted)
+
+	for orderID, requestID := range map[string]string{id + "-o1": given, id + "-o2": minted} {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var workflowLine, activityLine bool
+			for _, l := range logs.lines(t) {
+				if l["request_id"] != requestID {
+					continue
+				}
+				switch {
+				// The order workflow's line (workflows/order.go), through
+				// the SDK's logger: it names the order and the workflow.
+				case l["msg"] == "order status" && l["status"] == "PENDING_PAYMENT" && l["order_id"] == orderID &&
+					l["WorkflowID"] == "order-"+orderID:
+					workflowLine = true
+				// CreateOrder's, in the worker's activity context.
+				case l["msg"] == "order created" && l["order_id"] == orderID && l["activity"] == "CreateOrder":
+					activityLine = true
+				}
+			}
+			assert.True(c, workflowLine, "workflow log line with request_id %s for %s", requestID, orderID)
+			assert.True(c, activityLine, "activity log line with request_id %s for %s", requestID, orderID)
+		}, 20*time.Second, 100*time.Millisecond)
+	}
+
+	// No other order's lines carry these ids: the id names one request.
+	for _, l := range logs.lines(t) {
+		if l["request_id"] == given && l["order_id"] != nil {
+			require.Equal(t, id+"-o1", l["order_id"], "%v", l)
+		}
+	}
+}
