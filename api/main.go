@@ -78,6 +78,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(2)
 	}
+	// go-redis's own lines in the same JSON, at start, before any client.
+	backend.SetRedisLogger(logger)
 	if *healthcheck {
 		if err := checkHealth(os.Getenv("HTTP_ADDR")); err != nil {
 			fmt.Fprintln(os.Stderr, "unhealthy:", err)

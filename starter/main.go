@@ -41,7 +41,7 @@ type command struct {
 }
 
 func commands() []command {
-	return []command{
+	return append([]command{
 		{"migrate", "apply the database migrations", runMigrate},
 		{"sku", "sku create|preheat: set up a SKU before a sale", runSKU},
 		{"stock", "show a SKU's stock in Redis and MySQL", runStock},
@@ -50,11 +50,9 @@ func commands() []command {
 		{"cancel", "cancel an unpaid order", runCancel},
 		{"status", "show an order", runStatus},
 		{"token", "print a buyer token for --user (BUYER_JWT_SECRET), for the HTTP API", runToken},
-		{"bench", "measure the hot paths beside their ceilings; writes docs/bench", runBench},
-		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
 		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
-	}
+	}, embeddedCommands()...)
 }
 
 func main() {
@@ -67,6 +65,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Logs go to stderr as JSON so stdout stays one parseable object.
 	slog.SetDefault(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	backend.SetRedisLogger(slog.Default())
 	if len(args) == 0 {
 		writeError(stderr, usageError(usageText()))
 		return 2

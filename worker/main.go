@@ -52,6 +52,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)
 	}
+	// go-redis's own lines in the same JSON, at start, before any client.
+	backend.SetRedisLogger(logger)
 	if err := run(logger); err != nil {
 		logger.Error("worker stopped", "error", err)
 		os.Exit(1)

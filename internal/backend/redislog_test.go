@@ -1,0 +1,62 @@
+package backend
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/requestid"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRedisLoggerWritesJSON makes go-redis log for real (a SET with an
+// expiry under a millisecond, which it truncates and warns about) against
+// the real Redis, and finds the line in the process's JSON log, with the
+// request id of the context that caused it.
+func TestRedisLoggerWritesJSON(t *testing.T) {
+	out := &syncBuffer{}
+	SetRedisLogger(slog.New(slog.NewJSONHandler(out, nil)))
+	t.Cleanup(func() { SetRedisLogger(slog.Default()) })
+
+	rdb := testenv.Redis(t)
+	key := "fs:test:redislog:" + testenv.UniqueID(t)
+	ctx := requestid.NewContext(t.Context(), "req-redislog")
+	require.NoError(t, rdb.Set(ctx, key, "v", 500*time.Microsecond).Err())
+	t.Cleanup(func() { _ = rdb.Del(t.Context(), key).Err() })
+
+	var line map[string]any
+	for l := range strings.Lines(out.String()) {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), "not JSON: %q", l)
+		if m["logger"] == "go-redis" {
+			line = m
+		}
+	}
+	require.NotNil(t, line, "no go-redis line in %q", out.String())
+	require.Equal(t, "WARN", line["level"])
+	require.Contains(t, line["msg"], "truncating to 1ms")
+	require.Equal(t, "req-redislog", line["request_id"])
+}
