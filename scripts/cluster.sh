@@ -19,9 +19,16 @@
 #                                 restart then picks the new build up)
 #   scripts/cluster.sh env        export lines for a client (starter, curl)
 #
-# State, logs, rendered configs, secrets and binaries live under
-# $FLASHSALE_CLUSTER_DIR (default /tmp/flashsale-cluster). Secrets are made
-# once (secrets.env, mode 600) and never leave that directory.
+# What the topology runs with is read from deploy/, the same files
+# docker-compose.yml uses: the Temporal server config
+# (deploy/temporal/config/flashsale.yaml, a template the server renders from
+# each process's environment) and dynamic config, the schema and namespace
+# setup scripts with the search attribute list, deploy/redis/node.conf,
+# deploy/haproxy.cfg and deploy/flashsale.env.
+#
+# State, logs, secrets and binaries live under $FLASHSALE_CLUSTER_DIR
+# (default /tmp/flashsale-cluster). Secrets are made once (secrets.env,
+# mode 600) and never leave that directory.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +45,8 @@ PG_USER=${PG_USER:-postgres}
 TEMPORAL_DB=temporal
 VISIBILITY_DB=temporal_visibility
 NUM_SHARDS=8
-NAMESPACE=default
+# The namespace every flashsale process uses (deploy/flashsale.env).
+NAMESPACE=$(sed -n 's/^TEMPORAL_NAMESPACE=//p' "$ROOT/deploy/flashsale.env")
 
 MYSQL_SERVER_DSN=${MYSQL_SERVER_DSN:-root@tcp(127.0.0.1:3306)/}
 MYSQL_DB=flashsale_cluster
@@ -110,8 +118,11 @@ spawn() {
 	shift
 	mkdir -p "$LOGS" "$PIDS"
 	echo "---- $(date -u +%FT%TZ) start" >>"$LOGS/$name.log"
-	# 8>&-: the lock of up must not outlive it in the nodes it starts.
-	env "${envs[@]}" setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- &
+	# 3-9 closed: no lock must outlive its holder in the nodes started here,
+	# neither up's (fd 8) nor the caller's (`flock /tmp/flashsale-heavy.lock
+	# scripts/cluster.sh up` hands its lock on as fd 3: a node keeping it
+	# would block every later heavy run for as long as the node lives).
+	env "${envs[@]}" setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	echo $! >"$PIDS/$name.pid"
 }
 
@@ -208,8 +219,9 @@ secrets() {
 redis_addr() { "$ROOT/scripts/redis-cluster.sh" addr; }
 
 app_env() {
+	# The settings compose gives its processes too, then this topology's own.
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/deploy/flashsale.env"
 	echo "TEMPORAL_ADDRESS=127.0.0.1:$FRONTEND_GRPC"
-	echo "TEMPORAL_NAMESPACE=$NAMESPACE"
 	echo "REDIS_ADDR=$(redis_addr)"
 	echo "MYSQL_DSN=${MYSQL_SERVER_DSN}${MYSQL_DB}?parseTime=true"
 	echo "PAYMENT_TIMEOUT=$PAYMENT_TIMEOUT"
@@ -229,26 +241,15 @@ cmd_env() {
 
 psql_() { psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -v ON_ERROR_STOP=1 -Atq "$@"; }
 
-sqltool() { "$BIN/sql" --plugin postgres12 --ep "$PG_HOST" -p "$PG_PORT" -u "$PG_USER" "$@"; }
-
+# schemas: deploy/temporal/setup-schema.sh (compose's temporal-schema job
+# runs the same script) with the schema tool built here.
 schemas() {
 	psql_ -d postgres -c 'select 1' >/dev/null || die "PostgreSQL is not answering on $PG_HOST:$PG_PORT as $PG_USER"
-	local db schema
-	for db in $TEMPORAL_DB $VISIBILITY_DB; do
-		schema=postgresql/v12/temporal
-		[ "$db" = "$VISIBILITY_DB" ] && schema=postgresql/v12/visibility
-		if [ -z "$(psql_ -d postgres -c "select 1 from pg_database where datname = '$db'")" ]; then
-			say "creating PostgreSQL database $db"
-			sqltool --db "$db" create-database >>"$LOGS/schema.log" 2>&1 || die "create database $db failed; see $LOGS/schema.log"
-		fi
-		if [ -z "$(psql_ -d "$db" -c "select 1 from information_schema.tables where table_name = 'schema_version'")" ]; then
-			say "setting up schema of $db"
-			sqltool --db "$db" setup-schema -v 0.0 >>"$LOGS/schema.log" 2>&1 || die "setup-schema $db failed; see $LOGS/schema.log"
-		fi
-		# Applies only versions newer than the database's: a no-op when current.
-		sqltool --db "$db" update-schema --schema-name "$schema" >>"$LOGS/schema.log" 2>&1 ||
-			die "update-schema $db failed; see $LOGS/schema.log"
-	done
+	SQL_TOOL=$BIN/sql TEMPORAL_SQL_HOST=$PG_HOST TEMPORAL_SQL_PORT=$PG_PORT TEMPORAL_SQL_USER=$PG_USER \
+		TEMPORAL_DB=$TEMPORAL_DB TEMPORAL_VISIBILITY_DB=$VISIBILITY_DB \
+		"$ROOT/deploy/temporal/setup-schema.sh" >>"$LOGS/schema.log" 2>&1 ||
+		die "deploy/temporal/setup-schema.sh failed; tail of $LOGS/schema.log:
+$(tail -n 20 "$LOGS/schema.log")"
 	say "PostgreSQL: $TEMPORAL_DB $(psql_ -d $TEMPORAL_DB -c 'select curr_version from schema_version'), $VISIBILITY_DB $(psql_ -d $VISIBILITY_DB -c 'select curr_version from schema_version')"
 }
 
@@ -266,24 +267,37 @@ node_ports() {
 	esac
 }
 
-render_temporal() {
-	local name=$1 service grpc member metrics pprof dir
-	read -r service grpc member metrics pprof <<<"$(node_ports "$name")"
-	dir=$STATE/temporal/$name
-	mkdir -p "$dir"
-	# The history section carries this host's ports; the others keep the
-	# first history host's, which only that host reads.
+# temporal_env NAME: the environment deploy/temporal/config/flashsale.yaml
+# is rendered from for that node: every service's ports (a process reads
+# them all, serves its own), this node's history ports when it is a history
+# host, and its own metrics and pprof ports.
+temporal_env() {
+	local service grpc member metrics pprof
+	read -r service grpc member metrics pprof <<<"$(node_ports "$1")"
 	local hgrpc=$HISTORY1_GRPC hmember=$HISTORY1_MEMBERSHIP
 	if [ "$service" = history ]; then hgrpc=$grpc hmember=$member; fi
-	sed -e "s|@NUM_SHARDS@|$NUM_SHARDS|" -e "s|@DB@|$TEMPORAL_DB|" -e "s|@VIS_DB@|$VISIBILITY_DB|" \
-		-e "s|@PG_ADDR@|$PG_HOST:$PG_PORT|" -e "s|@PG_USER@|$PG_USER|" \
-		-e "s|@PPROF_PORT@|$pprof|" -e "s|@METRICS_PORT@|$metrics|" \
-		-e "s|@FRONTEND_GRPC@|$FRONTEND_GRPC|g" -e "s|@FRONTEND_MEMBERSHIP@|$FRONTEND_MEMBERSHIP|" -e "s|@FRONTEND_HTTP@|$FRONTEND_HTTP|" \
-		-e "s|@HISTORY_GRPC@|$hgrpc|" -e "s|@HISTORY_MEMBERSHIP@|$hmember|" \
-		-e "s|@MATCHING_GRPC@|$MATCHING_GRPC|" -e "s|@MATCHING_MEMBERSHIP@|$MATCHING_MEMBERSHIP|" \
-		-e "s|@WORKER_GRPC@|$TWORKER_GRPC|" -e "s|@WORKER_MEMBERSHIP@|$TWORKER_MEMBERSHIP|" \
-		-e "s|@DYNAMIC_CONFIG@|$ROOT/deploy/temporal/dynamicconfig.yaml|" \
-		"$ROOT/deploy/temporal/config.yaml.tmpl" >"$dir/development.yaml"
+	cat <<EOF
+TEMPORAL_BIND_IP=127.0.0.1
+TEMPORAL_NUM_HISTORY_SHARDS=$NUM_SHARDS
+TEMPORAL_SQL_HOST=$PG_HOST
+TEMPORAL_SQL_PORT=$PG_PORT
+TEMPORAL_SQL_USER=$PG_USER
+TEMPORAL_DB=$TEMPORAL_DB
+TEMPORAL_VISIBILITY_DB=$VISIBILITY_DB
+TEMPORAL_FRONTEND_ADDRESS=127.0.0.1:$FRONTEND_GRPC
+TEMPORAL_FRONTEND_GRPC_PORT=$FRONTEND_GRPC
+TEMPORAL_FRONTEND_MEMBERSHIP_PORT=$FRONTEND_MEMBERSHIP
+TEMPORAL_FRONTEND_HTTP_PORT=$FRONTEND_HTTP
+TEMPORAL_HISTORY_GRPC_PORT=$hgrpc
+TEMPORAL_HISTORY_MEMBERSHIP_PORT=$hmember
+TEMPORAL_MATCHING_GRPC_PORT=$MATCHING_GRPC
+TEMPORAL_MATCHING_MEMBERSHIP_PORT=$MATCHING_MEMBERSHIP
+TEMPORAL_WORKER_GRPC_PORT=$TWORKER_GRPC
+TEMPORAL_WORKER_MEMBERSHIP_PORT=$TWORKER_MEMBERSHIP
+TEMPORAL_METRICS_ADDR=127.0.0.1:$metrics
+TEMPORAL_PPROF_PORT=$pprof
+TEMPORAL_DYNAMIC_CONFIG=$ROOT/deploy/temporal/dynamicconfig.yaml
+EOF
 }
 
 start_temporal_node() {
@@ -291,63 +305,25 @@ start_temporal_node() {
 	running "$name" && return 0
 	read -r service grpc member _ <<<"$(node_ports "$name")"
 	port_open "$grpc" && die "port $grpc (for $name) is taken by a process this script did not start"
-	render_temporal "$name"
+	local envs=()
+	mapfile -t envs < <(temporal_env "$name")
 	say "starting $name ($service, gRPC 127.0.0.1:$grpc)"
-	spawn "$name" -- "$BIN/server" --root "$STATE/temporal/$name" --config . --env development --allow-no-auth start --service "$service"
+	# The config is the template compose runs too; the server renders it
+	# from envs (its "enable-template" loader).
+	spawn "$name" "${envs[@]}" -- "$BIN/server" --root / --config "$ROOT/deploy/temporal/config" --env flashsale --allow-no-auth start --service "$service"
 	# The internal worker serves no gRPC; its membership port says it joined.
 	if [ "$service" = worker ]; then wait_port "$name" "$member" 90; else wait_port "$name" "$grpc" 90; fi
 }
 
-tctl() { "$BIN/temporal" --address "127.0.0.1:$FRONTEND_GRPC" "$@"; }
-
-# namespace: registers the namespace and the order workflow's search
-# attributes, waiting until both are served; any failure stops up.
+# namespace: deploy/temporal/setup-namespace.sh (compose's temporal-setup
+# job runs the same script): waits for the frontend, registers the
+# namespace and the search attributes of deploy/temporal/search-attributes,
+# waits until they are listed, and fails loudly.
 namespace() {
-	local i out
-	for ((i = 0; i < 60; i++)); do
-		tctl operator cluster health >/dev/null 2>&1 && break
-		sleep 1
-	done
-	tctl operator cluster health >/dev/null 2>&1 || die "the frontend is not SERVING after 60 s; see $LOGS/temporal-*.log"
-	if ! tctl operator namespace describe -n "$NAMESPACE" >/dev/null 2>&1; then
-		say "registering namespace $NAMESPACE"
-		out=$(tctl operator namespace create -n "$NAMESPACE" --retention 72h 2>&1) ||
-			grep -qi "already" <<<"$out" || die "namespace create failed: $out"
-	fi
-	for ((i = 0; i < 60; i++)); do
-		tctl operator namespace describe -n "$NAMESPACE" >/dev/null 2>&1 && break
-		sleep 1
-	done
-	tctl operator namespace describe -n "$NAMESPACE" >/dev/null 2>&1 || die "namespace $NAMESPACE not served 60 s after creating it"
-
-	# The same attributes as workflows.SearchAttributes (the worker checks
-	# them too at start, and exits naming any that are missing).
-	local want=(OrderStatus:Keyword UserId:Keyword SkuIds:KeywordList) missing=() a list
-	# A new namespace reaches every frontend's cache within ~10 s; until then
-	# it is "not found" to some calls.
-	for ((i = 0; i < 60; i++)); do
-		list=$(tctl operator search-attribute list -n "$NAMESPACE" 2>&1) && break
-		sleep 1
-	done
-	tctl operator search-attribute list -n "$NAMESPACE" >/dev/null 2>&1 || die "search-attribute list failed for 60 s: $list"
-	for a in "${want[@]}"; do
-		grep -qw "${a%%:*}" <<<"$list" || missing+=("$a")
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		local args=()
-		for a in "${missing[@]}"; do args+=(--name "${a%%:*}" --type "${a#*:}"); done
-		say "creating search attributes ${missing[*]}"
-		out=$(tctl operator search-attribute create -n "$NAMESPACE" "${args[@]}" 2>&1) ||
-			grep -qi "already" <<<"$out" || die "search-attribute create failed: $out"
-		for ((i = 0; i < 60; i++)); do
-			list=$(tctl operator search-attribute list -n "$NAMESPACE" 2>&1) || true
-			missing=()
-			for a in "${want[@]}"; do grep -qw "${a%%:*}" <<<"$list" || missing+=("$a"); done
-			[ ${#missing[@]} -eq 0 ] && break
-			sleep 1
-		done
-		[ ${#missing[@]} -eq 0 ] || die "search attributes ${missing[*]} not listed 60 s after creating them"
-	fi
+	TEMPORAL_CLI=$BIN/temporal TEMPORAL_ADDRESS=127.0.0.1:$FRONTEND_GRPC TEMPORAL_NAMESPACE=$NAMESPACE \
+		SEARCH_ATTRIBUTES=$ROOT/deploy/temporal/search-attributes SETUP_WAIT_SECONDS=90 \
+		"$ROOT/deploy/temporal/setup-namespace.sh" >&2 ||
+		die "deploy/temporal/setup-namespace.sh failed (Temporal logs: $LOGS/temporal-*.log)"
 }
 
 # ---- flashsale and HAProxy -----------------------------------------------
@@ -390,16 +366,14 @@ $(tail -n 25 "$LOGS/$name.log")"
 	haproxy)
 		command -v haproxy >/dev/null || die "haproxy is not installed (apt-get install haproxy)"
 		port_open "$HAPROXY_PORT" && die "port $HAPROXY_PORT (for haproxy) is taken by a process this script did not start"
-		mkdir -p "$STATE/haproxy"
-		local servers
-		servers=$(printf '\tserver api-1 127.0.0.1:%s check\n\tserver api-2 127.0.0.1:%s check' "$API1_PORT" "$API2_PORT")
-		awk -v s="$servers" '{ if ($0 == "@SERVERS@") print s; else print }' "$ROOT/deploy/haproxy.cfg.tmpl" |
-			sed -e "s|@PORT@|$HAPROXY_PORT|" -e "s|@STATS_PORT@|$HAPROXY_STATS|" \
-				>"$STATE/haproxy/haproxy.cfg"
-		haproxy -c -q -f "$STATE/haproxy/haproxy.cfg" || die "haproxy rejects $STATE/haproxy/haproxy.cfg"
+		# deploy/haproxy.cfg, as compose runs it; HAProxy reads the
+		# addresses from its environment.
+		local henv=("HAPROXY_BIND=127.0.0.1:$HAPROXY_PORT" "HAPROXY_STATS_BIND=127.0.0.1:$HAPROXY_STATS"
+			"API_1=127.0.0.1:$API1_PORT" "API_2=127.0.0.1:$API2_PORT")
+		env "${henv[@]}" haproxy -c -q -f "$ROOT/deploy/haproxy.cfg" || die "haproxy rejects deploy/haproxy.cfg"
 		say "starting haproxy (http://127.0.0.1:$HAPROXY_PORT)"
 		# -db: stay in the foreground, so the pid is the one we spawned.
-		spawn haproxy -- haproxy -db -f "$STATE/haproxy/haproxy.cfg"
+		spawn haproxy "${henv[@]}" -- haproxy -db -f "$ROOT/deploy/haproxy.cfg"
 		wait_port haproxy "$HAPROXY_PORT" 10
 		;;
 	esac

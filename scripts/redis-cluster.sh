@@ -20,10 +20,9 @@ set -euo pipefail
 
 PORTS=(7001 7002 7003 7004 7005 7006)
 BASE=/tmp/flashsale-redis-cluster
-# cluster-node-timeout: a master that does not answer for this long is
-# failed over, so a failover takes a few seconds instead of the default's
-# fifteen or more.
-NODE_TIMEOUT_MS=2000
+# Every node's settings (cluster mode, the 2 s cluster-node-timeout, no
+# persistence) are in this file, the one docker-compose.yml's nodes use too.
+NODE_CONF=$(cd "$(dirname "$0")/.." && pwd)/deploy/redis/node.conf
 
 say() { echo "redis-cluster: $*" >&2; }
 die() {
@@ -71,11 +70,10 @@ start_node() {
 	fi
 	mkdir -p "$dir"
 	say "starting node $p"
-	redis-server --daemonize yes --bind 127.0.0.1 --port "$p" \
-		--cluster-enabled yes --cluster-config-file nodes.conf \
-		--cluster-node-timeout "$NODE_TIMEOUT_MS" \
-		--save "" --appendonly no \
-		--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 9>&-
+	# 3-9 closed (below): a daemon must not keep a caller's lock (flock(1)
+	# hands its lock on as fd 3) for as long as it lives.
+	redis-server "$NODE_CONF" --daemonize yes --bind 127.0.0.1 --port "$p" \
+		--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
 	for _ in $(seq 1 50); do
 		alive "$p" && return 0
 		sleep 0.1
@@ -114,6 +112,7 @@ wait_healthy() {
 up() {
 	command -v redis-server >/dev/null || die "redis-server not installed"
 	command -v redis-cli >/dev/null || die "redis-cli not installed"
+	[ -r "$NODE_CONF" ] || die "cannot read $NODE_CONF"
 	mkdir -p "$BASE"
 	# Tests of several packages may call up at the same moment.
 	exec 9>"$BASE/.lock"
@@ -141,8 +140,9 @@ up() {
 		say "creating the cluster (3 masters, 3 replicas)"
 		local hosts=()
 		for p in "${PORTS[@]}"; do hosts+=("127.0.0.1:$p"); done
-		redis-cli --cluster create "${hosts[@]}" --cluster-replicas 1 --cluster-yes >"$BASE/create.log" 2>&1 ||
-			die "redis-cli --cluster create failed; see $BASE/create.log"
+		# The script docker-compose.yml's redis-cluster job runs too.
+		"$(dirname "$NODE_CONF")/create-cluster.sh" "${hosts[@]}" >"$BASE/create.log" 2>&1 ||
+			die "deploy/redis/create-cluster.sh failed; see $BASE/create.log"
 	elif [ "$fresh" != 0 ]; then
 		die "$fresh node(s) are fresh while others belong to a cluster; run: $0 down && $0 up"
 	fi

@@ -41,7 +41,7 @@ type command struct {
 }
 
 func commands() []command {
-	return []command{
+	return append([]command{
 		{"migrate", "apply the database migrations", runMigrate},
 		{"sku", "sku create|preheat: set up a SKU before a sale", runSKU},
 		{"stock", "show a SKU's stock in Redis and MySQL", runStock},
@@ -50,11 +50,9 @@ func commands() []command {
 		{"cancel", "cancel an unpaid order", runCancel},
 		{"status", "show an order", runStatus},
 		{"token", "print a buyer token for --user (BUYER_JWT_SECRET), for the HTTP API", runToken},
-		{"bench", "measure the hot paths beside their ceilings; writes docs/bench", runBench},
-		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
 		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
-	}
+	}, embeddedCommands()...)
 }
 
 func main() {
