@@ -160,6 +160,11 @@ type Reservation struct {
 type Payment struct {
 	TransactionID string `json:"transaction_id"`
 	Amount        int64  `json:"amount"`
+	// ReceivedAt is when our door (the HTTP API, the CLI) took the
+	// payment. The order judges it against pay_by by this time, not by
+	// when the workflow got to it (see paymentArrivalChangeID). Set by our
+	// processes only: a provider's callback cannot carry it.
+	ReceivedAt time.Time `json:"received_at,omitzero"`
 }
 
 // RefundRequired marks a payment whose money must go back.
@@ -196,6 +201,12 @@ type PaymentOutcome struct {
 	Reason string `json:"reason,omitempty"`
 	// Duplicate is true when this transaction had been handled before.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Queued is set by the client (orders.Service.Pay), never by the
+	// workflow: the order did not answer in time, so the payment was
+	// handed to it as a signal, durably, with its arrival time. The order
+	// applies it, or records it for refund, on its own; its status query
+	// shows the outcome among Payments. Status is then empty.
+	Queued bool `json:"queued,omitempty"`
 	// Conflict is true when the transaction id is already recorded for
 	// another order: the money is that order's, so this order neither took
 	// it nor owes it back (Refund is empty). The order is unchanged and

@@ -92,7 +92,7 @@ func (s *orderSuite) TestTransactionConflictThenExpires() {
 	s.Equal(ReasonPaymentTimeout, v.Reason)
 	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: StatusPendingPayment,
 		Conflict: true, Reason: PaymentReasonTransactionConflict}}, v.Payments)
-	s.Equal(payBy.Sub(start), closedAt.Sub(start), "closed on its deadline")
+	s.Equal(payBy.Add(arrivalGrace).Sub(start), closedAt.Sub(start), "closed on its deadline, after the arrival grace")
 }
 
 // A payment whose transaction belongs to another order, arriving after the

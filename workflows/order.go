@@ -384,8 +384,13 @@ func (o *order) abort(ctx workflow.Context, orderMayExist bool, reason string) e
 // awaitPayment waits for money, a cancel or the deadline, whichever comes
 // first, then settles the order.
 func (o *order) awaitPayment(ctx workflow.Context) error {
+	closeAt := o.view.PayBy
+	byArrival := judgesArrival(ctx)
+	if byArrival {
+		closeAt = closeAt.Add(arrivalGrace)
+	}
 	for {
-		remaining := o.view.PayBy.Sub(workflow.Now(ctx))
+		remaining := closeAt.Sub(workflow.Now(ctx))
 		ok := false
 		var err error
 		if remaining > 0 {
@@ -405,6 +410,24 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 		}
 		switch {
 		case len(o.pending) > 0:
+			if byArrival {
+				p := o.pending[0]
+				if _, done := o.outcomes[p.TransactionID]; done {
+					// The same payment twice: the API's pay update and
+					// the signal it falls back to when the update is
+					// slow. The first was applied; nobody waits on this.
+					o.pending = o.pending[1:]
+					continue
+				}
+				if o.arrivedLate(ctx, p) {
+					// Money after the deadline: the order is over. It
+					// closes now rather than at closeAt, and finish()
+					// records the payment for refund.
+					o.logger.Info("payment received after the deadline", "transaction_id", p.TransactionID,
+						"received_at", p.ReceivedAt, "pay_by", o.view.PayBy)
+					return o.closeUnpaid(ctx)
+				}
+			}
 			if o.bounded(ctx) && !o.takesPayments(ctx) {
 				// Payments kept the order open past pay_by until its
 				// bound: no new one starts. Close; finish() settles the

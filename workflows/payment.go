@@ -49,6 +49,43 @@ const (
 	stallAfter = time.Minute
 )
 
+// paymentArrivalChangeID versions judging a payment by when the API
+// received it (Payment.ReceivedAt) instead of when the workflow got to it.
+// A payment can reach the workflow a moment after the API took it: the pay
+// update waits for the order's next workflow task, which may be busy (a
+// payment activity retrying) or, with the worker restarting, late. Before
+// this change the deadline timer fired at pay_by and such a payment found
+// the order closed and was refunded, or its callback was answered 503 while
+// it waited. Now the order stays open arrivalGrace past pay_by for money
+// received in time; money received after pay_by closes it at once and is
+// refunded. Orders recorded before it close at pay_by and judge by the
+// workflow's clock; they replay on DefaultVersion.
+const paymentArrivalChangeID = "payment-arrival"
+
+// arrivalGrace is how long past pay_by an order waits for payments the API
+// received before pay_by to reach it. It covers the API's own wait for the
+// pay update (orders.payWait) plus the signal it falls back to, with room
+// for a loaded worker: the unit comes back to sale this much later, which
+// a 15-minute window does not notice.
+const arrivalGrace = 5 * time.Second
+
+// judgesArrival reports whether this order runs with paymentArrivalChangeID;
+// called once, when the order starts waiting for money.
+func judgesArrival(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, paymentArrivalChangeID, workflow.DefaultVersion, 1) >= 1
+}
+
+// arrivedLate reports whether p reached the API after the deadline. A
+// payment without an arrival time (a client from before the change) is
+// judged by the workflow's clock, as before.
+func (o *order) arrivedLate(ctx workflow.Context, p Payment) bool {
+	at := p.ReceivedAt
+	if at.IsZero() {
+		at = workflow.Now(ctx)
+	}
+	return at.After(o.view.PayBy)
+}
+
 // bounded reports whether this order runs with boundedPaymentChangeID.
 // The first call records the version; later calls return the same answer.
 func (o *order) bounded(ctx workflow.Context) bool {

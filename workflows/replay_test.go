@@ -12,7 +12,9 @@ import (
 // (a paid, a cancelled, an expired order with a late payment, and a sold-out
 // rejection, all from before the bounded-payment change; then an order that
 // got another order's transaction and was paid with its own, and one that
-// got it and expired). A change to OrderWorkflow that would break running
+// got it and expired; then, judged by arrival time, a payment received in
+// time and delivered in the grace, one received late, and an order left to
+// expire). A change to OrderWorkflow that would break running
 // orders (a reordered or removed activity, timer or search-attribute upsert)
 // makes this fail. Re-record with the commands in workflows/testdata/README.md
 // only when the change is deliberately versioned.
@@ -24,6 +26,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		names[i] = filepath.Base(f)
 	}
 	require.Equal(t, []string{
+		"arrival-expired.json", "arrival-late.json", "arrival-paid.json",
 		"cancelled.json", "conflict-expired.json", "conflict-paid.json", "expired.json", "paid.json", "rejected.json",
 	}, names)
 	for _, f := range files {

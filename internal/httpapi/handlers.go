@@ -161,6 +161,18 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, out)
 }
 
+// paymentQueuedResponse is the 202 answer to a callback the order took as
+// a signal (see orders.Service.Pay).
+type paymentQueuedResponse struct {
+	OrderID       string `json:"order_id"`
+	TransactionID string `json:"transaction_id"`
+	Payment       string `json:"payment"`
+}
+
+// paymentProcessing is paymentQueuedResponse.Payment: accepted, outcome to
+// follow on the order.
+const paymentProcessing = "PROCESSING"
+
 type statusResponse struct {
 	OrderID string           `json:"order_id"`
 	Status  workflows.Status `json:"status"`
@@ -199,6 +211,9 @@ func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) {
 // webhook. The raw body is verified before it is parsed, so unsigned input
 // never reaches the JSON decoder, let alone Temporal.
 func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
+	// The order judges the payment by when it reached us, not by when its
+	// workflow got to it: stamped before anything else can delay it.
+	received := s.now()
 	body, err := readBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -228,9 +243,21 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	out, err := s.deps.Orders.Pay(ctx, cb.OrderID, workflows.Payment{TransactionID: cb.TransactionID, Amount: cb.Amount})
+	out, err := s.deps.Orders.Pay(ctx, cb.OrderID, workflows.Payment{
+		TransactionID: cb.TransactionID, Amount: cb.Amount, ReceivedAt: received,
+	})
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if out.Queued {
+		// The order was too busy to answer at once; the payment is in its
+		// history now, judged by the time it reached us, and will be
+		// captured or recorded for refund exactly once. A 2xx, so the
+		// provider does not retry; GET /api/v1/orders/{id} shows the result.
+		s.writeJSON(w, r, http.StatusAccepted, paymentQueuedResponse{
+			OrderID: cb.OrderID, TransactionID: cb.TransactionID, Payment: paymentProcessing,
+		})
 		return
 	}
 	if out.Conflict {

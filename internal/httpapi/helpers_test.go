@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
@@ -62,6 +63,9 @@ type stack struct {
 	cfg  config.Config
 	opts stackOptions
 	b    *backend.Backend
+	// worker is the stack's in-process worker; stopWorker and startWorker
+	// take it away and bring a new one, as a worker restart would.
+	worker worker.Worker
 	// api is the first instance; more come from newInstance.
 	api *instance
 }
@@ -93,9 +97,8 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		WorkerConcurrency: 256,
 	}}
 	s.b = s.connect()
-	w := s.b.NewWorker()
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	s.startWorker()
+	t.Cleanup(func() { s.stopWorker() })
 	rdb := testenv.Redis(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -108,6 +111,22 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	})
 	s.api = s.newInstance(s.b)
 	return s
+}
+
+// startWorker starts a worker on the stack's task queue.
+func (s *stack) startWorker() {
+	s.t.Helper()
+	s.worker = s.b.NewWorker()
+	require.NoError(s.t, s.worker.Start())
+}
+
+// stopWorker stops the worker, if one runs: orders get no workflow task
+// until startWorker.
+func (s *stack) stopWorker() {
+	if s.worker != nil {
+		s.worker.Stop()
+		s.worker = nil
+	}
 }
 
 // connect opens backend connections with the stack's config; a missing

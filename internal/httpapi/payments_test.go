@@ -162,7 +162,7 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 
 	t.Run("racing the deadline", func(t *testing.T) {
 		sku := s.name("race")
-		offsets := []time.Duration{-300 * time.Millisecond, -100 * time.Millisecond, -20 * time.Millisecond,
+		offsets := []time.Duration{-time.Second, -300 * time.Millisecond, -100 * time.Millisecond, -20 * time.Millisecond,
 			0, 20 * time.Millisecond, 100 * time.Millisecond}
 		api.putSKU(sku, int64(len(offsets)), 500, 4, 1)
 		type result struct {
@@ -194,6 +194,18 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 		}
 		wg.Wait()
 		for i, r := range answers {
+			if r.status == http.StatusAccepted {
+				// The order was too busy to answer in 2 s (a loaded
+				// box): it has the payment and settles it; its status
+				// tells how.
+				require.Eventually(t, func() bool {
+					o := api.order(results[i].id)
+					return o["status"] == "PAID" || (o["status"] == "EXPIRED" && o["refund"] == "REQUIRED")
+				}, 20*time.Second, 100*time.Millisecond)
+				o := api.order(results[i].id)
+				results[i].status, results[i].refund = o["status"].(string), o["refund"]
+				continue
+			}
 			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 			m := r.json(t)
 			results[i].status, results[i].refund = m["status"].(string), m["refund"]
@@ -222,6 +234,17 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 				t.Fatalf("offset %v: answered %q", offsets[i], res.status)
 			}
 			t.Logf("offset %5v: %s", offsets[i], res.status)
+			// The order judges a payment by when the API received it,
+			// which is never before it was sent: money sent at or after
+			// the deadline is late, whatever the order was doing; money
+			// sent a second before it reaches the API in time, however
+			// busy the order's worker is.
+			if offsets[i] >= 0 {
+				require.Equal(t, "EXPIRED", res.status, "offset %v", offsets[i])
+			}
+			if offsets[i] <= -time.Second {
+				require.Equal(t, "PAID", res.status, "offset %v", offsets[i])
+			}
 		}
 		total := int64(len(offsets))
 		require.Eventually(t, func() bool {
@@ -230,4 +253,83 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 				Sold: paid, IsSoldOut: paid == total, BucketCount: 4}
 		}, 10*time.Second, 100*time.Millisecond, "units of expired orders back on sale, paid ones sold: %+v", api.inventory(sku))
 	})
+}
+
+// No worker can answer while the provider calls back: one payment received
+// a moment before the deadline, one after. Neither is answered 5xx: each is
+// handed to its order as a signal (202) and judged, once a worker is back
+// (after the deadline and its grace), by when it reached the API: the first
+// order is PAID, the second EXPIRED with the money recorded for refund.
+func TestPaymentWhileNoWorkerCanAnswer(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 6 * time.Second})
+	api := s.api
+	sku := s.name("busy")
+	api.putSKU(sku, 2, 900, 2, 1)
+	inTime, late := s.name("in-time"), s.name("late")
+	payBy := map[string]time.Time{}
+	for _, id := range []string{inTime, late} {
+		r := api.buyRetrying(id, s.name("u-"+id), sku, 1)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		at, err := time.Parse(time.RFC3339Nano, r.json(t)["pay_by"].(string))
+		require.NoError(t, err)
+		payBy[id] = at
+	}
+
+	s.stopWorker()
+	send := map[string]time.Time{inTime: payBy[inTime].Add(-1500 * time.Millisecond), late: payBy[late].Add(500 * time.Millisecond)}
+	answers := map[string]response{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for id, at := range send {
+		wg.Go(func() {
+			time.Sleep(time.Until(at))
+			r := api.pay(callback{OrderID: id, TransactionID: id + "-tx", Amount: 900, Status: "SUCCESS"})
+			mu.Lock()
+			answers[id] = r
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for id, r := range answers {
+		require.Equal(t, http.StatusAccepted, r.status, "%s: %s", id, r.body)
+		require.Equal(t, map[string]any{"order_id": id, "transaction_id": id + "-tx", "payment": "PROCESSING"}, r.json(t))
+	}
+
+	// The worker comes back after both deadlines and their grace: the
+	// orders learn of the payments only now.
+	last := payBy[inTime]
+	if payBy[late].After(last) {
+		last = payBy[late]
+	}
+	time.Sleep(time.Until(last.Add(7 * time.Second)))
+	s.startWorker()
+
+	// The late money is recorded for refund after the order's
+	// compensation, so its refund shows a moment after EXPIRED.
+	require.Eventually(t, func() bool {
+		return api.order(inTime)["status"] == "PAID" && api.order(late)["status"] == "EXPIRED" &&
+			api.order(late)["refund"] == "REQUIRED"
+	}, 30*time.Second, 100*time.Millisecond, "in time %v, late %v", api.order(inTime), api.order(late))
+	require.Nil(t, api.order(inTime)["refund"])
+	require.Equal(t, []orderdb.PaymentStatus{orderdb.PaymentCaptured}, paymentStatuses(s.payments(inTime)))
+	require.Equal(t, []orderdb.PaymentStatus{orderdb.PaymentRefundRequired}, paymentStatuses(s.payments(late)))
+
+	// The provider's retry of either now gets the settled answer at once.
+	r := api.pay(callback{OrderID: inTime, TransactionID: inTime + "-tx", Amount: 900, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"order_id": inTime, "status": "PAID"}, r.json(t))
+	r = api.pay(callback{OrderID: late, TransactionID: late + "-tx", Amount: 900, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"order_id": late, "status": "EXPIRED", "refund": "REQUIRED"}, r.json(t))
+	require.Eventually(t, func() bool {
+		return api.inventory(sku) == inventoryOut{SKU: sku, Total: 2, Available: 1, DBAvailable: 1, Sold: 1, BucketCount: 2}
+	}, 10*time.Second, 100*time.Millisecond, "%+v", api.inventory(sku))
+}
+
+func paymentStatuses(pays []orderdb.Payment) []orderdb.PaymentStatus {
+	out := make([]orderdb.PaymentStatus, len(pays))
+	for i, p := range pays {
+		out[i] = p.Status
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -118,23 +119,41 @@ func reservationFromView(v workflows.OrderView) workflows.Reservation {
 	return r
 }
 
+// payWait is how long Pay waits for the order to answer a payment before
+// handing it over as a signal instead. An update waits for the order's next
+// workflow task; when that task is busy (a payment activity retrying after
+// a lost reply) or the worker is restarting, the wait can outlast the
+// caller, and a payment provider told 5xx retries on its own schedule,
+// possibly after the deadline. A signal is written to the order's history
+// the moment the server takes it, with the payment's arrival time, and the
+// order judges it by that time (workflows.paymentArrivalChangeID keeps the
+// order open arrivalGrace past pay_by for it, which must stay above this).
+const payWait = 2 * time.Second
+
 // Pay hands a payment to the order and returns what became of it. The same
 // transaction id always gets the same outcome. When the order's workflow has
 // already completed, the payment is recorded for refund in the database, so
 // money is never lost and never turned into a sale. A transaction id already
 // recorded for another order is answered with Conflict set (nothing taken,
-// nothing owed) both while the order runs and after.
+// nothing owed) both while the order runs and after. When the order does not
+// answer within payWait, the payment is signalled to it and the outcome has
+// Queued set: it is the order's now, and its status shows the result.
+//
+// p.ReceivedAt is when the caller's door took the payment; zero means now.
 func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) (workflows.PaymentOutcome, error) {
-	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   workflows.OrderWorkflowID(orderID),
-		UpdateID:     "pay-" + p.TransactionID,
-		UpdateName:   workflows.UpdatePay,
-		Args:         []any{p},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	var out workflows.PaymentOutcome
-	if err == nil {
-		err = h.Get(ctx, &out)
+	if p.ReceivedAt.IsZero() {
+		p.ReceivedAt = time.Now()
+	}
+	out, err := s.payByUpdate(ctx, orderID, p)
+	if _, slow := errors.AsType[*client.WorkflowUpdateServiceTimeoutOrCanceledError](err); slow && ctx.Err() == nil {
+		// The order did not get to the payment in time. The same
+		// transaction as a signal: durable at once, and applied once
+		// even if the update is admitted too (the order skips a
+		// transaction it has already handled).
+		err = s.Temporal.SignalWorkflow(ctx, workflows.OrderWorkflowID(orderID), "", workflows.SignalPayment, p)
+		if err == nil {
+			return workflows.PaymentOutcome{OrderID: orderID, TransactionID: p.TransactionID, Queued: true}, nil
+		}
 	}
 	switch {
 	case err == nil:
@@ -190,6 +209,24 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 		}
 		return workflows.PaymentOutcome{}, fmt.Errorf("pay order %s: %w", orderID, err)
 	}
+}
+
+// payByUpdate sends the pay update and waits up to payWait for its outcome.
+func (s *Service) payByUpdate(ctx context.Context, orderID string, p workflows.Payment) (workflows.PaymentOutcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, payWait)
+	defer cancel()
+	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   workflows.OrderWorkflowID(orderID),
+		UpdateID:     "pay-" + p.TransactionID,
+		UpdateName:   workflows.UpdatePay,
+		Args:         []any{p},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var out workflows.PaymentOutcome
+	if err == nil {
+		err = h.Get(ctx, &out)
+	}
+	return out, err
 }
 
 func (s *Service) recordRefund(ctx context.Context, orderID string, p workflows.Payment, reason string) (orderdb.Payment, error) {

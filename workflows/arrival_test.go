@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/mock"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// Tests of paymentArrivalChangeID: a payment is judged by when our door
+// received it, so money taken in time is never lost to a workflow task that
+// got to it a moment late, and money taken late never keeps the unit.
+
+// signalPayment delivers p as the payment signal after d of workflow time.
+func (s *orderSuite) signalPayment(d time.Duration, p Payment) {
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalPayment, p) }, d)
+}
+
+// Received a second before the deadline, delivered two seconds after it
+// (the order's workflow task was busy): the buyer paid in time, the order
+// is PAID and nothing goes back on sale.
+func (s *orderSuite) TestPaymentReceivedInTimeButDeliveredLateIsPaid() {
+	start := s.env.Now()
+	payBy := s.expectReserved()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
+	s.signalPayment(payBy.Sub(start)+2*time.Second,
+		Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: payBy.Add(-time.Second)})
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusPaid, v.Status)
+	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}}, v.Payments)
+	s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+	s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
+}
+
+// The same in-time payment delivered through the update: answered PAID.
+func (s *orderSuite) TestPayUpdateReceivedInTimeButDeliveredLateIsPaid() {
+	start := s.env.Now()
+	payBy := s.expectReserved()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
+	var out PaymentOutcome
+	s.pay(payBy.Sub(start)+arrivalGrace-time.Second,
+		Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: payBy.Add(-time.Millisecond)},
+		func(o PaymentOutcome) { out = o })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}, out)
+	s.Equal(StatusPaid, s.result().Status)
+}
+
+// Received after the deadline: the order closes at once (not at the end of
+// the grace), the money is recorded for refund and no unit is sold.
+func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
+	start := s.env.Now()
+	payBy := s.expectReserved()
+	var closedAt time.Time
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
+	s.expectNobodyWaiting()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: RefundReasonOrderClosed,
+	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	var out PaymentOutcome
+	s.pay(payBy.Sub(start)+time.Second,
+		Payment{TransactionID: "late", Amount: testAmount, ReceivedAt: payBy.Add(time.Second)},
+		func(o PaymentOutcome) { out = o })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: StatusExpired,
+		Refund: RefundRequired, Reason: RefundReasonOrderClosed}
+	s.Equal(refunded, out)
+	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(payBy.Add(time.Second).Sub(start), closedAt.Sub(start), "closed when the late money came")
+	s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
+}
+
+// Nothing paid: the order waits the arrival grace past pay_by for money
+// still on its way, then expires.
+func (s *orderSuite) TestUnpaidOrderExpiresAfterTheArrivalGrace() {
+	start := s.env.Now()
+	payBy := s.expectReserved()
+	var closedAt time.Time
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
+	s.expectNobodyWaiting()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	var during OrderView
+	s.queryAt(payBy.Sub(start)+arrivalGrace/2, &during)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(StatusPendingPayment, during.Status, "still open inside the grace")
+	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(payBy.Add(arrivalGrace).Sub(start), closedAt.Sub(start))
+}
+
+// The API's pay update timed out while the order was busy, so it signalled
+// the same payment too: applied once, answered once, listed once.
+func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
+	s.expectReserved()
+	// The first attempt's answer is slow (a lost reply): the update waits,
+	// and the signal arrives meanwhile.
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).After(10*time.Second).Return(captured, nil).Once()
+	p := Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: s.env.Now().Add(time.Minute)}
+	var out PaymentOutcome
+	s.pay(time.Minute, p, func(o PaymentOutcome) { out = o })
+	s.signalPayment(time.Minute+2*time.Second, p)
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}, out)
+	v := s.result()
+	s.Equal(StatusPaid, v.Status)
+	s.Len(v.Payments, 1)
+	s.env.AssertNumberOfCalls(s.T(), "ConfirmPayment", 1)
+	s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
+}
