@@ -81,21 +81,29 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 	}
 	b.Orders = orders
 
-	b.Temporal, err = client.DialContext(ctx, client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(logger),
-		// Nil keeps the SDK's no-op handler.
-		MetricsHandler: o.metrics,
-		// The API's request id rides in the headers of the workflows it
-		// starts, so the worker's log lines about an order name it too.
-		ContextPropagators: []workflow.ContextPropagator{requestid.Propagator()},
-	})
+	b.Temporal, err = client.DialContext(ctx, TemporalOptions(cfg, logger, o.metrics))
 	if err != nil {
-		return nil, fmt.Errorf("connect temporal %s: %w", cfg.TemporalAddress, err)
+		return nil, fmt.Errorf("connect temporal %s (tls: %v, api key: %v): %w",
+			cfg.TemporalAddress, cfg.Temporal.TLS(), cfg.Temporal.APIKey, err)
 	}
 	ok = true
 	return b, nil
+}
+
+// TemporalOptions are the Temporal client's options for cfg: address,
+// namespace, TLS and API key (cfg.Temporal), the process's logger and
+// metrics handler (nil keeps the SDK's no-op one), and the request id
+// propagator.
+func TemporalOptions(cfg config.Config, logger *slog.Logger, metrics client.MetricsHandler) client.Options {
+	opts := cfg.Temporal.Options()
+	opts.HostPort = cfg.TemporalAddress
+	opts.Namespace = cfg.TemporalNamespace
+	opts.Logger = tlog.NewStructuredLogger(logger)
+	opts.MetricsHandler = metrics
+	// The API's request id rides in the headers of the workflows it
+	// starts, so the worker's log lines about an order name it too.
+	opts.ContextPropagators = []workflow.ContextPropagator{requestid.Propagator()}
+	return opts
 }
 
 // Close releases every connection that was opened.

@@ -5,6 +5,15 @@ package backend
 const EnvHelp = `environment (every process):
   TEMPORAL_ADDRESS      Temporal frontend host:port (default localhost:7233)
   TEMPORAL_NAMESPACE    Temporal namespace (default "default")
+  TEMPORAL_API_KEY      Temporal Cloud API key, sent as a bearer token; implies TLS
+  TEMPORAL_TLS          true/false: TLS on or off (default off, on with an API key or any TEMPORAL_TLS_*)
+  TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH
+                        mTLS client certificate and key (PEM files)
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH  CA for the server's certificate (default: system roots)
+  TEMPORAL_TLS_SERVER_NAME          name to verify on the server's certificate (default: the address's host)
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION  true: skip verifying the server's certificate (testing only)
+  TEMPORAL_GRPC_META_<NAME>         gRPC header <name> on every call
+  TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE  a temporal.toml profile, read only when one is named; env wins
   TASK_QUEUE            order task queue (default flashsale-orders)
   REDIS_ADDR            Redis host:port, or several comma-separated for a Redis Cluster (default localhost:6379)
   REDIS_CLUSTER         true: a cluster client even for one address (default false)

@@ -6,7 +6,6 @@ package config
 import (
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,11 +14,15 @@ import (
 // Config holds the process settings. Zero values are never used: Load fills
 // every field with its documented default.
 type Config struct {
-	TemporalAddress   string        // TEMPORAL_ADDRESS, default localhost:7233
-	TemporalNamespace string        // TEMPORAL_NAMESPACE, default "default"
-	TaskQueue         string        // TASK_QUEUE, default flashsale-orders
-	MySQLDSN          string        // MYSQL_DSN
-	PaymentTimeout    time.Duration // PAYMENT_TIMEOUT, default 15m
+	TemporalAddress   string // TEMPORAL_ADDRESS, default localhost:7233
+	TemporalNamespace string // TEMPORAL_NAMESPACE, default "default"
+	// Temporal is TLS, the API key and gRPC metadata for Temporal Cloud or
+	// a secured cluster (TEMPORAL_API_KEY, TEMPORAL_TLS*, ...; see
+	// TemporalClient). Zero: plaintext, no credentials.
+	Temporal       TemporalClient
+	TaskQueue      string        // TASK_QUEUE, default flashsale-orders
+	MySQLDSN       string        // MYSQL_DSN
+	PaymentTimeout time.Duration // PAYMENT_TIMEOUT, default 15m
 	// RedisAddr is one host:port, or several comma-separated ones naming
 	// the nodes of a Redis Cluster (REDIS_ADDR, default localhost:6379).
 	// RedisAddrs splits it; RedisClusterMode says which client to build.
@@ -52,10 +55,19 @@ const (
 
 // Load reads the configuration from the environment.
 func Load() (Config, error) {
-	return load(os.Getenv)
+	return loadEnv(osLookup{})
 }
 
+// load reads the configuration through getenv (tests).
 func load(getenv func(string) string) (Config, error) {
+	return loadEnv(getenvLookup(getenv))
+}
+
+func loadEnv(e env) (Config, error) {
+	getenv := func(key string) string {
+		v, _ := e.LookupEnv(key)
+		return v
+	}
 	str := func(key, def string) string {
 		if v := getenv(key); v != "" {
 			return v
@@ -63,14 +75,27 @@ func load(getenv func(string) string) (Config, error) {
 		return def
 	}
 	cfg := Config{
-		TemporalAddress:     str("TEMPORAL_ADDRESS", DefaultTemporalAddress),
-		TemporalNamespace:   str("TEMPORAL_NAMESPACE", DefaultNamespace),
+		// Set here they win over a TEMPORAL_CONFIG_FILE profile's; unset,
+		// the profile's or the defaults apply (loadTemporal).
+		TemporalAddress:     str("TEMPORAL_ADDRESS", ""),
+		TemporalNamespace:   str("TEMPORAL_NAMESPACE", ""),
 		TaskQueue:           str("TASK_QUEUE", DefaultTaskQueue),
 		RedisAddr:           str("REDIS_ADDR", DefaultRedisAddr),
 		MySQLDSN:            str("MYSQL_DSN", DefaultMySQLDSN),
 		PaymentTimeout:      DefaultPaymentTimeout,
 		WorkerConcurrency:   256,
 		DegradedConcurrency: DefaultDegradedConcurrency,
+	}
+	address, namespace, temporal, err := loadTemporal(e)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Temporal = temporal
+	if cfg.TemporalAddress == "" {
+		cfg.TemporalAddress = address
+	}
+	if cfg.TemporalNamespace == "" {
+		cfg.TemporalNamespace = namespace
 	}
 	if err := validateRedisAddr(cfg.RedisAddr); err != nil {
 		return Config{}, err
