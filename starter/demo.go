@@ -38,7 +38,7 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 	pay := fs.Float64("pay", 0.6, "share of first-round winners who pay")
 	cancel := fs.Float64("cancel", 0.15, "share of first-round winners who cancel (the rest let the timeout run out)")
 	dup := fs.Float64("duplicate-clicks", 0.1, "share of buyers who click twice")
-	keep := fs.Bool("keep", false, "keep everything running after the sale, to browse the Web UI (Ctrl-C ends)")
+	keep := fs.Bool("keep", false, "keep everything running after the sale, to browse the sale page and the Web UI (Ctrl-C ends)")
 	temporalDB := fs.String("temporal-db", "", "keep the embedded Temporal's history in this SQLite file")
 	asJSON := fs.Bool("json", false, "print the summary as JSON instead of a table")
 	if err := parse(fs, args); err != nil {
@@ -64,6 +64,7 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 	defer st.Close()
 	sku := "demo-" + time.Now().UTC().Format("150405")
 	fmt.Fprintf(progress, "sale of %d units of %s to %d buyers; winners have %s to pay; API %s\n", *units, sku, *buyers, *timeout, st.URL)
+	fmt.Fprintf(progress, "live sale page: %s\n", st.SalePageURL(sku))
 	if st.UIURL != "" {
 		fmt.Fprintf(progress, "Temporal Web UI: %s\n", st.UIURL)
 	}

@@ -60,7 +60,9 @@ type Summary struct {
 	TimeToReserveAll time.Duration    `json:"time_to_reserve_all"`
 	Elapsed          time.Duration    `json:"elapsed"`
 	UIURL            string           `json:"temporal_ui,omitempty"`
-	Load             loadgen.Result   `json:"-"`
+	// SalePage is the API's live page of the sale (GET /sale/{sku}).
+	SalePage string         `json:"sale_page,omitempty"`
+	Load     loadgen.Result `json:"-"`
 }
 
 // Sale creates the SKU, lets the crowd buy, waits for every order to settle
@@ -188,6 +190,7 @@ func (st *Stack) summarize(ctx context.Context, o SaleOptions, res loadgen.Resul
 	if int64(o.Buyers) > o.Units {
 		s.Undersold = max(0, o.Units-inv.Sold)
 	}
+	s.SalePage = st.SalePageURL(o.SKU)
 	if st.UIURL != "" {
 		// %20, not +: the Web UI reads the query with decodeURIComponent.
 		s.UIURL = st.UIURL + "/namespaces/default/workflows?query=" +
@@ -229,11 +232,18 @@ func (s Summary) Table() string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %-20s %d\n", k, s.Answers[k])
 	}
+	if s.SalePage != "" {
+		fmt.Fprintf(&b, "\nLive sale page:\n  %s\n", s.SalePage)
+	}
 	if s.UIURL != "" {
 		fmt.Fprintf(&b, "\nTemporal Web UI, this sale's orders:\n  %s\n", s.UIURL)
 	}
 	return b.String()
 }
+
+// SalePageURL is the API's live page of sku, for a person to open while
+// the sale runs.
+func (st *Stack) SalePageURL(sku string) string { return st.URL + "/sale/" + url.PathEscape(sku) }
 
 func round(d time.Duration) time.Duration {
 	switch {
