@@ -13,7 +13,6 @@ package requestid
 import (
 	"context"
 
-	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 )
@@ -97,14 +96,8 @@ func inject(id string, w workflow.HeaderWriter) error {
 // extract reads the id, ignoring a header it cannot read: a malformed id
 // must never fail a workflow task or an activity, it only goes unlogged.
 func extract(r workflow.HeaderReader) string {
-	var p *commonpb.Payload
-	_ = r.ForEachKey(func(k string, v *commonpb.Payload) error {
-		if k == HeaderKey {
-			p = v
-		}
-		return nil
-	})
-	if p == nil {
+	p, ok := r.Get(HeaderKey)
+	if !ok || p == nil {
 		return ""
 	}
 	var id string
