@@ -24,7 +24,17 @@ type caseResult struct {
 	violations int
 	oversold   int64
 	undersold  int64
-	result     string
+	// pay5xx counts payment callbacks answered 5xx: each one leaves the
+	// outcome to the provider's retry schedule, so it must be 0.
+	pay5xx int64
+	// recovery is the longest time from a timed fault to the next
+	// successful answer (see sale.recovery); zero when the case has no
+	// timed fault.
+	recovery time.Duration
+	// took is the sale's length and how it ended (crowd.StoppedBy).
+	took      time.Duration
+	stoppedBy string
+	result    string
 }
 
 var (
@@ -44,11 +54,16 @@ func printSummary(w io.Writer) {
 	if len(summary) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nfault-injection summary:")
+	fmt.Fprintf(w, "\nfault-injection summary%s:\n", loadNote)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "case\torders\tfaults injected\tviolations\toversold\tundersold\tresult\t")
+	fmt.Fprintln(tw, "case\torders\tfaults injected\tviolations\toversold\tundersold\tpayments 5xx\ttime to recover\tsale\tresult\t")
 	for _, r := range summary {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.name, r.orders, r.faults, r.violations, r.oversold, r.undersold, r.result)
+		recovery := "-"
+		if r.recovery > 0 {
+			recovery = r.recovery.Round(10 * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s\t\n", r.name, r.orders, r.faults, r.violations,
+			r.oversold, r.undersold, r.pay5xx, recovery, r.took.Round(time.Second), r.stoppedBy, r.result)
 	}
 	_ = tw.Flush()
 }
@@ -61,6 +76,28 @@ type sale struct {
 	units  int64
 	c      *crowd.Crowd
 	faults int64
+	// faultAt are the times of the faults injected by the case itself.
+	faultAt []time.Time
+}
+
+// fault notes one fault injected now.
+func (sl *sale) fault() {
+	sl.faults++
+	sl.faultAt = append(sl.faultAt, time.Now())
+}
+
+// recovery is the longest time from one of the case's faults to the first
+// successful answer after it (a reservation, or a payment answered PAID):
+// how long buyers could get nothing done. A fault after which nothing
+// succeeded (the sale was over) does not count.
+func (sl *sale) recovery() time.Duration {
+	var worst time.Duration
+	for _, at := range sl.faultAt {
+		if ok, found := sl.c.FirstSuccessAfter(at); found && ok.Sub(at) > worst {
+			worst = ok.Sub(at)
+		}
+	}
+	return worst
 }
 
 // caseSpec describes a case: its stack, its crowd, and the fault, which
@@ -104,15 +141,24 @@ func runCase(t *testing.T, spec caseSpec) {
 		spec.inject(ctx, sl)
 	}
 	<-crowdDone
-	t.Logf("sale over after %s: reserved %d, paid %d, requests %d, same-id retries after no answer %d, answers %v",
-		time.Since(start).Round(time.Millisecond), sl.c.Reserved.Load(), sl.c.Paid.Load(), sl.c.Requests.Load(),
-		sl.c.ConnRetries.Load(), sl.c.Answers)
+	res.took, res.stoppedBy = time.Since(start), sl.c.StoppedBy
+	t.Logf("sale over after %s (%s, limit %s): reserved %d, paid %d, requests %d, same-id retries after no answer %d, answers %v; payments answered 5xx %d, 202 %d",
+		res.took.Round(time.Millisecond), sl.c.StoppedBy, sl.c.Deadline, sl.c.Reserved.Load(), sl.c.Paid.Load(), sl.c.Requests.Load(),
+		sl.c.ConnRetries.Load(), sl.c.Answers, sl.c.Pay5xx.Load(), sl.c.PayQueued.Load())
+	if sl.c.StoppedBy != "sold out" {
+		t.Errorf("the crowd stopped at its limit (%s) before the SKU sold out", sl.c.Deadline)
+	}
 	if spec.beforeC != nil {
 		spec.beforeC(ctx, sl)
 	}
 
 	rep := s.settleAndCheck(ctx, sl.sku, 3*time.Minute)
 	res.faults = sl.faults + sl.c.OddCallbacks.Load()
+	res.recovery = sl.recovery()
+	res.pay5xx = sl.c.Pay5xx.Load()
+	if res.pay5xx != 0 {
+		t.Errorf("%d payment callbacks answered 5xx", res.pay5xx)
+	}
 	st := rep.SKUs[0]
 	t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
 		st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
@@ -221,6 +267,11 @@ func verifyClient(c *crowd.Crowd, db map[string]orderRow) []string {
 		if n := len(o.LateTxns); n > 0 && row.Refunds != n {
 			bad("%d late transactions, %d refunds recorded", n, row.Refunds)
 		}
+		// Money that reached the API before the deadline is kept, however
+		// busy the order was: sent a second early, it arrived in time.
+		if !o.PaySentAt.IsZero() && !o.PaySentAt.After(o.PayBy.Add(-time.Second)) && (!o.Paid || row.Status != "PAID") {
+			bad("payment sent %s before the deadline not kept (told paid %v)", o.PayBy.Sub(o.PaySentAt).Round(time.Millisecond), o.Paid)
+		}
 		if o.Action == "deadline-pay" {
 			switch o.DeadlineAnswer {
 			case "PAID":
@@ -270,7 +321,7 @@ func TestFaults(t *testing.T) {
 			inject: func(ctx context.Context, sl *sale) {
 				sl.waitReserved(ctx, 3)
 				sl.s.worker().kill9()
-				sl.faults++
+				sl.fault()
 				sl.t.Logf("worker killed with %d reserved", sl.c.Reserved.Load())
 				time.Sleep(2 * time.Second)
 				sl.s.startWorker()
@@ -279,7 +330,7 @@ func TestFaults(t *testing.T) {
 				waitFor(ctx, time.Minute, func() bool { var ok bool; at, ok = sl.firstExpiry(); return ok })
 				sleep(ctx, time.Until(at)+50*time.Millisecond)
 				sl.s.worker().kill9()
-				sl.faults++
+				sl.fault()
 				sl.t.Logf("worker killed at the first expiry (%s)", at.Format(time.StampMilli))
 				time.Sleep(2 * time.Second)
 				sl.s.startWorker()
@@ -293,7 +344,7 @@ func TestFaults(t *testing.T) {
 				for _, n := range []int64{2, 10} {
 					sl.waitReserved(ctx, n)
 					sl.s.api().kill9()
-					sl.faults++
+					sl.fault()
 					sl.t.Logf("api killed with %d reserved", sl.c.Reserved.Load())
 					time.Sleep(time.Second)
 					sl.s.startAPI()
@@ -316,7 +367,7 @@ func TestFaults(t *testing.T) {
 						sl.t.Errorf("script flush: %v", err)
 						return
 					}
-					sl.faults++
+					sl.fault()
 					time.Sleep(300 * time.Millisecond)
 				}
 			},
@@ -327,8 +378,8 @@ func TestFaults(t *testing.T) {
 			inject: func(ctx context.Context, sl *sale) {
 				sl.waitReserved(ctx, 4)
 				sl.t.Logf("restarting temporal with %d reserved", sl.c.Reserved.Load())
+				sl.fault()
 				sl.s.restartTemporal(time.Second)
-				sl.faults++
 			},
 		},
 		{
@@ -347,8 +398,8 @@ func TestFaults(t *testing.T) {
 				}
 				sl.waitReserved(ctx, 7)
 				sl.t.Logf("restarting redis empty with %d reserved", sl.c.Reserved.Load())
+				sl.fault()
 				sl.s.redis.restartEmpty(500 * time.Millisecond)
-				sl.faults++
 				out, err := sl.s.reconcileNow(ctx, sl.sku, 3*time.Second)
 				if err != nil {
 					sl.t.Errorf("reconcile now: %v", err)
@@ -368,8 +419,8 @@ func TestFaults(t *testing.T) {
 			inject: func(ctx context.Context, sl *sale) {
 				sl.waitReserved(ctx, 4)
 				sl.t.Logf("killing mariadb with %d reserved", sl.c.Reserved.Load())
+				sl.fault()
 				m.restart(time.Second)
-				sl.faults++
 			},
 		})
 	})

@@ -26,8 +26,8 @@ func TestRedisUnreachable(t *testing.T) {
 			sl.waitReserved(ctx, 4)
 			before = sl.c.Reserved.Load()
 			sl.t.Logf("redis unreachable for %s with %d reserved", outage, before)
+			sl.fault()
 			sl.s.redis.freeze(outage)
-			sl.faults++
 			during = sl.c.Reserved.Load() - before
 			sl.t.Logf("redis answers again; %d reservations made while it did not", during)
 		},

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,11 +55,49 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	stopLoad := loadCPUs()
 	code := m.Run()
+	stopLoad()
 	printSummary(os.Stdout)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// cpuLoadEnv asks for that many busy-loop processes for the whole run
+// (scripts/faults.sh --loaded sets it to the number of cores): the suite
+// must hold on a machine busy with something else, where every timeout is
+// closer and every process slower, not only on an idle one.
+const cpuLoadEnv = "FAULTS_CPU_LOAD"
+
+// loadCPUs starts the busy loops cpuLoadEnv asks for and returns their
+// stop. They die with the test process too (Pdeathsig), so a crashed run
+// leaves no load behind.
+func loadCPUs() (stop func()) {
+	n, _ := strconv.Atoi(os.Getenv(cpuLoadEnv))
+	var procs []*exec.Cmd
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(os.Stderr, "start cpu load: %v\n", err)
+			os.Exit(1)
+		}
+		procs = append(procs, cmd)
+	}
+	if n > 0 {
+		fmt.Printf("cpu load: %d busy-loop processes for the whole run\n", n)
+		loadNote = fmt.Sprintf(" (with %d busy-loop processes loading the cores)", n)
+	}
+	return func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	}
+}
+
+// loadNote is printed with the summary when the run was loaded.
+var loadNote string
 
 // stackOptions chooses the MySQL server of a stack and the worker's extra
 // environment.

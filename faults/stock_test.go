@@ -106,7 +106,7 @@ func TestStockChanges(t *testing.T) {
 				if a {
 					n++
 				}
-				sl.faults++
+				sl.fault()
 			}
 			sl.t.Logf("restock %s of %d sent three times at once with %d reserved: %d answered added",
 				idB, stockRestock2, sl.c.Reserved.Load(), n)
@@ -144,7 +144,7 @@ func TestStockChanges(t *testing.T) {
 // resize changes the SKU's bucket count through the admin API.
 func (sl *sale) resize(buckets int) {
 	out := sl.s.admin(http.MethodPost, "/api/v1/admin/skus/"+sl.sku+"/buckets", map[string]any{"buckets": buckets})
-	sl.faults++
+	sl.fault()
 	sl.t.Logf("buckets resized to %d with %d reserved: %v", buckets, sl.c.Reserved.Load(), out)
 	if out["buckets"] != float64(buckets) {
 		sl.t.Errorf("resize to %d answered %v", buckets, out)
@@ -159,7 +159,7 @@ func (sl *sale) restock(id string, qty int64, wantAdded bool) {
 		sl.t.Errorf("restock %s: %v", id, err)
 		return
 	}
-	sl.faults++
+	sl.fault()
 	sl.t.Logf("restock %s of %d with %d reserved: added %v, mysql total %d, db_available %d",
 		id, qty, sl.c.Reserved.Load(), a.Added, a.Total, a.DBAvailable)
 	if a.Added != wantAdded || !a.OnSale {

@@ -34,7 +34,11 @@ type Crowd struct {
 	// rest let the deadline pass. Later winners always pay, so the sale
 	// converges.
 	PayShare, CancelShare float64
-	// Deadline ends the buying (winners still pay, cancel or wait).
+	// Deadline bounds the sale. The crowd keeps buying until the SKU is
+	// settled and sold out (Units sold, none held; see watch), so a unit
+	// that comes back late is bought again and "undersold" means a unit
+	// nobody could buy. Deadline is the generous limit on that, reached
+	// only when something is wrong; StoppedBy says which ended the sale.
 	Deadline time.Duration
 	// Callbacks turns on the provider's oddities: duplicates, a reordered
 	// FAILED and a second transaction after payment, late money for
@@ -55,7 +59,18 @@ type Crowd struct {
 	Requests, Reserved, Paid, ConnRetries atomic.Int64
 	// OddCallbacks counts the Callbacks oddities sent.
 	OddCallbacks atomic.Int64
-	SoldOut      atomic.Bool
+	// Pay5xx counts payment callbacks answered 5xx (the provider must
+	// retry them, perhaps after the deadline); PayQueued those answered
+	// 202 (the order took the payment and settles it on its own).
+	Pay5xx, PayQueued atomic.Int64
+	// SoldOut: every unit is sold and none is held; the buyers stop.
+	SoldOut atomic.Bool
+	// StoppedBy is why the sale ended: "sold out" or "limit". Read after Run.
+	StoppedBy string
+
+	// successes are the times of successful answers (a reservation, a
+	// payment answered PAID), for the time a fault took to recover from.
+	successes []time.Time
 }
 
 // Order is what the buyer was told about one order.
@@ -73,14 +88,18 @@ type Order struct {
 	LateTxns map[string]bool
 	// DeadlineAnswer is the status answered to a payment sent at pay_by.
 	DeadlineAnswer string
+	// PaySentAt is when the winner first sent its payment (pay,
+	// last-second-pay), for the rule that money sent in time is kept.
+	PaySentAt time.Time
 }
 
 // New is a crowd of buyers for sku on the API at base, with the fault
-// suite's defaults: 60% of first winners pay, 15% cancel, 90 s of buying.
+// suite's defaults: 60% of first winners pay, 15% cancel, at most 5 minutes
+// of buying.
 func New(base, sku string, units int64, buyers int, webhookSecret string, auth func(user string) http.Header) *Crowd {
 	return &Crowd{
 		Base: base, SKU: sku, Units: units, Buyers: buyers,
-		PayShare: 0.6, CancelShare: 0.15, Deadline: 90 * time.Second,
+		PayShare: 0.6, CancelShare: 0.15, Deadline: 5 * time.Minute,
 		WebhookSecret: webhookSecret, Auth: auth,
 		Client: &http.Client{Timeout: 40 * time.Second, Transport: &http.Transport{
 			MaxIdleConnsPerHost: 256, MaxConnsPerHost: 512,
@@ -101,17 +120,80 @@ func (c *Crowd) Each(fn func(o *Order)) {
 	}
 }
 
-// Run plays the sale until every unit is paid or the deadline passes, and
-// returns when every winner has paid, cancelled or walked away.
+// Run plays the sale until every unit is sold and none is held, or the
+// Deadline limit passes, and returns when every winner has paid, cancelled
+// or walked away.
 func (c *Crowd) Run(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.Deadline)
 	defer cancel()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		c.watch(watchCtx)
+	}()
 	var buyers, winners sync.WaitGroup
 	for i := range c.Buyers {
 		buyers.Go(func() { c.buyer(ctx, i, &winners) })
 	}
 	buyers.Wait()
 	winners.Wait()
+	stopWatch()
+	<-watched
+	c.StoppedBy = "limit"
+	if c.SoldOut.Load() {
+		c.StoppedBy = "sold out"
+	}
+}
+
+// watch reads the SKU's stock twice a second, as anyone may, and sets
+// SoldOut once Units are sold and nothing is held: only then is there
+// nothing left to buy. A unit on its way back (an expiry compensating
+// after a fault) keeps the buyers buying.
+func (c *Crowd) watch(ctx context.Context) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		status, body, err := c.Do(ctx, http.MethodGet, "/api/v1/inventory/"+c.SKU, nil, nil)
+		if err != nil || status != http.StatusOK {
+			continue
+		}
+		var inv struct {
+			Sold   int64 `json:"sold"`
+			Frozen int64 `json:"frozen"`
+		}
+		if json.Unmarshal(body, &inv) == nil && inv.Sold >= c.Units && inv.Frozen == 0 {
+			c.SoldOut.Store(true)
+			return
+		}
+	}
+}
+
+// succeeded notes a successful answer at now.
+func (c *Crowd) succeeded() {
+	c.mu.Lock()
+	c.successes = append(c.successes, time.Now())
+	c.mu.Unlock()
+}
+
+// FirstSuccessAfter is the first successful answer (a reservation or a
+// payment answered PAID) at or after t: when the sale was working again
+// after a fault at t.
+func (c *Crowd) FirstSuccessAfter(t time.Time) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first time.Time
+	for _, at := range c.successes {
+		if !at.Before(t) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
 }
 
 func (c *Crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
@@ -130,14 +212,18 @@ func (c *Crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 				PayBy   time.Time `json:"pay_by"`
 			}
 			_ = json.Unmarshal(body, &o)
+			c.succeeded()
 			got := c.Reserved.Add(1)
 			co := &Order{ID: o.OrderID, User: user, Amount: o.Amount, PayBy: o.PayBy, LateTxns: map[string]bool{}}
 			roll := rng.Float64()
 			switch {
 			case got > c.Units || roll < c.PayShare:
 				co.Action = "pay"
-				if c.Callbacks && roll < 0.25 && got <= c.Units {
+				switch {
+				case c.Callbacks && roll < 0.25 && got <= c.Units:
 					co.Action = "deadline-pay"
+				case c.Callbacks && roll < 0.4 && got <= c.Units:
+					co.Action = "last-second-pay"
 				}
 			case roll < c.PayShare+c.CancelShare:
 				co.Action = "cancel"
@@ -200,6 +286,7 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 	switch o.Action {
 	case "pay":
 		sleep(ctx, 300*time.Millisecond)
+		o.PaySentAt = time.Now()
 		var st string
 		if c.Callbacks {
 			// The provider delivers the same success three times at once.
@@ -207,7 +294,7 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 			var mu sync.Mutex
 			for range 3 {
 				wg.Go(func() {
-					s, _ := c.pay(ctx, o.ID, txn, o.Amount, "SUCCESS", 30*time.Second)
+					s, _ := c.pay(ctx, o, txn, o.Amount, "SUCCESS", 30*time.Second)
 					mu.Lock()
 					if s == "PAID" || st == "" {
 						st = s
@@ -218,17 +305,17 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 			wg.Wait()
 			c.OddCallbacks.Add(2)
 		} else {
-			st, _ = c.pay(ctx, o.ID, txn, o.Amount, "SUCCESS", 60*time.Second)
+			st, _ = c.pay(ctx, o, txn, o.Amount, "SUCCESS", 60*time.Second)
 		}
 		o.Paid = st == "PAID"
-		if o.Paid && c.Paid.Add(1) >= c.Units {
-			c.SoldOut.Store(true)
+		if o.Paid {
+			c.Paid.Add(1)
 		}
 		if c.Callbacks && o.Paid {
 			// Reordered: a FAILED attempt delivered after the success must
 			// change nothing; then a second transaction is money to refund.
-			_, _ = c.pay(ctx, o.ID, txn+"-attempt0", o.Amount, "FAILED", 30*time.Second)
-			_, refund := c.pay(ctx, o.ID, txn+"-second", o.Amount, "SUCCESS", 30*time.Second)
+			_, _ = c.pay(ctx, o, txn+"-attempt0", o.Amount, "FAILED", 30*time.Second)
+			_, refund := c.pay(ctx, o, txn+"-second", o.Amount, "SUCCESS", 30*time.Second)
 			o.LateTxns[txn+"-second"] = refund
 			c.OddCallbacks.Add(2)
 		}
@@ -236,14 +323,25 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 		// The payment lands at the exact deadline: either it wins (PAID) or
 		// the timer did (refund), never both and never neither.
 		sleep(ctx, time.Until(o.PayBy))
-		st, refund := c.pay(ctx, o.ID, txn, o.Amount, "SUCCESS", 60*time.Second)
+		st, refund := c.pay(ctx, o, txn, o.Amount, "SUCCESS", 60*time.Second)
 		o.DeadlineAnswer = st
 		if refund {
 			o.DeadlineAnswer += "+refund"
 		}
 		o.Paid = st == "PAID" && !refund
-		if o.Paid && c.Paid.Add(1) >= c.Units {
-			c.SoldOut.Store(true)
+		if o.Paid {
+			c.Paid.Add(1)
+		}
+		c.OddCallbacks.Add(1)
+	case "last-second-pay":
+		// The buyer pays a second before the deadline: the money reached
+		// the API in time, so it must be kept, however busy the order.
+		sleep(ctx, time.Until(o.PayBy.Add(-time.Second)))
+		o.PaySentAt = time.Now()
+		st, _ := c.pay(ctx, o, txn, o.Amount, "SUCCESS", 60*time.Second)
+		o.Paid = st == "PAID"
+		if o.Paid {
+			c.Paid.Add(1)
 		}
 		c.OddCallbacks.Add(1)
 	case "cancel":
@@ -262,36 +360,74 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 		// Late money, twice (a provider retry): refunded exactly once.
 		sleep(ctx, time.Until(o.PayBy)+3*time.Second)
 		for range 2 {
-			_, refund := c.pay(ctx, o.ID, txn+"-late", o.Amount, "SUCCESS", 60*time.Second)
+			_, refund := c.pay(ctx, o, txn+"-late", o.Amount, "SUCCESS", 60*time.Second)
 			o.LateTxns[txn+"-late"] = refund
 		}
 		c.OddCallbacks.Add(2)
 	}
 }
 
-// pay sends a signed callback, retrying (same transaction) on no answer or
-// a 5xx as a provider does, and returns the order status answered and
-// whether a refund was required.
-func (c *Crowd) pay(ctx context.Context, orderID, txn string, amount int64, status string, budget time.Duration) (string, bool) {
-	body, _ := json.Marshal(map[string]any{"order_id": orderID, "transaction_id": txn, "amount": amount, "status": status})
+// pay sends a signed callback for o, retrying (same transaction) on no
+// answer or a 5xx as a provider does, and returns the order status answered
+// and whether a refund was required. A 202 (the order took the payment to
+// settle on its own) is followed by reading the order as its buyer until
+// the transaction's outcome shows.
+func (c *Crowd) pay(ctx context.Context, o *Order, txn string, amount int64, status string, budget time.Duration) (string, bool) {
+	body, _ := json.Marshal(map[string]any{"order_id": o.ID, "transaction_id": txn, "amount": amount, "status": status})
 	end := time.Now().Add(budget)
 	for time.Now().Before(end) {
 		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(c.WebhookSecret, time.Now(), body)}}
 		code, resp, err := c.Do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
-		if err == nil && code == http.StatusOK {
+		switch {
+		case err == nil && code == http.StatusOK:
 			var out struct {
 				Status string `json:"status"`
 				Refund string `json:"refund"`
 			}
 			_ = json.Unmarshal(resp, &out)
+			if out.Status == "PAID" && out.Refund == "" {
+				c.succeeded()
+			}
 			return out.Status, out.Refund == "REQUIRED"
-		}
-		if err == nil && code < 500 {
+		case err == nil && code == http.StatusAccepted:
+			c.PayQueued.Add(1)
+			return c.settled(ctx, o, txn, end)
+		case err == nil && code < 500:
 			return fmt.Sprintf("HTTP %d %s", code, resp), false
+		case err == nil:
+			c.Pay5xx.Add(1)
 		}
 		sleep(ctx, 300*time.Millisecond)
 	}
 	return "NO ANSWER", false
+}
+
+// settled reads o as its buyer until txn's outcome is among its payments
+// (or end passes), and returns it as pay does.
+func (c *Crowd) settled(ctx context.Context, o *Order, txn string, end time.Time) (string, bool) {
+	for time.Now().Before(end) {
+		code, resp, err := c.Do(ctx, http.MethodGet, "/api/v1/orders/"+o.ID, nil, c.Auth(o.User))
+		if err == nil && code == http.StatusOK {
+			var view struct {
+				Payments []struct {
+					TransactionID string `json:"transaction_id"`
+					Status        string `json:"status"`
+					Refund        string `json:"refund"`
+				} `json:"payments"`
+			}
+			_ = json.Unmarshal(resp, &view)
+			for _, p := range view.Payments {
+				if p.TransactionID == txn {
+					if p.Status == "PAID" && p.Refund == "" {
+						c.succeeded()
+					}
+					return p.Status, p.Refund == "REQUIRED"
+				}
+			}
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	return "NO OUTCOME", false
 }
 
 // Do sends one request to the API as a buyer's client does.
