@@ -11,6 +11,18 @@
 #                                     the default (20) adds ~50 ms at every task
 #                                     hand-off; Update-with-Start answers in
 #                                     ~35 ms instead of ~245 ms.
+#   system.forceSearchAttributesCacheRefreshOnRead=false
+#                                     the dev server forces it on: every
+#                                     search-attribute lookup reads the database.
+#   system.enableActivityEagerExecution=true
+#                                     an activity starts inside the workflow
+#                                     task's completion (one round trip fewer).
+#   matching.numTaskqueue{Read,Write}Partitions=1
+#                                     one worker, few pollers: no forwarding or
+#                                     spilling between 4 partitions.
+#   history.hostLevelCacheMaxSize, history.eventsCacheMaxSizeBytes
+#                                     15 minutes of open orders stay in memory.
+#   (each measured A/B by `starter bench`: README, "The dev server settings")
 #   sqlite journal_mode=wal, synchronous=normal
 #                                     2-3x the workflow throughput of the
 #                                     default rollback journal with fsync.
@@ -47,6 +59,12 @@ args=(server start-dev --ip 127.0.0.1 --port "$PORT" --ui-port "$UI_PORT" --log-
 	--search-attribute UserId=Keyword
 	--search-attribute SkuIds=KeywordList
 	--dynamic-config-value history.transferProcessorMaxPollRPS=1000
+	--dynamic-config-value system.forceSearchAttributesCacheRefreshOnRead=false
+	--dynamic-config-value system.enableActivityEagerExecution=true
+	--dynamic-config-value matching.numTaskqueueReadPartitions=1
+	--dynamic-config-value matching.numTaskqueueWritePartitions=1
+	--dynamic-config-value history.hostLevelCacheMaxSize=131072
+	--dynamic-config-value history.eventsCacheMaxSizeBytes=67108864
 	--sqlite-pragma journal_mode=wal
 	--sqlite-pragma synchronous=normal)
 if [ -n "${TEMPORAL_DB_FILE:-}" ]; then args+=(--db-filename "$TEMPORAL_DB_FILE"); fi

@@ -22,9 +22,16 @@ type Comparison struct {
 	Section  string `json:"section"`
 	Measured Stat   `json:"measured"`
 	Against  Stat   `json:"against"`
-	// Ratio is Measured.PerSec / Against.PerSec.
+	// Ratio is Measured.PerSec / Against.PerSec; for interleaved rounds,
+	// the median of the rounds' ratios.
 	Ratio float64 `json:"ratio"`
-	Note  string  `json:"note,omitempty"`
+	// Rounds is how many interleaved rounds each side ran (0: one run
+	// each); RatioSpread is the per-s ratio's spread over them, P99Ratio
+	// Measured's p99 over Against's, round by round.
+	Rounds      int     `json:"rounds,omitempty"`
+	RatioSpread *Spread `json:"ratio_spread,omitempty"`
+	P99Ratio    *Spread `json:"p99_ratio,omitempty"`
+	Note        string  `json:"note,omitempty"`
 }
 
 // Compare builds a Comparison.
@@ -44,12 +51,18 @@ type Sale struct {
 	Sold             int64            `json:"sold"`
 	Oversold         int64            `json:"oversold"`
 	Undersold        int64            `json:"undersold"`
-	TimeToReserveAll float64          `json:"time_to_reserve_all_s"`
-	Decision         Stat             `json:"decision_latency"`
-	// Timeline of reservations and stock left, for the chart.
-	Timeline []Point `json:"timeline"`
-	// Histogram of decision latencies in ms (upper bucket bounds).
-	Histogram []Bucket `json:"histogram"`
+	// TimeToReserveAll is when the last unit was reserved, from the first
+	// request.
+	TimeToReserveAll float64 `json:"all_reserved_s"`
+	// Decision is every POST /orders answer; Admitted the ones that got a
+	// unit (201), Shed the ones that did not (409 SOLD_OUT, 429 BUSY);
+	// ByAnswer each answer on its own.
+	Decision  Stat            `json:"decision_latency"`
+	Admitted  Stat            `json:"decision_latency_admitted"`
+	Shed      Stat            `json:"decision_latency_shed"`
+	ByAnswer  map[string]Stat `json:"decision_latency_by_answer,omitempty"`
+	Timeline  []Point         `json:"timeline"`
+	Histogram []Bucket        `json:"histogram"`
 }
 
 // Point is one sample of the sale.
@@ -65,25 +78,85 @@ type Bucket struct {
 	Count  int64   `json:"count"`
 }
 
-// CostPerOrder is what one order costs the Temporal server, measured.
+// CostPerOrder is what one whole (paid) order costs the Temporal server,
+// measured over a round of orders.
 type CostPerOrder struct {
-	Server         string  `json:"server"`
-	HistoryEvents  int     `json:"history_events"`
-	ServerCPUms    float64 `json:"server_cpu_ms"`
-	ClientRPCs     int     `json:"client_rpcs"`
-	CeilingEvents  int     `json:"ceiling_history_events"`
-	CeilingCPUms   float64 `json:"ceiling_server_cpu_ms"`
-	MeasuredOrders int64   `json:"measured_orders"`
+	Server             string  `json:"server"`
+	HistoryEvents      int64   `json:"history_events"`
+	Transitions        int64   `json:"transitions"`
+	ServerCPUms        float64 `json:"server_cpu_ms"`
+	ClientRPCs         int     `json:"client_rpcs"`
+	CeilingEvents      int64   `json:"ceiling_history_events"`
+	CeilingTransitions int64   `json:"ceiling_transitions"`
+	CeilingCPUms       float64 `json:"ceiling_server_cpu_ms"`
+	MeasuredOrders     int64   `json:"measured_orders"`
+}
+
+// ServerRate is one server's whole-order rate against its ceiling's.
+type ServerRate struct {
+	Server      string  `json:"server"`
+	OrdersPerS  float64 `json:"orders_per_s"`
+	CeilingPerS float64 `json:"ceiling_per_s"`
+	// Ratio is the median of the rounds' orders/ceiling ratios.
+	Ratio       float64 `json:"ratio"`
+	RatioSpread Spread  `json:"ratio_spread"`
+	Rounds      int     `json:"rounds"`
+}
+
+// SettingResult is one server setting measured A/B: whole orders on a
+// server with it against one without, in interleaved rounds.
+type SettingResult struct {
+	Name    string   `json:"name"`
+	Values  []string `json:"values"`
+	Why     string   `json:"why"`
+	Adopted bool     `json:"adopted"`
+	Server  string   `json:"server"`
+	// WithPerS and WithoutPerS are medians of the rounds; Ratio and P99Ratio
+	// are with/without, round by round (a ratio above 1 is a win, a p99
+	// ratio below 1 is a win).
+	WithPerS    float64 `json:"with_orders_per_s"`
+	WithoutPerS float64 `json:"without_orders_per_s"`
+	WithP99ms   float64 `json:"with_p99_ms"`
+	WithoutP99  float64 `json:"without_p99_ms"`
+	Ratio       Spread  `json:"ratio"`
+	P99Ratio    Spread  `json:"p99_ratio"`
+	// Transitions and events of one paid order on each side.
+	WithTransitions    int64 `json:"with_transitions"`
+	WithoutTransitions int64 `json:"without_transitions"`
+	WithEvents         int64 `json:"with_events"`
+	WithoutEvents      int64 `json:"without_events"`
+	Rounds             int   `json:"rounds"`
+}
+
+// LoadGenFigure is the sold-out path against hello world as one load
+// generator saw it.
+type LoadGenFigure struct {
+	Generator    string  `json:"generator"`
+	SoldOutRPS   float64 `json:"sold_out_rps"`
+	SoldOutP99ms float64 `json:"sold_out_p99_ms"`
+	HelloRPS     float64 `json:"hello_rps"`
+	HelloP99ms   float64 `json:"hello_p99_ms"`
+	Ratio        Spread  `json:"ratio"`
+	P99Ratio     Spread  `json:"p99_ratio"`
+	Rounds       int     `json:"rounds"`
 }
 
 // Report is one bench run.
 type Report struct {
-	When        time.Time      `json:"when"`
-	Machine     string         `json:"machine"`
-	Comparisons []Comparison   `json:"comparisons"`
-	Costs       []CostPerOrder `json:"costs"`
-	Sale        *Sale          `json:"sale,omitempty"`
-	Notes       []string       `json:"notes,omitempty"`
+	When    time.Time `json:"when"`
+	Machine string    `json:"machine"`
+	// Params are the round sizes and counts the run used (its flags).
+	Params      map[string]any  `json:"params,omitempty"`
+	Servers     []ServerRate    `json:"servers"`
+	Paths       []PathCost      `json:"paths"`
+	Settings    []SettingResult `json:"server_settings"`
+	HTTPSoldOut []LoadGenFigure `json:"http_sold_out"`
+	Comparisons []Comparison    `json:"comparisons"`
+	Costs       []CostPerOrder  `json:"costs"`
+	Sale        *Sale           `json:"sale,omitempty"`
+	Notes       []string        `json:"notes,omitempty"`
+	// Seconds is how long the whole run took.
+	Seconds float64 `json:"seconds"`
 }
 
 // NewReport stamps a report with the machine it ran on.
@@ -104,32 +177,98 @@ func (r *Report) WriteJSON(path string) error {
 	return nil
 }
 
+func spreadCell(s *Spread) string {
+	if s == nil || s.N == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%.2f-%.2f)", s.Median, s.Min, s.Max)
+}
+
+func rangeCell(v, lo, hi int64) string {
+	if lo == hi {
+		return fmt.Sprint(v)
+	}
+	return fmt.Sprintf("%d (%d-%d)", v, lo, hi)
+}
+
 // Markdown renders the report as tables.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s on %s.\n\n", r.When.Format(time.RFC3339), r.Machine)
-	b.WriteString("| section | measured | per s | p50 ms | p99 ms | against | per s | p50 ms | p99 ms | ratio (per s) |\n")
-	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
-	for _, c := range r.Comparisons {
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.1f | %.1f | %s | %.0f | %.1f | %.1f | %.2f |\n",
-			c.Section, c.Measured.Name, c.Measured.PerSec, c.Measured.P50ms, c.Measured.P99ms,
-			c.Against.Name, c.Against.PerSec, c.Against.P50ms, c.Against.P99ms, c.Ratio)
+	fmt.Fprintf(&b, "Run %s on %s, a machine shared with other work; %.0f s in all. ", r.When.Format(time.RFC3339), r.Machine, r.Seconds)
+	b.WriteString("Every ratio is the median of interleaved rounds (A, B, A, B, ...) with its range (min-max) in brackets.\n")
+	if len(r.Servers) > 0 {
+		b.WriteString("\nWhole orders (reserve + create + pay + confirm) against the ceiling (Update-with-Start whose update returns at once), same callers in flight:\n\n")
+		b.WriteString("| server | orders/s | ceiling/s | ratio (range) | rounds |\n|---|---:|---:|---|---:|\n")
+		for _, s := range r.Servers {
+			fmt.Fprintf(&b, "| %s | %.1f | %.1f | %s | %d |\n", s.Server, s.OrdersPerS, s.CeilingPerS, spreadCell(&s.RatioSpread), s.Rounds)
+		}
 	}
-	b.WriteString("\nA reservation's per-s is the whole orders' rate it was measured in; its latencies are its own.\n")
+	if len(r.Paths) > 0 {
+		b.WriteString("\nWhat each path costs the server (DescribeWorkflowExecution after it closed; median, range when it varied):\n\n")
+		b.WriteString("| server | path | final status | state transitions | history events | workflows |\n|---|---|---|---:|---:|---:|\n")
+		for _, p := range r.Paths {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", p.Server, p.Path, p.Status,
+				rangeCell(p.Transitions, p.TransitionsMin, p.TransitionsMax), rangeCell(p.Events, p.EventsMin, p.EventsMax), p.Workflows)
+		}
+	}
+	if len(r.Settings) > 0 {
+		b.WriteString("\nServer settings, each A/B against the base flags (whole orders, interleaved rounds; ratio > 1 and p99 ratio < 1 are wins):\n\n")
+		b.WriteString("| setting | server | orders/s with | without | ratio (range) | p99 ms with | without | p99 ratio (range) | transitions with / without | adopted |\n")
+		b.WriteString("|---|---|---:|---:|---|---:|---:|---|---|---|\n")
+		for _, s := range r.Settings {
+			adopted := "no"
+			if s.Adopted {
+				adopted = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %s | %.0f | %.0f | %s | %d / %d | %s |\n", s.Name, s.Server, s.WithPerS, s.WithoutPerS,
+				spreadCell(&s.Ratio), s.WithP99ms, s.WithoutP99, spreadCell(&s.P99Ratio), s.WithTransitions, s.WithoutTransitions, adopted)
+		}
+	}
+	if len(r.HTTPSoldOut) > 0 {
+		b.WriteString("\nSold-out path through the HTTP API against a hello-world handler, by two load generators:\n\n")
+		b.WriteString("| load generator | sold-out rps | p99 ms | hello rps | p99 ms | rps ratio (range) | p99 ratio (range) | rounds |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---|---|---:|\n")
+		for _, h := range r.HTTPSoldOut {
+			fmt.Fprintf(&b, "| %s | %.0f | %.1f | %.0f | %.1f | %s | %s | %d |\n", h.Generator, h.SoldOutRPS, h.SoldOutP99ms,
+				h.HelloRPS, h.HelloP99ms, spreadCell(&h.Ratio), spreadCell(&h.P99Ratio), h.Rounds)
+		}
+	}
+	if len(r.Comparisons) > 0 {
+		b.WriteString("\nEvery pair (each side the median of its rounds):\n\n")
+		b.WriteString("| section | measured | per s | p50 ms | p99 ms | against | per s | p50 ms | p99 ms | ratio per s (range) | rounds |\n")
+		b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|\n")
+		for _, c := range r.Comparisons {
+			ratio := fmt.Sprintf("%.2f", c.Ratio)
+			if c.RatioSpread != nil {
+				ratio = spreadCell(c.RatioSpread)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %.1f | %.1f | %s | %.0f | %.1f | %.1f | %s | %d |\n",
+				c.Section, c.Measured.Name, c.Measured.PerSec, c.Measured.P50ms, c.Measured.P99ms,
+				c.Against.Name, c.Against.PerSec, c.Against.P50ms, c.Against.P99ms, ratio, c.Rounds)
+		}
+		b.WriteString("\nA reservation's per-s is the whole orders' rate it was measured in; its latencies are its own.\n")
+	}
 	if len(r.Costs) > 0 {
-		b.WriteString("\nWhat one order costs the Temporal server (measured):\n\n")
-		b.WriteString("| server | history events | server CPU ms | client RPCs | ceiling events | ceiling CPU ms |\n|---|---:|---:|---:|---:|---:|\n")
+		b.WriteString("\nWhat one paid order costs the Temporal server (a round of orders, server CPU from /proc):\n\n")
+		b.WriteString("| server | history events | transitions | server CPU ms | client RPCs | ceiling events | ceiling transitions | ceiling CPU ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Costs {
-			fmt.Fprintf(&b, "| %s | %d | %.1f | %d | %d | %.1f |\n", c.Server, c.HistoryEvents, c.ServerCPUms, c.ClientRPCs, c.CeilingEvents, c.CeilingCPUms)
+			fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %d | %d | %d | %.1f |\n", c.Server, c.HistoryEvents, c.Transitions, c.ServerCPUms,
+				c.ClientRPCs, c.CeilingEvents, c.CeilingTransitions, c.CeilingCPUms)
 		}
 	}
 	if s := r.Sale; s != nil {
 		b.WriteString("\nFlash sale through the HTTP API:\n\n")
-		b.WriteString("| units | buyers | requests | workflows started | reserved | sold | oversold | undersold | all reserved after | decision p50 / p99 / p999 ms |\n")
-		b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d | %.1f s | %.1f / %.1f / %.1f |\n",
-			s.Units, s.Buyers, s.Requests, s.WorkflowsStarted, s.Reserved, s.Sold, s.Oversold, s.Undersold,
-			s.TimeToReserveAll, s.Decision.P50ms, s.Decision.P99ms, s.Decision.P999ms)
+		b.WriteString("| units | buyers | requests | workflows started | reserved | sold | oversold | undersold | all reserved after |\n")
+		b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d | %.1f s |\n",
+			s.Units, s.Buyers, s.Requests, s.WorkflowsStarted, s.Reserved, s.Sold, s.Oversold, s.Undersold, s.TimeToReserveAll)
+		b.WriteString("\n| buy decision latency | answers | p50 ms | p99 ms | p999 ms |\n|---|---:|---:|---:|---:|\n")
+		for _, d := range []struct {
+			name string
+			s    Stat
+		}{{"admitted (201)", s.Admitted}, {"shed (409, 429)", s.Shed}, {"all", s.Decision}} {
+			fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f |\n", d.name, d.s.Ops, d.s.P50ms, d.s.P99ms, d.s.P999ms)
+		}
 		fmt.Fprintf(&b, "\nAnswers: %s\n", formatAnswers(s.Answers))
 	}
 	for _, n := range r.Notes {
@@ -139,6 +278,22 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// ReplaceBetween returns doc with the text between the begin and end
+// marker lines replaced by content (the markers kept), so the README's
+// Measured section is regenerated by the run that measured it.
+func ReplaceBetween(doc, begin, end, content string) (string, error) {
+	i := strings.Index(doc, begin)
+	if i < 0 {
+		return "", fmt.Errorf("marker %q not found", begin)
+	}
+	j := strings.Index(doc[i+len(begin):], end)
+	if j < 0 {
+		return "", fmt.Errorf("marker %q not found after %q", end, begin)
+	}
+	j += i + len(begin)
+	return doc[:i+len(begin)] + "\n" + strings.TrimSpace(content) + "\n" + doc[j:], nil
 }
 
 func formatAnswers(m map[string]int64) string {

@@ -92,4 +92,27 @@ func TestOrdersAndCeilingOnTemporal(t *testing.T) {
 	c := Ceiling(ctx, be.Temporal, cfg.TaskQueue, testenv.UniqueID(t), 20, 4)
 	require.Zero(t, c.Errors, c.FirstError)
 	require.Equal(t, int64(20), c.Ops)
+
+	// Each path's cost is read once its workflow has closed; the exact
+	// counts belong to the workflow (and change with it), so this checks
+	// that every path ended as named and that the counts were read.
+	soldOut := "bench-rejected-" + testenv.UniqueID(t)
+	_, err = be.Orders.PutSKU(ctx, orderdb.SKU{ID: soldOut, Total: 0, Price: 250, Buckets: 4, PerUserLimit: 1})
+	require.NoError(t, err)
+	_, err = be.Stock.Preheat(ctx, soldOut, 0, 4)
+	require.NoError(t, err)
+	paths, err := OrderPaths(ctx, svc, PathsOptions{Server: "test", SKU: sku, SoldOutSKU: soldOut, Amount: 250,
+		Run: testenv.UniqueID(t), PerPath: 2, ExpireAfter: 2 * time.Second, Queue: cfg.TaskQueue})
+	require.NoError(t, err)
+	status := map[string]string{}
+	for _, p := range paths {
+		status[p.Path] = p.Status
+		require.Equal(t, 2, p.Workflows, p.Path)
+		require.Positive(t, p.TransitionsMin, p.Path)
+		require.Positive(t, p.EventsMin, p.Path)
+		require.LessOrEqual(t, p.TransitionsMin, p.Transitions)
+		require.LessOrEqual(t, p.Transitions, p.TransitionsMax)
+	}
+	require.Equal(t, map[string]string{PathPaid: "PAID", PathExpired: "EXPIRED", PathCancelled: "CANCELLED",
+		PathRejected: "REJECTED", PathCeiling: "Completed"}, status)
 }

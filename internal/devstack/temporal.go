@@ -43,6 +43,9 @@ type TemporalOptions struct {
 	// DBFile keeps the server's history in this SQLite file, so it survives
 	// a restart; empty keeps everything in memory.
 	DBFile string
+	// DynamicConfig are key=value dynamic-config settings; nil means
+	// DefaultDynamicConfig(). The bench passes its A and B sides here.
+	DynamicConfig []string
 	// Progress receives what a person waiting should see: the CLI build on
 	// first use and the server start. Nil discards it.
 	Progress io.Writer
@@ -105,7 +108,11 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	if err != nil {
 		return nil, fmt.Errorf("start temporal: log file: %w", err)
 	}
-	cmd := exec.Command(bin, temporalArgs(port, uiPort, opts.DBFile)...)
+	dyn := opts.DynamicConfig
+	if dyn == nil {
+		dyn = DefaultDynamicConfig()
+	}
+	cmd := exec.Command(bin, temporalArgs(port, uiPort, opts.DBFile, dyn)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childProcAttr()
 	t := &Temporal{cmd: cmd, port: port, uiPort: uiPort, logPath: logPath, logFile: logFile, exited: make(chan struct{})}
@@ -127,10 +134,11 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 
 // temporalArgs are scripts/temporal-dev.sh's flags (a test keeps the two in
 // step). Why each one is there is explained in that script: the search
-// attributes the order workflow sets, a transfer-queue poll rate that takes
-// ~200 ms off every Update-with-Start, and SQLite settings worth 2-3x the
-// workflow throughput.
-func temporalArgs(port, uiPort int, dbFile string) []string {
+// attributes the order workflow sets, the dynamic config (settings.go:
+// a transfer-queue poll rate that takes ~200 ms off every
+// Update-with-Start and the tunings the bench measured), and SQLite settings
+// worth 2-3x the workflow throughput.
+func temporalArgs(port, uiPort int, dbFile string, dynamicConfig []string) []string {
 	args := []string{
 		"server", "start-dev",
 		"--ip", loopback,
@@ -140,9 +148,11 @@ func temporalArgs(port, uiPort int, dbFile string) []string {
 		"--search-attribute", "OrderStatus=Keyword",
 		"--search-attribute", "UserId=Keyword",
 		"--search-attribute", "SkuIds=KeywordList",
-		"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
 		"--sqlite-pragma", "journal_mode=wal",
 		"--sqlite-pragma", "synchronous=normal",
+	}
+	for _, kv := range dynamicConfig {
+		args = append(args, "--dynamic-config-value", kv)
 	}
 	if dbFile != "" {
 		args = append(args, "--db-filename", dbFile)

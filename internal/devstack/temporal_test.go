@@ -29,19 +29,27 @@ func TestTemporalArgsMatchScript(t *testing.T) {
 	want := flag.FindAllStringSubmatch(string(script), -1)
 	require.GreaterOrEqual(t, len(want), 7, "the script's flags were found")
 
-	args := temporalArgs(7233, 8233, "")
+	args := temporalArgs(7233, 8233, "", DefaultDynamicConfig())
 	pairs := map[string]bool{}
 	for i := 0; i+1 < len(args); i++ {
 		pairs[args[i]+" "+args[i+1]] = true
 	}
+	inScript := map[string]bool{}
 	for _, m := range want {
 		f, v := m[1]+m[3], m[2]+m[4]
+		inScript[f+" "+v] = true
 		require.True(t, pairs[f+" "+v], "missing %s %s", f, v)
+	}
+	// And the other way: the adopted settings reach people who start the
+	// server with the script.
+	for _, kv := range DefaultDynamicConfig() {
+		require.True(t, inScript["--dynamic-config-value "+kv], "scripts/temporal-dev.sh lacks %s", kv)
 	}
 	require.Equal(t, []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", "7233", "--ui-port", "8233"}, args[:8])
 	require.NotContains(t, args, "--db-filename", "in memory unless a file is asked for")
-	withFile := temporalArgs(1, 2, "/tmp/x.db")
+	withFile := temporalArgs(1, 2, "/tmp/x.db", nil)
 	require.Equal(t, []string{"--db-filename", "/tmp/x.db"}, withFile[len(withFile)-2:])
+	require.NotContains(t, withFile, "--dynamic-config-value", "nothing but what was asked for")
 }
 
 // A dev server on free ports serves the default namespace with the order

@@ -71,6 +71,10 @@ type Result struct {
 	Duplicates int64            `json:"duplicate_clicks"`
 	// Decision latencies of POST /orders (any answer), sorted.
 	Latencies []time.Duration `json:"-"`
+	// ByAnswer holds the same latencies split by answer (the keys of
+	// Answers), sorted: an admitted buyer's wait and a shed one's are
+	// different questions.
+	ByAnswer map[string][]time.Duration `json:"-"`
 	// TimeToReserveAll is when reservations first reached Units (0 if never).
 	TimeToReserveAll time.Duration `json:"time_to_reserve_all"`
 	Elapsed          time.Duration `json:"elapsed"`
@@ -100,6 +104,7 @@ type run struct {
 	mu        sync.Mutex
 	answers   map[string]int64
 	latencies []time.Duration
+	byAnswer  map[string][]time.Duration
 	timeline  []Sample
 
 	requests, reserved, paid, cancelled, unpaid, dups atomic.Int64
@@ -125,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Deadline <= 0 {
 		cfg.Deadline = time.Minute
 	}
-	r := &run{cfg: cfg, start: time.Now(), answers: map[string]int64{}}
+	r := &run{cfg: cfg, start: time.Now(), answers: map[string]int64{}, byAnswer: map[string][]time.Duration{}}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
 
@@ -146,12 +151,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Requests: r.requests.Load(), Answers: r.answers, Reserved: r.reserved.Load(),
 		Paid: r.paid.Load(), Cancelled: r.cancelled.Load(), LeftUnpaid: r.unpaid.Load(),
 		Duplicates: r.dups.Load(), Latencies: r.latencies, Elapsed: time.Since(r.start),
-		Timeline: r.timeline,
+		Timeline: r.timeline, ByAnswer: r.byAnswer,
 	}
 	if at := r.allReservedAt.Load(); at > 0 {
 		res.TimeToReserveAll = time.Duration(at)
 	}
 	slices.Sort(res.Latencies)
+	for _, l := range res.ByAnswer {
+		slices.Sort(l)
+	}
 	return res, nil
 }
 
@@ -290,6 +298,7 @@ func (r *run) place(ctx context.Context, auth http.Header, body []byte) (int, st
 	r.mu.Lock()
 	r.answers[key]++
 	r.latencies = append(r.latencies, lat)
+	r.byAnswer[key] = append(r.byAnswer[key], lat)
 	r.mu.Unlock()
 	return status, e.Code, respBody, nil
 }
