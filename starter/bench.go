@@ -255,25 +255,30 @@ func (b *benchRun) setting(ctx context.Context, i int, t devstack.Tuning) (bench
 	if err := errors.Join(errW, errO); err != nil {
 		return bench.SettingResult{}, err
 	}
-	sku := fmt.Sprintf("bench-set-%s-%d", b.run, i)
+	// A SKU per side: the two servers share MySQL and Redis, and their
+	// orders must not meet there.
+	skuWith, skuWithout := fmt.Sprintf("bench-set-%s-%d-w", b.run, i), fmt.Sprintf("bench-set-%s-%d-o", b.run, i)
 	units := int64(b.p.Rounds*b.p.SettingRound + 100)
-	for _, s := range []*stack{with, without} {
-		if err := s.sku(ctx, sku, units); err != nil {
+	for _, side := range []struct {
+		s   *stack
+		sku string
+	}{{with, skuWith}, {without, skuWithout}} {
+		if err := side.s.sku(ctx, side.sku, units); err != nil {
 			return bench.SettingResult{}, err
 		}
 		// The first workflows on a fresh server and worker pay for caches
 		// and connections; neither side's rounds should.
-		if _, w := bench.Orders(ctx, s.svc, sku, 100, "warm", 10, 4); w.Errors > 0 {
+		if _, w := bench.Orders(ctx, side.s.svc, side.sku, 100, "warm", 10, 4); w.Errors > 0 {
 			return bench.SettingResult{}, fmt.Errorf("warm-up: %s", w.FirstError)
 		}
 	}
-	round := func(s *stack, side string) bench.Round {
+	round := func(s *stack, sku, side string) bench.Round {
 		return func(ctx context.Context, n int) (bench.Stat, error) {
 			_, whole := bench.Orders(ctx, s.svc, sku, 100, fmt.Sprintf("%s%d", side, n), b.p.SettingRound, b.p.Concurrency)
 			return whole, nil
 		}
 	}
-	c, err := bench.Paired(ctx, "setting: "+t.Name, b.p.Rounds, round(with, "w"), round(without, "o"), "")
+	c, err := bench.Paired(ctx, "setting: "+t.Name, b.p.Rounds, round(with, skuWith, "w"), round(without, skuWithout, "o"), "")
 	if err != nil {
 		return bench.SettingResult{}, err
 	}
@@ -289,7 +294,7 @@ func (b *benchRun) setting(ctx context.Context, i int, t devstack.Tuning) (bench
 		s      *stack
 		id     string
 		tr, ev *int64
-	}{{with, sku + "-w0-0", &res.WithTransitions, &res.WithEvents}, {without, sku + "-o0-0", &res.WithoutTransitions, &res.WithoutEvents}} {
+	}{{with, skuWith + "-w0-0", &res.WithTransitions, &res.WithEvents}, {without, skuWithout + "-o0-0", &res.WithoutTransitions, &res.WithoutEvents}} {
 		cost, err := bench.DescribeCost(ctx, side.s.Backend.Temporal, workflows.OrderWorkflowID(side.id))
 		if err != nil {
 			return bench.SettingResult{}, err

@@ -49,10 +49,11 @@ var Tunings = []Tuning{
 	},
 	{
 		Name: "history caches for 15 minutes of open orders",
-		// 15 minutes at 100 orders/s is 90,000 open workflows: the host
-		// cache (128,000 entries by default in 1.29) already holds them;
-		// the events cache is 512 KiB per shard and the dev server has one
-		// shard, a few hundred orders' events.
+		// 15 minutes at 100 orders/s is 90,000 open workflows. The dev
+		// server caps the mutable-state cache at 8,096 entries (the CLI's
+		// devserver sets history.hostLevelCacheMaxSize; the server's own
+		// default is 128,000), and the events cache is 512 KiB per shard on
+		// the dev server's one shard: a few hundred orders' events.
 		Values: []string{"history.hostLevelCacheMaxSize=131072", "history.eventsCacheMaxSizeBytes=67108864"},
 		Why: "mutable state and events of every order still waiting for its payment stay in memory instead of " +
 			"being read back from SQLite when the payment or the deadline arrives",
