@@ -57,6 +57,12 @@ type order struct {
 	// restored after the order showed STALLED.
 	closedAs     Status
 	closedReason string
+	// rev is the order's paymentArrivalChangeID version, read when it
+	// starts waiting for money (settleVersion); DefaultVersion before.
+	rev workflow.Version
+	// fellBack, set while close compensates, is called when a step falls
+	// back from the task to a regular activity (settle).
+	fellBack func()
 }
 
 // ValidateInput checks an order before any stock moves. The starter and the
@@ -385,7 +391,7 @@ func (o *order) abort(ctx workflow.Context, orderMayExist bool, reason string) e
 // first, then settles the order.
 func (o *order) awaitPayment(ctx workflow.Context) error {
 	closeAt := o.view.PayBy
-	byArrival := judgesArrival(ctx)
+	byArrival := o.settleVersion(ctx) >= judgedByArrival
 	if byArrival {
 		closeAt = closeAt.Add(arrivalGrace)
 	}
@@ -475,6 +481,15 @@ func (o *order) closeUnpaid(ctx workflow.Context) error {
 	return o.close(ctx, StatusExpired, ReasonPaymentTimeout)
 }
 
+// exec runs a compensation step that must eventually happen: inside the
+// workflow task when the order settles there (settle), otherwise, or when
+// that got no answer, as an activity retried without limit.
+func (o *order) exec(ctx workflow.Context, summary string, activity, in, out any) error {
+	return o.settle(ctx, summary, activity, in, out, func(ctx workflow.Context) error {
+		return workflow.ExecuteActivity(o.activityOptions(ctx, summary), activity, in).Get(ctx, out)
+	})
+}
+
 func (o *order) activityOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Settlement must eventually happen, however long a dependency is
@@ -505,9 +520,25 @@ func (o *order) close(ctx workflow.Context, to Status, reason string) error {
 	if !o.bounded(ctx) {
 		return o.compensate(ctx, to, reason)
 	}
-	stopWatch := o.watchStall(ctx, reason)
+	var stopWatch func()
+	began := workflow.Now(ctx)
+	if o.rev >= settleInTask {
+		// Compensation settling inside this task needs no watch: the
+		// watch starts only if a step falls back to an activity
+		// (settle), which keeps a timer out of every normal history.
+		o.fellBack = func() {
+			if stopWatch == nil {
+				stopWatch = o.watchStall(ctx, reason, began)
+			}
+		}
+		defer func() { o.fellBack = nil }()
+	} else {
+		stopWatch = o.watchStall(ctx, reason, began)
+	}
 	err := o.compensate(ctx, to, reason)
-	stopWatch()
+	if stopWatch != nil {
+		stopWatch()
+	}
 	if err == nil && o.view.Status == StatusStalled {
 		o.logger.Info("compensation completed after a stall", "status", o.closedAs)
 		o.setStatus(ctx, o.closedAs, o.closedReason)
@@ -516,12 +547,12 @@ func (o *order) close(ctx workflow.Context, to Status, reason string) error {
 }
 
 // watchStall marks the order STALLED, logged at ERROR, if compensation is
-// still running stallAfter past pay_by (or past now, when compensation
-// starts later, e.g. a cancel). The returned stop ends the watch.
-func (o *order) watchStall(ctx workflow.Context, reason string) (stop func()) {
+// still running stallAfter past pay_by (or past began, when compensation
+// began later, e.g. a cancel). The returned stop ends the watch.
+func (o *order) watchStall(ctx workflow.Context, reason string, began time.Time) (stop func()) {
 	at := o.view.PayBy
-	if now := workflow.Now(ctx); now.After(at) {
-		at = now
+	if began.After(at) {
+		at = began
 	}
 	at = at.Add(stallAfter)
 	wctx, cancel := workflow.WithCancel(ctx)
@@ -548,8 +579,8 @@ func (o *order) watchStall(ctx workflow.Context, reason string) (stop func()) {
 // stopped waiting for (applyPayment's bound) committed after all: the order
 // is paid, its units are sold, nothing goes back.
 func (o *order) compensate(ctx workflow.Context, to Status, reason string) error {
-	err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), a.CloseOrder,
-		activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.Status(to), Reason: reason}).Get(ctx, nil)
+	err := o.exec(ctx, "release order in database", a.CloseOrder,
+		activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.Status(to), Reason: reason}, nil)
 	if businessType(err) == activities.ErrTypeOrderPaid {
 		o.logger.Warn("order paid by a payment that committed late; not closing it", "wanted", to)
 		o.settleAs(ctx, StatusPaid, "")
@@ -587,8 +618,8 @@ func (o *order) settleAs(ctx workflow.Context, s Status, reason string) {
 }
 
 func (o *order) releaseRedis(ctx workflow.Context, items []activities.Item) error {
-	err := workflow.ExecuteActivity(o.activityOptions(ctx, "put units back on sale"), a.ReleaseStock,
-		activities.ReleaseStockInput{OrderID: o.in.OrderID, Items: items, FromOrder: o.in.FromOrder}).Get(ctx, nil)
+	err := o.exec(ctx, "put units back on sale", a.ReleaseStock,
+		activities.ReleaseStockInput{OrderID: o.in.OrderID, Items: items, FromOrder: o.in.FromOrder}, nil)
 	if err != nil {
 		return fmt.Errorf("release redis stock: %w", err)
 	}

@@ -60,7 +60,24 @@ const (
 // received in time; money received after pay_by closes it at once and is
 // refunded. Orders recorded before it close at pay_by and judge by the
 // workflow's clock; they replay on DefaultVersion.
+//
+// Version 2 (settleInTask) also settles the order inside the workflow task
+// that decides it: ConfirmPayment, and compensation's CloseOrder,
+// OfferToWaitlist and ReleaseStock, run as local activities there, the way
+// the reservation does, and fall back to regular activities only when a
+// dependency does not answer in time (settle). Each regular activity costs
+// the server three state transitions and a task round trip more. Version 2
+// implies boundedPaymentChangeID and waitlistChangeID without asking for
+// them, so their markers (and the TemporalChangeVersion visibility upsert
+// each GetVersion makes) are no longer written either. One change id for
+// both, because every GetVersion costs a marker and a visibility write.
 const paymentArrivalChangeID = "payment-arrival"
+
+// Versions of paymentArrivalChangeID.
+const (
+	judgedByArrival workflow.Version = 1
+	settleInTask    workflow.Version = 2
+)
 
 // arrivalGrace is how long past pay_by an order waits for payments the API
 // received before pay_by to reach it. It covers the API's own wait for the
@@ -69,10 +86,11 @@ const paymentArrivalChangeID = "payment-arrival"
 // a 15-minute window does not notice.
 const arrivalGrace = 5 * time.Second
 
-// judgesArrival reports whether this order runs with paymentArrivalChangeID;
-// called once, when the order starts waiting for money.
-func judgesArrival(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, paymentArrivalChangeID, workflow.DefaultVersion, 1) >= 1
+// settleVersion records or reads this order's paymentArrivalChangeID
+// version; called once, when the order starts waiting for money.
+func (o *order) settleVersion(ctx workflow.Context) workflow.Version {
+	o.rev = workflow.GetVersion(ctx, paymentArrivalChangeID, workflow.DefaultVersion, settleInTask)
+	return o.rev
 }
 
 // arrivedLate reports whether p reached the API after the deadline. A
@@ -89,7 +107,41 @@ func (o *order) arrivedLate(ctx workflow.Context, p Payment) bool {
 // bounded reports whether this order runs with boundedPaymentChangeID.
 // The first call records the version; later calls return the same answer.
 func (o *order) bounded(ctx workflow.Context) bool {
+	if o.rev >= settleInTask {
+		return true // implied; see paymentArrivalChangeID
+	}
 	return workflow.GetVersion(ctx, boundedPaymentChangeID, workflow.DefaultVersion, 1) >= 1
+}
+
+// localSettle are the options of a settlement step run inside the workflow
+// task (settleInTask). MySQL and Redis answer in milliseconds; a step that
+// has no answer within ten seconds (two attempts of five) is not going to
+// get one soon, and holding the task longer would hold the order's updates
+// too: it continues as a regular activity, with its own retries.
+func localSettle(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    5 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Second,
+		RetryPolicy:            backoff(50*time.Millisecond, 2*time.Second),
+	})
+}
+
+// settle runs one settlement step: on a settleInTask order first as a local
+// activity inside the current workflow task, then, if that got no answer,
+// as the regular activity run(ctx) starts. A business answer from the local
+// attempt is final (the database decided); so is the context's end.
+func (o *order) settle(ctx workflow.Context, summary string, activity, in, out any, run func(workflow.Context) error) error {
+	if o.rev >= settleInTask {
+		err := workflow.ExecuteLocalActivity(localSettle(ctx), activity, in).Get(ctx, out)
+		if err == nil || businessType(err) != "" || ctx.Err() != nil {
+			return err
+		}
+		o.logger.Warn(summary+": no answer inside the workflow task; continuing as an activity", "error", err)
+		if o.fellBack != nil {
+			o.fellBack()
+		}
+	}
+	return run(ctx)
 }
 
 // takesPayments reports whether a bounded order may still start applying
@@ -102,15 +154,19 @@ func (o *order) takesPayments(ctx workflow.Context) bool {
 // the order is open. Bounded, the activity must answer by pay_by +
 // paymentGrace (but gets at least paymentFloor): a retrying activity can no
 // longer hold an order, and its unit, much past its deadline. A payment
-// arriving in the last second gets paymentGrace and a second.
-func (o *order) paymentOptions(ctx workflow.Context, bounded bool, summary string) workflow.Context {
+// arriving in the last second gets paymentGrace and a second. started is
+// when applying the payment began (before a local attempt, see settle): the
+// floor counts from there, so the local attempt does not stretch the bound.
+func (o *order) paymentOptions(ctx workflow.Context, bounded bool, summary string, started time.Time) workflow.Context {
 	if !bounded {
 		return o.activityOptions(ctx, summary)
 	}
-	left := o.view.PayBy.Add(paymentGrace).Sub(workflow.Now(ctx))
+	now := workflow.Now(ctx)
+	left := o.view.PayBy.Add(paymentGrace).Sub(now)
+	floor := max(paymentFloor-now.Sub(started), time.Second)
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
-		ScheduleToCloseTimeout: max(left, paymentFloor),
+		ScheduleToCloseTimeout: max(left, floor),
 		RetryPolicy:            backoff(200*time.Millisecond, time.Minute),
 		Summary:                summary,
 	})
@@ -126,8 +182,16 @@ var errNotInTime = errors.New("payment not applied in time")
 // that gave up later returns errNotInTime. Business answers are returned as
 // they are.
 func (o *order) execPayment(ctx workflow.Context, bounded bool, summary string, activity, in, out any) error {
+	started := workflow.Now(ctx)
+	return o.settle(ctx, summary, activity, in, out, func(ctx workflow.Context) error {
+		return o.execPaymentActivity(ctx, bounded, summary, started, activity, in, out)
+	})
+}
+
+// execPaymentActivity is execPayment's regular activity.
+func (o *order) execPaymentActivity(ctx workflow.Context, bounded bool, summary string, started time.Time, activity, in, out any) error {
 	for {
-		err := workflow.ExecuteActivity(o.paymentOptions(ctx, bounded, summary), activity, in).Get(ctx, out)
+		err := workflow.ExecuteActivity(o.paymentOptions(ctx, bounded, summary, started), activity, in).Get(ctx, out)
 		switch {
 		case err == nil, !bounded, businessType(err) != "":
 			return err

@@ -66,7 +66,8 @@ func (o *order) waitlistEligible() bool {
 // once, but it only corrects a drift seen identically twice, and the child
 // starts within one workflow task.
 func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
-	if workflow.GetVersion(ctx, waitlistChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	// settleInTask implies this change (no marker, no visibility write).
+	if o.rev < settleInTask && workflow.GetVersion(ctx, waitlistChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return false, nil
 	}
 	if !o.waitlistEligible() {
@@ -74,8 +75,8 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 	}
 	it := o.in.Items[0]
 	var offer activities.OfferToWaitlistResult
-	err := workflow.ExecuteActivity(o.activityOptions(ctx, "offer unit to waitlist"), a.OfferToWaitlist,
-		activities.OfferToWaitlistInput{ReleasedOrderID: o.in.OrderID, SKU: it.SKU}).Get(ctx, &offer)
+	err := o.exec(ctx, "offer unit to waitlist", a.OfferToWaitlist,
+		activities.OfferToWaitlistInput{ReleasedOrderID: o.in.OrderID, SKU: it.SKU}, &offer)
 	if err != nil {
 		return false, fmt.Errorf("offer to waitlist: %w", err)
 	}
