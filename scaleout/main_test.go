@@ -159,8 +159,13 @@ func starter(ctx context.Context, args ...string) (string, error) {
 
 // adminCall calls an admin endpoint through HAProxy and decodes the answer.
 func adminCall(method, path string, body, out any) error {
+	return adminCallAt(apiURL, method, path, body, out)
+}
+
+// adminCallAt calls an admin endpoint of the API at base.
+func adminCallAt(base, method, path string, body, out any) error {
 	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, apiURL+path, bytes.NewReader(raw))
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(raw))
 	if err != nil {
 		return err
 	}
@@ -182,12 +187,18 @@ func adminCall(method, path string, body, out any) error {
 // perUser is the SKU's per-buyer limit (the API's default is 1).
 func createSKU(t *testing.T, sku string, units, price int64, buckets, perUser int) {
 	t.Helper()
+	createSKUAt(t, apiURL, sku, units, price, buckets, perUser)
+}
+
+// createSKUAt is createSKU through the API at base.
+func createSKUAt(t *testing.T, base, sku string, units, price int64, buckets, perUser int) {
+	t.Helper()
 	var out map[string]any
 	body := map[string]any{"total": units, "price": price, "buckets": buckets, "per_user_limit": perUser}
-	if err := adminCall(http.MethodPut, "/api/v1/admin/skus/"+sku, body, &out); err != nil {
+	if err := adminCallAt(base, http.MethodPut, "/api/v1/admin/skus/"+sku, body, &out); err != nil {
 		t.Fatalf("create sku %s: %v", sku, err)
 	}
-	if err := adminCall(http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", nil, &out); err != nil {
+	if err := adminCallAt(base, http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", nil, &out); err != nil {
 		t.Fatalf("preheat sku %s: %v", sku, err)
 	}
 	if out["redis_total"] != float64(units) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,4 +33,100 @@ func masterPortFor(ctx context.Context, key string) (string, error) {
 func runCmd(ctx context.Context, name string, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 	return string(out), err
+}
+
+// node is a plain client of one Redis Cluster node on loopback.
+func node(port string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, ReadTimeout: 5 * time.Second})
+}
+
+// replicaPortOf is the port of the replica of the master on port, read from
+// that master's INFO replication (slave0:ip=...,port=...,state=online).
+func replicaPortOf(ctx context.Context, port string) (string, error) {
+	info, err := node(port).Info(ctx, "replication").Result()
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(info, "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "slave0:") {
+			continue
+		}
+		for _, f := range strings.Split(strings.TrimPrefix(l, "slave0:"), ",") {
+			if p, ok := strings.CutPrefix(f, "port="); ok {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("redis-%s has no replica: %s", port, info)
+}
+
+// infoField is one "field:value" of a node's INFO section.
+func infoField(ctx context.Context, port, section, field string) string {
+	info, err := node(port).Info(ctx, section).Result()
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// skuKeys is every key of sku's buckets held by the node on port, with its
+// value as DUMP serializes it (so any change of any type shows), and the
+// stock of each bucket found there.
+type skuKeys struct {
+	values map[string]string
+	stock  map[string]int64
+}
+
+func snapshotSKU(ctx context.Context, port, sku string) (skuKeys, error) {
+	c := node(port)
+	defer c.Close()
+	s := skuKeys{values: map[string]string{}, stock: map[string]int64{}}
+	// Bucket keys are fs:{sku:<sku>:b<i>}:...; the braces are literal in a
+	// SCAN pattern.
+	iter := c.Scan(ctx, 0, "fs:{sku:"+sku+":b*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		v, err := c.Dump(ctx, k).Result()
+		if err == redis.Nil {
+			continue // expired between SCAN and DUMP
+		}
+		if err != nil {
+			return s, err
+		}
+		s.values[k] = v
+		if strings.HasSuffix(k, "}:stock") {
+			n, err := c.Get(ctx, k).Int64()
+			if err != nil {
+				return s, err
+			}
+			s.stock[k] = n
+		}
+	}
+	return s, iter.Err()
+}
+
+// lostWrites compares what the old master had acknowledged (acked) with
+// what its promoted replica holds (after): keys it never got, keys whose
+// value differs, and the units of stock the replica has more (+) or fewer
+// (-) than the master had acknowledged.
+func lostWrites(acked, after skuKeys) (missing, changed int, units int64) {
+	for k, v := range acked.values {
+		w, ok := after.values[k]
+		switch {
+		case !ok:
+			missing++
+		case w != v:
+			changed++
+		}
+	}
+	for k, n := range acked.stock {
+		units += after.stock[k] - n
+	}
+	return missing, changed, units
 }

@@ -32,7 +32,14 @@ if [ ${#need[@]} -gt 0 ]; then
 	}
 fi
 compose_env=$(mktemp)
-trap 'rm -f "$compose_env"' EXIT
+cluster_started=0
+cleanup() {
+	rm -f "$compose_env"
+	# The smoke's topology goes down with the run, whatever happened, unless
+	# it was already up before (a developer's own cluster stays).
+	if [ "$cluster_started" = 1 ]; then scripts/cluster.sh down || true; fi
+}
+trap cleanup EXIT
 # Throwaway values for the ${VAR:?...} secrets, so that config can render.
 printf '%s\n' POSTGRES_PASSWORD=x MYSQL_ROOT_PASSWORD=x WEBHOOK_SECRET=x ADMIN_TOKEN=x >"$compose_env"
 docker-compose --env-file "$compose_env" -f docker-compose.yml config --quiet
@@ -47,3 +54,19 @@ fi
 # -p 2: packages share one Temporal dev server on 2 cores; more parallel
 # packages only add contention.
 go test -race -count=1 -p 2 -timeout 20m ./...
+
+# A short smoke of the cluster topology (issue 9): scripts/cluster.sh up
+# (Temporal as five processes on PostgreSQL, the Redis Cluster, two workers,
+# two APIs, HAProxy; the first up builds the Temporal server: 4-10 minutes
+# on 2 cores, seconds once built), then one small sale through HAProxy with
+# every order settled and `starter check` clean (scaleout/smoke_test.go),
+# then down (by the trap above).
+if [ -z "$(psql -h 127.0.0.1 -U postgres -Atqc 'select 1' 2>/dev/null)" ]; then
+	echo "test: starting PostgreSQL for the cluster smoke" >&2
+	pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start
+fi
+if ! scripts/cluster.sh ps | grep -q '^temporal-frontend .* up '; then cluster_started=1; fi
+smoke_start=$(date +%s)
+echo "test: cluster smoke (scripts/cluster.sh up, then one sale through HAProxy)" >&2
+go test -tags scaleout -count=1 -v -timeout 40m -run '^TestSmoke$' ./scaleout/
+echo "test: cluster smoke passed in $(($(date +%s) - smoke_start)) s" >&2
