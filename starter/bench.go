@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -239,12 +238,14 @@ func (b *benchRun) settings(ctx context.Context) error {
 }
 
 func (b *benchRun) setting(ctx context.Context, i int, t devstack.Tuning) (bench.SettingResult, error) {
+	// One after the other: two dev servers starting at once can pick the
+	// same free port for their internal services.
 	var with, without *stack
-	var errW, errO error
-	var wg sync.WaitGroup
-	wg.Go(func() { with, errW = b.start(ctx, fmt.Sprintf("set%d-with", i), "", devstack.WithTunings(t)) })
-	wg.Go(func() { without, errO = b.start(ctx, fmt.Sprintf("set%d-without", i), "", devstack.WithTunings()) })
-	wg.Wait()
+	with, errW := b.start(ctx, fmt.Sprintf("set%d-with", i), "", devstack.WithTunings(t))
+	var errO error
+	if errW == nil {
+		without, errO = b.start(ctx, fmt.Sprintf("set%d-without", i), "", devstack.WithTunings())
+	}
 	defer func() {
 		for _, s := range []*stack{with, without} {
 			if s != nil {
