@@ -27,6 +27,10 @@ type Config struct {
 	// MaxInFlight bounds the units of one SKU on their way through Temporal
 	// from this instance (EDGE_MAX_IN_FLIGHT, default 16).
 	MaxInFlight int64
+	// AdmissionMaxInFlight caps the adaptive limit on new orders in flight
+	// into Temporal from this instance (ADMISSION_MAX_IN_FLIGHT, default
+	// DefaultAdmissionMax); see admission.go.
+	AdmissionMaxInFlight int
 	// LocalSoldOutTTL overrides the in-process sold-out cache's expiry.
 	// Not read from the environment: tests raise it to prove that Pub/Sub,
 	// not expiry, clears the cache.
@@ -99,6 +103,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("EDGE_MAX_IN_FLIGHT=%q: want a positive integer", v))
 		}
 		cfg.MaxInFlight = n
+	}
+	if v := getenv("ADMISSION_MAX_IN_FLIGHT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("ADMISSION_MAX_IN_FLIGHT=%q: want a positive integer", v))
+		}
+		cfg.AdmissionMaxInFlight = n
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err

@@ -79,11 +79,21 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())
 		return
 	}
+	var hold permit
 	if !ticket.Duplicate {
+		if hold, err = s.admit.tryPlace(); err != nil {
+			ticket.Done(ctx, false)
+			s.writeError(w, r, err)
+			s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())
+			return
+		}
 		s.metrics.workflowsStarted.Add(1)
 		s.prom.started.Inc()
 	}
 	res, err := s.deps.Orders.Place(ctx, in)
+	if !ticket.Duplicate {
+		hold.done(err == nil)
+	}
 	s.prom.placements.WithLabelValues(placementResult(res, err)).Inc()
 	defer func() { s.prom.buy.WithLabelValues(buyAdmitted).Observe(time.Since(start).Seconds()) }()
 	// The gate learns the outcome even if the buyer has gone: its slot must

@@ -51,6 +51,7 @@ type stackOptions struct {
 	maxInFlight    int64
 	buyRate        int
 	localTTL       time.Duration
+	admissionMax   int
 }
 
 // stack is one isolated deployment on the shared services: its own MySQL
@@ -145,11 +146,12 @@ func (s *stack) connect() *backend.Backend {
 
 func (s *stack) apiConfig() httpapi.Config {
 	return httpapi.Config{
-		WebhookSecrets:  []string{testSecret, testOldSecret},
-		AdminToken:      testAdmin,
-		BuyRate:         s.opts.buyRate,
-		MaxInFlight:     s.opts.maxInFlight,
-		LocalSoldOutTTL: s.opts.localTTL,
+		WebhookSecrets:       []string{testSecret, testOldSecret},
+		AdminToken:           testAdmin,
+		BuyRate:              s.opts.buyRate,
+		MaxInFlight:          s.opts.maxInFlight,
+		LocalSoldOutTTL:      s.opts.localTTL,
+		AdmissionMaxInFlight: s.opts.admissionMax,
 	}
 }
 

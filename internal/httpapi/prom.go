@@ -103,11 +103,11 @@ func placementResult(res workflows.Reservation, err error) string {
 // latencies, the edge's decisions, and per-SKU stock for the SKUs this
 // instance was asked for recently (read at scrape time, see skuCollector).
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{
+	for _, c := range append([]prometheus.Collector{
 		s.prom.requests, s.prom.duration, s.prom.buy, s.prom.placements, s.prom.started,
 		&edgeCollector{gate: s.gate},
 		&skuCollector{s: s},
-	} {
+	}, s.admit.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

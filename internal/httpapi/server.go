@@ -61,7 +61,7 @@ type Deps struct {
 // FromBackend takes the dependencies from open backend connections.
 func FromBackend(b *backend.Backend) Deps {
 	return Deps{
-		Orders:   &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders},
+		Orders:   &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders, Logger: b.Logger},
 		Store:    b.Orders,
 		Stock:    b.Stock,
 		Redis:    b.Redis,
@@ -90,9 +90,11 @@ const (
 // Server is the HTTP API. Create it with New, serve Handler (or
 // HTTPServer), and keep Run running for the edge's stock-change listener.
 type Server struct {
-	cfg      Config
-	deps     Deps
-	gate     *edge.Gate
+	cfg  Config
+	deps Deps
+	gate *edge.Gate
+	// admit is the adaptive limit on new orders in flight into Temporal.
+	admit    *admission
 	log      *slog.Logger
 	metrics  metrics
 	prom     promMetrics
@@ -127,6 +129,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		}),
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
 		prom:      newPromMetrics(),
+		admit:     newAdmission(cfg.AdmissionMaxInFlight),
 	}
 	s.handler = s.routes()
 	return s, nil

@@ -1,0 +1,95 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+)
+
+// gauge reads one unlabelled metric of reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("metric %s not exported", name)
+	return 0
+}
+
+// With the admission limit held (here pinned to 1, and no worker to answer
+// the order that holds it), a new buy is answered 429 BUSY with Retry-After
+// at once instead of queueing inside Temporal; a payment is never refused
+// by it; and the permit comes back when the held placement ends.
+func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
+	s := newStack(t, stackOptions{admissionMax: 1})
+	api := s.api
+	reg := prometheus.NewRegistry()
+	require.NoError(t, api.server.RegisterMetrics(reg))
+	sku := s.name("adm")
+	api.putSKU(sku, 5, 300, 4, 1)
+	paid := s.name("paid-later")
+	require.Equal(t, http.StatusCreated, api.buyRetrying(paid, s.name("u-p"), sku, 1).status)
+
+	s.stopWorker()
+	// A buyer whose order cannot be answered (no worker) holds the only
+	// permit until it gives up.
+	type outcome struct {
+		status int
+		err    error
+	}
+	held := make(chan outcome, 1)
+	req, err := http.NewRequest(http.MethodPost, api.url+"/api/v1/orders",
+		bytes.NewReader(buyBody(t, s.name("held"), s.name("u-held"), sku, 1)))
+	require.NoError(t, err)
+	req.Header = buyerHeader(t, s.name("u-held"))
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+		defer cancel()
+		resp, err := api.client.Do(req.WithContext(ctx))
+		if err != nil {
+			held <- outcome{err: err}
+			return
+		}
+		resp.Body.Close()
+		held <- outcome{status: resp.StatusCode}
+	}()
+	require.Eventually(t, func() bool { return gauge(t, reg, "flashsale_admission_in_flight") == 1 },
+		5*time.Second, 20*time.Millisecond)
+	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_limit"))
+
+	r := api.buy(s.name("shed"), s.name("u-shed"), sku, 1)
+	require.Equal(t, http.StatusTooManyRequests, r.status, "%s", r.body)
+	require.Equal(t, "BUSY", r.code(t))
+	require.Equal(t, "1", r.header.Get("Retry-After"))
+	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_rejected_total"))
+	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_in_flight"), "the shed buy took no permit")
+
+	// A payment while the limit is full: admitted (the order cannot
+	// answer without a worker, so the API hands it over: 202).
+	r = api.pay(callback{OrderID: paid, TransactionID: paid + "-tx", Amount: 300, Status: "SUCCESS"})
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+
+	got := <-held
+	require.True(t, errors.Is(got.err, context.DeadlineExceeded), "the held buyer gave up without an answer: %+v", got)
+	require.Eventually(t, func() bool { return gauge(t, reg, "flashsale_admission_in_flight") == 0 },
+		5*time.Second, 20*time.Millisecond, "the permit came back when the placement ended")
+	s.startWorker()
+	require.Equal(t, http.StatusCreated, api.buyRetrying(s.name("after"), s.name("u-after"), sku, 1).status)
+	require.Eventually(t, func() bool { return api.order(paid)["status"] == "PAID" }, 20*time.Second, 100*time.Millisecond)
+}
