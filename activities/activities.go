@@ -43,13 +43,26 @@ const (
 	// written for this order; the money is the other order's, so it is
 	// neither captured nor refunded here.
 	ErrTypeTransactionConflict = "TransactionConflict"
+	// ErrTypePaymentReceived: CloseOrder found a payment our door received
+	// by the order's deadline that the order has not handled
+	// (PaymentReceivedDetails names it). Nothing was closed; the workflow
+	// applies the payment instead.
+	ErrTypePaymentReceived = "PaymentReceived"
 )
 
 // NonRetryableErrorTypes lists the types above, for retry policies.
 var NonRetryableErrorTypes = []string{
 	ErrTypeSoldOut, ErrTypeUnknownSKU, ErrTypeStockDrift, ErrTypeAmountMismatch,
 	ErrTypeOrderPaid, ErrTypeOrderClosed, ErrTypeInvalid, ErrTypeLimitExceeded,
-	ErrTypeTransactionConflict,
+	ErrTypeTransactionConflict, ErrTypePaymentReceived,
+}
+
+// PaymentReceivedDetails is attached to a PaymentReceived error: the
+// payment as our door received it.
+type PaymentReceivedDetails struct {
+	TransactionID string    `json:"transaction_id"`
+	Amount        int64     `json:"amount"`
+	ReceivedAt    time.Time `json:"received_at"`
 }
 
 // TransactionConflictDetails is attached to a TransactionConflict error.
@@ -440,6 +453,10 @@ type CloseOrderInput struct {
 	// not exist; if it does not, a tombstone keeps a late attempt from
 	// creating it (orderdb.Store.AbandonOrder). Status must be CANCELLED.
 	Abandon bool `json:"abandon,omitempty"`
+	// IgnoreReceipts closes even with a payment received in time on record:
+	// the workflow tried to apply it and the database gave no answer by its
+	// bound (orderdb.Store.CloseOrderIgnoringReceipts).
+	IgnoreReceipts bool `json:"ignore_receipts,omitempty"`
 }
 
 // CloseOrderResult is empty; it exists so fields can be added.
@@ -452,11 +469,15 @@ type CloseOrderResult struct{}
 func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
 	var o orderdb.Order
 	var err error
-	if in.Abandon {
+	switch {
+	case in.Abandon:
 		o, err = a.Orders.AbandonOrder(ctx, in.OrderID, in.Reason)
-	} else {
+	case in.IgnoreReceipts:
+		o, err = a.Orders.CloseOrderIgnoringReceipts(ctx, in.OrderID, in.Status, in.Reason)
+	default:
 		o, err = a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
 	}
+	var received *orderdb.PaymentReceivedError
 	switch {
 	case err == nil:
 		if o.Degraded {
@@ -477,6 +498,10 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 		return CloseOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeOrderPaid, nil)
 	case errors.Is(err, orderdb.ErrOrderClosed):
 		return CloseOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeOrderClosed, nil)
+	case errors.As(err, &received):
+		r := received.Receipt
+		return CloseOrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePaymentReceived, nil,
+			PaymentReceivedDetails{TransactionID: r.TransactionID, Amount: r.Amount, ReceivedAt: r.ReceivedAt})
 	default:
 		if errors.Is(err, orderdb.ErrPermanent) {
 			// Still retried: compensation must never give up, the units

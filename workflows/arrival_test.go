@@ -1,9 +1,11 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -124,4 +126,56 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 	s.Len(v.Payments, 1)
 	s.env.AssertNumberOfCalls(s.T(), "ConfirmPayment", 1)
 	s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
+}
+
+// Money our door received a second before the deadline never reached the
+// order (Temporal could not deliver it): CloseOrder finds the receipt and
+// refuses, and the order applies the payment instead of expiring.
+func (s *orderSuite) TestPaymentFoundAtCloseIsApplied() {
+	payBy := s.expectReserved()
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
+		activities.ErrTypePaymentReceived, nil, activities.PaymentReceivedDetails{
+			TransactionID: "t-lost", Amount: testAmount, ReceivedAt: payBy.Add(-time.Second),
+		})).Once()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-lost")).Return(captured, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusPaid, v.Status)
+	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t-lost", Status: StatusPaid}}, v.Payments)
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
+}
+
+// The payment found at close cannot be applied (the database does not
+// answer by its bound): the order closes ignoring receipts, and the
+// payment, still the order's, is settled late.
+func (s *orderSuite) TestPaymentFoundAtCloseButNotAppliedStillCloses() {
+	payBy := s.expectReserved()
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
+		activities.ErrTypePaymentReceived, nil, activities.PaymentReceivedDetails{
+			TransactionID: "t-stuck", Amount: testAmount, ReceivedAt: payBy.Add(-time.Second),
+		})).Once()
+	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-stuck")).
+		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout, IgnoreReceipts: true,
+	}).Return(activities.CloseOrderResult{}, nil).Once()
+	s.expectNobodyWaiting()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: RefundReasonOrderClosed,
+	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(StatusExpired, v.Status)
+	s.Require().Len(v.Payments, 1)
+	s.Equal(RefundRequired, v.Payments[0].Refund)
 }

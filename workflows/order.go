@@ -579,8 +579,10 @@ func (o *order) watchStall(ctx workflow.Context, reason string, began time.Time)
 // stopped waiting for (applyPayment's bound) committed after all: the order
 // is paid, its units are sold, nothing goes back.
 func (o *order) compensate(ctx workflow.Context, to Status, reason string) error {
-	err := o.exec(ctx, "release order in database", a.CloseOrder,
-		activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.Status(to), Reason: reason}, nil)
+	err := o.closeInDatabase(ctx, to, reason)
+	if err == nil && o.view.Status == StatusPaid {
+		return nil // a payment received in time was found and applied
+	}
 	if businessType(err) == activities.ErrTypeOrderPaid {
 		o.logger.Warn("order paid by a payment that committed late; not closing it", "wanted", to)
 		o.settleAs(ctx, StatusPaid, "")
@@ -604,6 +606,48 @@ func (o *order) compensate(ctx workflow.Context, to Status, reason string) error
 		return nil
 	}
 	return o.releaseRedis(ctx, o.activityItems())
+}
+
+// closeInDatabase runs CloseOrder. When it finds a payment our door
+// received by the deadline that never reached this workflow (Temporal could
+// not deliver it in time), the order applies that payment instead of
+// closing: the buyer paid in time. It returns nil with the order PAID then.
+// A payment that could not be applied by its bound stays pending (finish
+// settles it) and the order closes regardless of receipts.
+func (o *order) closeInDatabase(ctx workflow.Context, to Status, reason string) error {
+	in := activities.CloseOrderInput{OrderID: o.in.OrderID, Status: orderdb.Status(to), Reason: reason}
+	for {
+		err := o.exec(ctx, "release order in database", a.CloseOrder, in, nil)
+		if businessType(err) != activities.ErrTypePaymentReceived {
+			return err
+		}
+		var d activities.PaymentReceivedDetails
+		if appErr, ok := errors.AsType[*temporal.ApplicationError](err); !ok || !appErr.HasDetails() || appErr.Details(&d) != nil {
+			return fmt.Errorf("close order: payment received but not named: %w", err)
+		}
+		p := Payment{TransactionID: d.TransactionID, Amount: d.Amount, ReceivedAt: d.ReceivedAt}
+		if _, done := o.outcomes[p.TransactionID]; done {
+			// Answered already, but the database kept no row of it (a
+			// refund it refused for good): it must not hold the order.
+			in.IgnoreReceipts = true
+			continue
+		}
+		o.logger.Warn("payment received by the deadline reached the order only at close; applying it",
+			"transaction_id", p.TransactionID, "received_at", p.ReceivedAt, "pay_by", o.view.PayBy)
+		applied, err := o.applyPayment(ctx, p)
+		if err != nil {
+			return err
+		}
+		if o.view.Status == StatusPaid {
+			return nil
+		}
+		if !applied {
+			o.pending = append(o.pending, p)
+			in.IgnoreReceipts = true
+		}
+		// Otherwise it was answered (a refund, a conflict): it has a
+		// payments row now and no longer holds the order open.
+	}
 }
 
 // settleAs sets the status compensation ends in. While the order shows

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -332,4 +333,47 @@ func paymentStatuses(pays []orderdb.Payment) []orderdb.PaymentStatus {
 		out[i] = p.Status
 	}
 	return out
+}
+
+// A payment reached the API a second before the deadline, but Temporal
+// never delivered it to the order (here: only its receipt is written, as if
+// the frontend had been down for every try). At the deadline the order's
+// close finds the receipt in MySQL and the order is PAID, not expired: the
+// database is the final guard for money received in time. A receipt that
+// came after the deadline changes nothing.
+func TestPaymentReceivedButNeverDeliveredIsApplied(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 3 * time.Second})
+	api := s.api
+	sku := s.name("lost")
+	api.putSKU(sku, 2, 800, 2, 1)
+	payBy := map[string]time.Time{}
+	for _, id := range []string{s.name("kept"), s.name("late")} {
+		r := api.buyRetrying(id, s.name("u-"+id), sku, 1)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		at, err := time.Parse(time.RFC3339Nano, r.json(t)["pay_by"].(string))
+		require.NoError(t, err)
+		payBy[id] = at
+	}
+	kept, late := s.name("kept"), s.name("late")
+	ctx := context.Background()
+	require.NoError(t, s.b.Orders.RecordReceipt(ctx, orderdb.Receipt{
+		TransactionID: kept + "-tx", OrderID: kept, Amount: 800, ReceivedAt: payBy[kept].Add(-time.Second)}))
+	require.NoError(t, s.b.Orders.RecordReceipt(ctx, orderdb.Receipt{
+		TransactionID: late + "-tx", OrderID: late, Amount: 800, ReceivedAt: payBy[late].Add(time.Second)}))
+
+	require.Eventually(t, func() bool {
+		return api.order(kept)["status"] == "PAID" && api.order(late)["status"] == "EXPIRED"
+	}, 30*time.Second, 100*time.Millisecond, "kept %v, late %v", api.order(kept), api.order(late))
+	require.Equal(t, []orderdb.PaymentStatus{orderdb.PaymentCaptured}, paymentStatuses(s.payments(kept)))
+	require.Empty(t, s.payments(late), "a late receipt is not a payment: the provider's callback, when it comes, is answered as late money")
+	require.Eventually(t, func() bool {
+		return api.inventory(sku) == inventoryOut{SKU: sku, Total: 2, Available: 1, DBAvailable: 1, Sold: 1, BucketCount: 2}
+	}, 10*time.Second, 100*time.Millisecond, "%+v", api.inventory(sku))
+
+	// The provider's callback for the kept payment, when it finally gets
+	// through: the same transaction, acknowledged as PAID, nothing twice.
+	r := api.pay(callback{OrderID: kept, TransactionID: kept + "-tx", Amount: 800, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"order_id": kept, "status": "PAID"}, r.json(t))
+	require.Len(t, s.payments(kept), 1)
 }

@@ -426,8 +426,23 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 //
 // Idempotent: an order already in status to is returned unchanged. A PAID
 // order gives ErrOrderPaid, one closed with the other status ErrOrderClosed,
-// an unknown one ErrNotFound.
+// an unknown one ErrNotFound. A payment received by its deadline that no
+// payments row answers yet gives a *PaymentReceivedError and changes
+// nothing (see RecordReceipt).
 func (s *Store) CloseOrder(ctx context.Context, orderID string, to Status, reason string) (Order, error) {
+	return s.closeOrder(ctx, orderID, to, reason, false)
+}
+
+// CloseOrderIgnoringReceipts is CloseOrder without the receipt check: for
+// an order whose workflow already tried to apply the payment received in
+// time and got no answer from the database by its bound. The payment stays
+// the workflow's, settled late (a refund) unless it committed after all,
+// which this compare-and-set then finds (ErrOrderPaid).
+func (s *Store) CloseOrderIgnoringReceipts(ctx context.Context, orderID string, to Status, reason string) (Order, error) {
+	return s.closeOrder(ctx, orderID, to, reason, true)
+}
+
+func (s *Store) closeOrder(ctx context.Context, orderID string, to Status, reason string, ignoreReceipts bool) (Order, error) {
 	if err := checkID("order id", orderID, maxIDLen); err != nil {
 		return Order{}, fmt.Errorf("close order %s: %w", orderID, err)
 	}
@@ -453,6 +468,20 @@ func (s *Store) CloseOrder(ctx context.Context, orderID string, to Status, reaso
 		case StatusPendingPayment:
 		default:
 			return fmt.Errorf("order has unknown status %q", ord.Status)
+		}
+		// Money that reached us in time but not yet the order (Temporal
+		// could not deliver it before the deadline) keeps the order open:
+		// the workflow applies it instead of closing. Checked under the
+		// order lock, so a receipt is either seen here or recorded after
+		// the order closed (and then answered as late money).
+		if !ignoreReceipts {
+			r, err := unansweredReceipt(tx, orderID, ord.PayBy)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				return &PaymentReceivedError{Receipt: *r}
+			}
 		}
 
 		ts := now()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type Service struct {
 	// Orders is the database, used for payments that reach an order whose
 	// workflow has already completed.
 	Orders *orderdb.Store
+	// Logger notes what a caller is not told (a receipt that could not be
+	// written); nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Place starts the order's workflow and waits for the reservation answer in
@@ -144,6 +148,7 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 	if p.ReceivedAt.IsZero() {
 		p.ReceivedAt = time.Now()
 	}
+	s.recordReceipt(ctx, orderID, p)
 	out, err := s.payByUpdate(ctx, orderID, p)
 	if _, slow := errors.AsType[*client.WorkflowUpdateServiceTimeoutOrCanceledError](err); slow && ctx.Err() == nil {
 		// The order did not get to the payment in time. The same
@@ -208,6 +213,29 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 			return workflows.PaymentOutcome{}, fmt.Errorf("%w: %s", ErrInvalid, appErr.Message())
 		}
 		return workflows.PaymentOutcome{}, fmt.Errorf("pay order %s: %w", orderID, err)
+	}
+}
+
+// recordReceipt writes that the payment reached us, before the order is
+// told: if Temporal cannot deliver it by the deadline, the order's close
+// finds it in the database and applies it instead (orderdb.RecordReceipt).
+// Best effort: without MySQL the payment still goes to the order, which
+// cannot confirm it before MySQL is back anyway, and answering 5xx would
+// only leave the money to the provider's retry schedule.
+func (s *Service) recordReceipt(ctx context.Context, orderID string, p workflows.Payment) {
+	if s.Orders == nil {
+		return
+	}
+	err := s.Orders.RecordReceipt(ctx, orderdb.Receipt{
+		TransactionID: p.TransactionID, OrderID: orderID, Amount: p.Amount, ReceivedAt: p.ReceivedAt,
+	})
+	if err != nil {
+		logger := s.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.WarnContext(ctx, "payment receipt not recorded; the order learns of the payment through Temporal only",
+			"order_id", orderID, "transaction_id", p.TransactionID, "error", err)
 	}
 }
 
