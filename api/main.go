@@ -59,6 +59,8 @@ environment (api):
   BUYER_JWT_ISSUER      expected iss of buyer tokens (optional)
   BUY_RATE_PER_USER     buy requests per second per user (default 5)
   EDGE_MAX_IN_FLIGHT    units of one SKU on their way through Temporal per instance (default 16)
+  ADMISSION_MAX_IN_FLIGHT  ceiling of the adaptive limit on new orders in flight into Temporal
+                        per instance (default 256); past the limit: 429 BUSY at once
   WAITLIST_PER_UNIT     waitlist places per unit of stock (default 3)
 `
 

@@ -244,7 +244,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 	if cb.Status == callbackFailed {
 		// A failed payment moves no money: acknowledge it with what the
 		// order is now, and leave the order to its deadline.
-		view, err := s.deps.Orders.Status(ctx, cb.OrderID)
+		view, err := s.deps.Orders.Snapshot(ctx, cb.OrderID)
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -164,9 +164,9 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 	case err == nil:
 		return out, nil
 	case isNotFound(err):
-		// Either no such order, or its workflow has completed: the status
-		// query tells which (it works on completed workflows).
-		view, qerr := s.Status(ctx, orderID)
+		// Either no such order, or its workflow has completed: the
+		// database tells which, with no worker needed to answer.
+		view, qerr := s.Snapshot(ctx, orderID)
 		if errors.Is(qerr, ErrNotFound) {
 			// A transaction of another order records nothing here; the
 			// answer is still "no such order".
@@ -296,6 +296,42 @@ func (s *Service) Cancel(ctx context.Context, orderID string) (workflows.OrderVi
 	}
 	if view.Status != workflows.StatusCancelled {
 		return view, ErrClosed
+	}
+	return view, nil
+}
+
+// Snapshot returns the order as the database has it: its status and the
+// payments recorded for it. Unlike Status it needs no worker (a query on a
+// workflow, even a completed one, is answered by a worker replaying it), so
+// a payment callback is answered while workers are busy or restarting. An
+// order the database never had (rejected before its row was written, or
+// unknown) is asked of Temporal, as Status does.
+func (s *Service) Snapshot(ctx context.Context, orderID string) (workflows.OrderView, error) {
+	if s.Orders == nil {
+		return s.Status(ctx, orderID)
+	}
+	o, err := s.Orders.Order(ctx, orderID)
+	if errors.Is(err, orderdb.ErrNotFound) {
+		return s.Status(ctx, orderID)
+	}
+	if err != nil {
+		return workflows.OrderView{}, fmt.Errorf("read order %s: %w", orderID, err)
+	}
+	view := workflows.OrderView{
+		OrderID: o.OrderID, UserID: o.UserID, Status: workflows.Status(o.Status), Amount: o.Amount,
+		PayBy: o.PayBy, Reason: o.Reason, Degraded: o.Degraded,
+	}
+	for _, it := range o.Items {
+		view.Items = append(view.Items, workflows.Item{SKU: it.SKU, Quantity: it.Quantity})
+	}
+	for _, p := range o.Payments {
+		out := workflows.PaymentOutcome{OrderID: o.OrderID, TransactionID: p.TransactionID, Status: view.Status}
+		if p.Status == orderdb.PaymentRefundRequired {
+			out.Refund, out.Reason = workflows.RefundRequired, p.Reason
+		} else {
+			out.Status = workflows.StatusPaid
+		}
+		view.Payments = append(view.Payments, out)
 	}
 	return view, nil
 }
