@@ -87,6 +87,9 @@ const (
 	// KindPaidCaptures: a PAID order without exactly one CAPTURED payment.
 	// Expected 1, Actual the count.
 	KindPaidCaptures Kind = "paid_order_captures"
+	// KindReceivedNotKept: money received by the order's deadline, the
+	// order closed unpaid, and no payment row answers it.
+	KindReceivedNotKept Kind = "payment_received_in_time_not_kept"
 	// KindRedisMissing: Redis has no buckets for a SKU MySQL sells; buyers
 	// get UNKNOWN_SKU. Expected db available, Actual 0.
 	KindRedisMissing Kind = "redis_missing"
@@ -455,6 +458,11 @@ func (c *checker) checkPayments(ctx context.Context, skuFilter string) error {
 	for _, a := range p.AmountMismatch {
 		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, TransactionID: a.TransactionID, Kind: KindCapturedAmount,
 			Expected: a.OrderAmount, Actual: a.Amount, Detail: "captured amount differs from the order amount"})
+	}
+	for _, a := range p.ReceivedNotKept {
+		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, TransactionID: a.TransactionID, Kind: KindReceivedNotKept,
+			Expected: string(orderdb.StatusPaid), Actual: a.OrderStatus,
+			Detail: "money received by the deadline, yet the order closed unpaid and nothing records the payment: it must be kept (PAID) or refunded"})
 	}
 	for _, a := range p.PaidCaptures {
 		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, Kind: KindPaidCaptures, Expected: 1, Actual: a.Captures,

@@ -308,6 +308,14 @@ func TestCheck(t *testing.T) {
 			want: []audit.Kind{audit.KindCapturedAmount},
 		},
 		{
+			name: "money received in time for an order that expired, never answered",
+			break_: func(t *testing.T) func() {
+				s.rawSQL(t, q("INSERT INTO payment_receipts (transaction_id, order_id, amount, received_at) SELECT 'tx-lost-%s', order_id, 500, pay_by - INTERVAL 1 SECOND FROM orders WHERE order_id = '%s'", s.id, o("expired")))
+				return func() { s.rawSQL(t, q("DELETE FROM payment_receipts WHERE transaction_id = 'tx-lost-%s'", s.id)) }
+			},
+			want: []audit.Kind{audit.KindReceivedNotKept},
+		},
+		{
 			name: "a paid order captured twice",
 			break_: func(t *testing.T) func() {
 				s.rawSQL(t, q("INSERT INTO payments (transaction_id, order_id, amount, status, created_at) VALUES ('tx-dup-%s', '%s', 500, 'CAPTURED', NOW(3))", s.id, o("paid")))

@@ -233,6 +233,11 @@ type PaymentAudit struct {
 	AmountMismatch []PaymentAnomaly `json:"amount_mismatch,omitempty"`
 	// PaidCaptures: PAID orders with no, or more than one, CAPTURED payment.
 	PaidCaptures []PaymentAnomaly `json:"paid_captures,omitempty"`
+	// ReceivedNotKept: money our door received by the order's deadline
+	// (payment_receipts) for an order that closed unpaid, and that no
+	// payments row answers: the buyer paid in time and was neither sold
+	// the unit nor owed a refund.
+	ReceivedNotKept []PaymentAnomaly `json:"received_not_kept,omitempty"`
 }
 
 // PaymentAudit finds payment anomalies. With sku set, only orders holding
@@ -267,6 +272,16 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 		orderFilter := ""
 		if sku != "" {
 			orderFilter = " AND EXISTS (SELECT 1 FROM order_items f WHERE f.order_id = o.order_id AND f.sku_id = ?)"
+		}
+		err := tx.Raw(`SELECT r.transaction_id, r.order_id, o.status AS order_status, r.amount, o.amount AS order_amount,
+				COALESCE((SELECT MIN(i.sku_id) FROM order_items i WHERE i.order_id = o.order_id), '') AS sku
+			FROM payment_receipts r JOIN orders o ON o.order_id = r.order_id
+			WHERE r.received_at <= o.pay_by AND o.status IN (?, ?)
+			  AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.transaction_id = r.transaction_id)`+orderFilter+`
+			ORDER BY r.received_at`,
+			append([]any{StatusExpired, StatusCancelled}, args...)...).Scan(&out.ReceivedNotKept).Error
+		if err != nil {
+			return err
 		}
 		return tx.Raw(`SELECT o.order_id, o.status AS order_status, o.amount AS order_amount, COUNT(p.id) AS captures,
 				COALESCE((SELECT MIN(i.sku_id) FROM order_items i WHERE i.order_id = o.order_id), '') AS sku
