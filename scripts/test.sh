@@ -68,5 +68,8 @@ fi
 if ! scripts/cluster.sh ps | grep -q '^temporal-frontend .* up '; then cluster_started=1; fi
 smoke_start=$(date +%s)
 echo "test: cluster smoke (scripts/cluster.sh up, then one sale through HAProxy)" >&2
+# This checkout's worker, api and starter: binaries an earlier up built
+# (from another checkout, or before these changes) are not what is tested.
+scripts/cluster.sh build
 go test -tags scaleout -count=1 -v -timeout 40m -run '^TestSmoke$' ./scaleout/
 echo "test: cluster smoke passed in $(($(date +%s) - smoke_start)) s" >&2
