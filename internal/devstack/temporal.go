@@ -77,6 +77,19 @@ type Temporal struct {
 // Stop. Its output goes to a log file (LogPath). ctx bounds the install and
 // the wait for readiness, not the server's lifetime.
 func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
+	// Ports are picked free and bound by the server a moment later; a
+	// process starting beside it (another test's server) can take one in
+	// between. Only ports picked here are picked again.
+	for attempt := 1; ; attempt++ {
+		t, err := startTemporal(ctx, opts)
+		if err == nil || attempt == 3 || opts.Port != 0 || opts.UIPort != 0 ||
+			!errors.Is(err, errExited) || !strings.Contains(err.Error(), "address already in use") {
+			return t, err
+		}
+	}
+}
+
+func startTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
 	w := opts.Progress
 	if w == nil {
 		w = io.Discard
