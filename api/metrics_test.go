@@ -213,6 +213,13 @@ func TestMetricsDuringSale(t *testing.T) {
 		}
 	}, time.Minute, 200*time.Millisecond)
 
+	// An operator's reconcile of the SKU, as the Schedule runs it: since
+	// orders settle in local activities (payment-arrival version 2), the
+	// reconciler's activities (and a settle's fallback) are the regular
+	// activities the dashboard's activity-latency panel shows.
+	stdout, stderr, err = runBin(env, "starter", "reconcile", "now", "--sku", sku, "--settle", "1s")
+	require.NoError(t, err, "reconcile: stdout %s stderr %s", stdout, stderr)
+
 	api := scrape(t, apiMetrics)
 	buy := map[string]string{"route": "POST /api/v1/orders"}
 	count := func(code string) float64 {
