@@ -128,17 +128,23 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 	s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
 }
 
+// closeFindsReceipt mocks the expiry's CloseOrder finding an unanswered
+// receipt of txn, received at: it refuses to close.
+func (s *orderSuite) closeFindsReceipt(txn string, at time.Time) {
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
+		activities.ErrTypePaymentReceived, nil, activities.PaymentReceivedDetails{
+			TransactionID: txn, Amount: testAmount, ReceivedAt: at,
+		})).Once()
+}
+
 // Money our door received a second before the deadline never reached the
 // order (Temporal could not deliver it): CloseOrder finds the receipt and
 // refuses, and the order applies the payment instead of expiring.
 func (s *orderSuite) TestPaymentFoundAtCloseIsApplied() {
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
-	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
-		activities.ErrTypePaymentReceived, nil, activities.PaymentReceivedDetails{
-			TransactionID: "t-lost", Amount: testAmount, ReceivedAt: payBy.Add(-time.Second),
-		})).Once()
+	s.closeFindsReceipt("t-lost", payBy.Add(-time.Second))
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-lost")).Return(captured, nil).Once()
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
@@ -155,12 +161,7 @@ func (s *orderSuite) TestPaymentFoundAtCloseIsApplied() {
 // payment, still the order's, is settled late.
 func (s *orderSuite) TestPaymentFoundAtCloseButNotAppliedStillCloses() {
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
-	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
-		activities.ErrTypePaymentReceived, nil, activities.PaymentReceivedDetails{
-			TransactionID: "t-stuck", Amount: testAmount, ReceivedAt: payBy.Add(-time.Second),
-		})).Once()
+	s.closeFindsReceipt("t-stuck", payBy.Add(-time.Second))
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-stuck")).
 		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
