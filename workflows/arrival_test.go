@@ -62,11 +62,7 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
 	var closedAt time.Time
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
-	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
-	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.expectExpiry(&closedAt)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: RefundReasonOrderClosed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
@@ -91,11 +87,7 @@ func (s *orderSuite) TestUnpaidOrderExpiresAfterTheArrivalGrace() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
 	var closedAt time.Time
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
-	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
-	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.expectExpiry(&closedAt)
 	var during OrderView
 	s.queryAt(payBy.Sub(start)+arrivalGrace/2, &during)
 

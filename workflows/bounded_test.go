@@ -28,6 +28,16 @@ func confirmInput(txn string) activities.ConfirmPaymentInput {
 	return activities.ConfirmPaymentInput{OrderID: testOrderID, TransactionID: txn, Amount: testAmount}
 }
 
+// expectExpiry mocks the compensation of an expired order (CloseOrder,
+// nobody waiting, ReleaseStock) and notes when CloseOrder ran in closedAt.
+func (s *orderSuite) expectExpiry(closedAt *time.Time) {
+	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+	}).Run(func(mock.Arguments) { *closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
+	s.expectNobodyWaiting()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+}
+
 // queryAt reads the status query after d of workflow time into v.
 func (s *orderSuite) queryAt(d time.Duration, v *OrderView) {
 	s.env.RegisterDelayedCallback(func() {
@@ -131,11 +141,7 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).
 		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
 	var closedAt time.Time
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
-	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
-	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.expectExpiry(&closedAt)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: RefundReasonOrderClosed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
