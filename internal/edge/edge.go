@@ -57,6 +57,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
@@ -68,19 +70,19 @@ import (
 // Errors Admit returns. RetryError wraps ErrBusy and ErrRateLimited.
 var (
 	// ErrSoldOut: the SKU has no units left for this order.
-	ErrSoldOut = errors.New("sold out")
+	ErrSoldOut error = &flashsale.Error{Code: flashsale.SoldOut, Message: "sold out"}
 	// ErrUnknownSKU: the SKU is not on sale (never preheated).
-	ErrUnknownSKU = errors.New("unknown sku")
+	ErrUnknownSKU error = &flashsale.Error{Code: flashsale.UnknownSKU, Message: "unknown sku"}
 	// ErrBusy: units remain, but enough orders for them are already in
 	// flight; retry shortly.
-	ErrBusy = errors.New("busy")
+	ErrBusy error = &flashsale.Error{Code: flashsale.Busy, Message: "busy"}
 	// ErrRateLimited: the user sent more buy requests than allowed.
-	ErrRateLimited = errors.New("rate limited")
+	ErrRateLimited error = &flashsale.Error{Code: flashsale.RateLimited, Message: "rate limited"}
 	// ErrIDConflict: the client-chosen order id belongs to another user.
-	ErrIDConflict = errors.New("order id used by another user")
+	ErrIDConflict error = &flashsale.Error{Code: flashsale.OrderIDConflict, Message: "order id used by another user"}
 	// ErrUnavailable: Redis did not answer; the gate fails closed, because
 	// an unguarded edge would let the whole flood through to Temporal.
-	ErrUnavailable = errors.New("edge unavailable")
+	ErrUnavailable error = &flashsale.Error{Code: flashsale.Unavailable, Message: "edge unavailable"}
 )
 
 // RetryError says when a shed request may be retried.

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -28,7 +30,7 @@ import (
 // ErrUnauthenticated is every reason a token is refused: missing,
 // malformed, badly signed, expired, for another audience or issuer. The
 // wrapped text says which, for the log; clients get one answer.
-var ErrUnauthenticated = errors.New("unauthenticated")
+var ErrUnauthenticated error = &flashsale.Error{Code: flashsale.Unauthenticated, Message: "unauthenticated"}
 
 // MinSecretLen is the shortest HS256 secret accepted: RFC 7518 asks for a
 // key at least as long as the hash (256 bits).

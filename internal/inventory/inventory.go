@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,19 +35,19 @@ const MaxBuckets = 1024
 
 var (
 	// ErrSoldOut means the buckets together do not hold enough units.
-	ErrSoldOut = errors.New("sold out")
+	ErrSoldOut error = &flashsale.Error{Code: flashsale.SoldOut, Message: "sold out"}
 	// ErrUnknownSKU means the SKU has no bucket count: it was never preheated.
-	ErrUnknownSKU = errors.New("unknown sku")
+	ErrUnknownSKU error = &flashsale.Error{Code: flashsale.UnknownSKU, Message: "unknown sku"}
 	// ErrReleased means Reserve ran for an order that was already released;
 	// taking stock again would resurrect a cancelled order.
-	ErrReleased = errors.New("reservation already released")
+	ErrReleased error = &flashsale.Error{Code: flashsale.AlreadyReleased, Message: "reservation already released"}
 	// ErrPreheatMismatch means the buckets did not sum to the database's
 	// available stock after Preheat wrote them.
-	ErrPreheatMismatch = errors.New("preheat mismatch: redis buckets do not sum to db available stock")
+	ErrPreheatMismatch error = &flashsale.Error{Code: flashsale.PreheatMismatch, Message: "preheat mismatch: redis buckets do not sum to db available stock"}
 	// ErrInvalidArgument marks caller mistakes (empty ids, non-positive
 	// quantities, bad bucket counts). Retrying them cannot succeed, so a
 	// Temporal activity should treat them as non-retryable.
-	ErrInvalidArgument = errors.New("invalid argument")
+	ErrInvalidArgument error = &flashsale.Error{Code: flashsale.Invalid, Message: "invalid argument"}
 )
 
 func invalidf(format string, args ...any) error {

@@ -107,11 +107,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrResizeBusy means another Resize of the same SKU holds the lock.
-var ErrResizeBusy = errors.New("another resize of this sku is running")
+var ErrResizeBusy error = &flashsale.Error{Code: flashsale.ResizeBusy, Message: "another resize of this sku is running"}
 
 const (
 	// resizeLockTTL bounds how long a crashed Resize blocks the next. A

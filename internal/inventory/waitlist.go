@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,11 +51,11 @@ var (
 var (
 	// ErrNotSoldOut refuses a waitlist join while the SKU still has units
 	// on open sale: the buyer should simply buy.
-	ErrNotSoldOut = errors.New("not sold out")
+	ErrNotSoldOut error = &flashsale.Error{Code: flashsale.NotSoldOut, Message: "not sold out"}
 	// ErrWaitlistFull refuses a join when the list holds its capacity.
-	ErrWaitlistFull = errors.New("waitlist full")
+	ErrWaitlistFull error = &flashsale.Error{Code: flashsale.WaitlistFull, Message: "waitlist full"}
 	// ErrNotWaiting: the user neither waits nor was offered a unit.
-	ErrNotWaiting = errors.New("not on the waitlist")
+	ErrNotWaiting error = &flashsale.Error{Code: flashsale.NotOnWaitlist, Message: "not on the waitlist"}
 )
 
 // WaitlistEntry is a user's place in a SKU's waitlist.

@@ -13,36 +13,37 @@
 package orderdb
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flashsale/flashsale"
 )
 
 // Sentinel errors. Callers test them with errors.Is; the returned errors wrap
 // them with the operation and ids.
 var (
-	ErrNotFound   = errors.New("not found")
-	ErrUnknownSKU = errors.New("unknown sku")
+	ErrNotFound   error = &flashsale.Error{Code: flashsale.OrderNotFound, Message: "not found"}
+	ErrUnknownSKU error = &flashsale.Error{Code: flashsale.UnknownSKU, Message: "unknown sku"}
 	// ErrInsufficientStock means MySQL has fewer available units than Redis
 	// let through: Redis drifted and must be reconciled.
-	ErrInsufficientStock = errors.New("insufficient stock")
-	ErrOrderClosed       = errors.New("order closed")
-	ErrOrderPaid         = errors.New("order already paid")
-	ErrAmountMismatch    = errors.New("amount mismatch")
-	ErrSKUInUse          = errors.New("sku has unpaid reservations")
+	ErrInsufficientStock error = &flashsale.Error{Code: flashsale.StockDrift, Message: "insufficient stock"}
+	ErrOrderClosed       error = &flashsale.Error{Code: flashsale.OrderClosed, Message: "order closed"}
+	ErrOrderPaid         error = &flashsale.Error{Code: flashsale.AlreadyPaid, Message: "order already paid"}
+	ErrAmountMismatch    error = &flashsale.Error{Code: flashsale.AmountMismatch, Message: "amount mismatch"}
+	ErrSKUInUse          error = &flashsale.Error{Code: flashsale.SKUInUse, Message: "sku has unpaid reservations"}
 	// ErrLimitExceeded means the order would give the user more units of a
 	// SKU than its per_user_limit allows. Nothing was written.
-	ErrLimitExceeded = errors.New("per-user limit exceeded")
+	ErrLimitExceeded error = &flashsale.Error{Code: flashsale.LimitExceeded, Message: "per-user limit exceeded"}
 	// ErrInvalidArgument marks input that can never succeed (empty ids,
 	// non-positive quantities, ...). Retrying it is pointless, so a Temporal
 	// activity should report it as non-retryable.
-	ErrInvalidArgument = errors.New("invalid argument")
+	ErrInvalidArgument error = &flashsale.Error{Code: flashsale.Invalid, Message: "invalid argument"}
 	// ErrTransactionConflict means the payment's transaction id is already
 	// recorded for another order. Nothing was written for this order, which
 	// is unchanged and still payable with another transaction; the money
 	// belongs to the order that recorded it first. The error is a
 	// *TransactionConflictError naming that order.
-	ErrTransactionConflict = errors.New("transaction already recorded for another order")
+	ErrTransactionConflict error = &flashsale.Error{Code: flashsale.TransactionConflict, Message: "transaction already recorded for another order"}
 	// ErrPermanent marks a database answer that will be the same on every
 	// retry (a CHECK constraint, a duplicate key no code path expects, a
 	// value out of range or too long, a broken foreign key). The statement
@@ -51,7 +52,7 @@ var (
 	// operator has to look. Temporal activities report it as non-retryable
 	// unless they are compensation, which must keep trying. Deadlocks, lock
 	// wait timeouts and connection errors are never ErrPermanent.
-	ErrPermanent = errors.New("permanent database error")
+	ErrPermanent error = &flashsale.Error{Code: flashsale.Permanent, Message: "permanent database error"}
 )
 
 // TransactionConflictError is the ErrTransactionConflict of one payment:

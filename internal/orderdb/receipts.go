@@ -2,9 +2,10 @@ package orderdb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flashsale/flashsale"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -23,7 +24,7 @@ type Receipt struct {
 // order's deadline that nothing has answered yet (no payments row): closing
 // the order would refund a buyer who paid in time. Nothing was written. The
 // error is a *PaymentReceivedError naming the receipt.
-var ErrPaymentReceived = errors.New("payment received in time, not applied yet")
+var ErrPaymentReceived error = &flashsale.Error{Code: flashsale.PaymentReceived, Message: "payment received in time, not applied yet"}
 
 // PaymentReceivedError is ErrPaymentReceived with the receipt found.
 type PaymentReceivedError struct{ Receipt Receipt }

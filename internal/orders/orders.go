@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -23,11 +25,11 @@ import (
 
 // Errors callers branch on.
 var (
-	ErrInvalid     = errors.New("invalid request")
-	ErrNotFound    = errors.New("order not found")
-	ErrClosed      = errors.New("order closed")
-	ErrIDConflict  = errors.New("order id already used by another order")
-	ErrUnavailable = errors.New("order service unavailable")
+	ErrInvalid     error = &flashsale.Error{Code: flashsale.Invalid, Message: "invalid request"}
+	ErrNotFound    error = &flashsale.Error{Code: flashsale.OrderNotFound, Message: "order not found"}
+	ErrClosed      error = &flashsale.Error{Code: flashsale.OrderClosed, Message: "order closed"}
+	ErrIDConflict  error = &flashsale.Error{Code: flashsale.OrderIDConflict, Message: "order id already used by another order"}
+	ErrUnavailable error = &flashsale.Error{Code: flashsale.Unavailable, Message: "order service unavailable"}
 )
 
 // Service places and manages orders.

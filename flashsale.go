@@ -1,0 +1,228 @@
+// Package flashsale is the vocabulary every layer of the flash sale speaks:
+// the nouns (an order, its items, its status, a SKU on sale), the limits on
+// them, the one validation of each, and the coded Error that every store and
+// client returns (error.go).
+//
+// It imports nothing of this module and no driver: the Redis and MySQL
+// stores, the Temporal workflows and activities, the HTTP API and the CLI
+// all import it, and each maps its codes once at its own door.
+package flashsale
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Limits on what an order, a payment and a SKU may hold. Ids fit the MySQL
+// columns they are stored in, so bad input fails here and never as a
+// strict-mode "data too long" deep in a transaction.
+const (
+	MaxIDLength            = 64
+	MaxTransactionIDLength = 128
+	// MaxReasonLength is the size of the reason columns.
+	MaxReasonLength = 255
+	MaxItems        = 20
+	MaxItemQuantity = 1000
+
+	MaxSKUTotal = 1_000_000_000
+	// MaxPrice keeps price x MaxItemQuantity x MaxItems far inside int64.
+	MaxPrice        = 1_000_000_000_000
+	MaxPerUserLimit = 1_000_000
+	// MaxBuckets bounds a SKU's Redis stock buckets; DefaultBuckets is what
+	// a SKU gets when nobody chose (see docs/design/buckets.md).
+	MaxBuckets     = 1024
+	DefaultBuckets = 16
+)
+
+// WaitlistOrderPrefix starts every waitlist offer's order id. Buyers may not
+// choose ids with it: a buyer's order under an offer's id would take the
+// offer's workflow id and database row.
+const WaitlistOrderPrefix = "wl-"
+
+// Item is one line of an order: Quantity units of SKU. UnitPrice is the
+// price MySQL charged when the order was written; it is ignored on input.
+type Item struct {
+	SKU       string `json:"sku_id"`
+	Quantity  int64  `json:"quantity"`
+	UnitPrice int64  `json:"unit_price,omitempty"`
+}
+
+// Order is what a buyer asks for: an order id (the idempotency key of the
+// whole purchase), the buyer, and the lines.
+type Order struct {
+	OrderID string `json:"order_id"`
+	UserID  string `json:"user_id"`
+	Items   []Item `json:"items"`
+	// FromOrder is set on a waitlist offer only: the expired or cancelled
+	// order whose units this order takes over. Its id is then
+	// WaitlistOrderID(FromOrder).
+	FromOrder string `json:"from_order,omitempty"`
+}
+
+// Validate is the one check of an order, run before any stock moves so a
+// bad request leaves nothing behind. Every problem is reported, as one
+// Invalid error.
+func (o Order) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	add(CheckID("order_id", o.OrderID, MaxIDLength))
+	add(CheckID("user_id", o.UserID, MaxIDLength))
+	switch {
+	case o.FromOrder == "" && strings.HasPrefix(o.OrderID, WaitlistOrderPrefix):
+		add(fmt.Errorf("order ids starting with %s are reserved for waitlist offers", WaitlistOrderPrefix))
+	case o.FromOrder != "" && o.OrderID != WaitlistOrderID(o.FromOrder):
+		add(fmt.Errorf("a waitlist offer's order id must be %s", WaitlistOrderID(o.FromOrder)))
+	}
+	if len(o.Items) == 0 || len(o.Items) > MaxItems {
+		add(fmt.Errorf("an order needs 1-%d items", MaxItems))
+	}
+	seen := make(map[string]bool, len(o.Items))
+	for _, it := range o.Items {
+		add(CheckID("sku_id", it.SKU, MaxIDLength))
+		if it.Quantity < 1 || it.Quantity > MaxItemQuantity {
+			add(fmt.Errorf("quantity of %q must be 1-%d", it.SKU, MaxItemQuantity))
+		}
+		if seen[it.SKU] {
+			add(fmt.Errorf("sku %q appears twice; merge the lines", it.SKU))
+		}
+		seen[it.SKU] = true
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Code: Invalid, Message: errors.Join(errs...).Error()}
+}
+
+// SKUs lists the order's SKU ids in line order.
+func (o Order) SKUs() []string {
+	ids := make([]string, len(o.Items))
+	for i, it := range o.Items {
+		ids[i] = it.SKU
+	}
+	return ids
+}
+
+// WaitlistOrderID is the order id of the offer made with the units of
+// releasedOrderID. It is derived from the released order alone, so retries
+// and replays can only ever start one offer per release. An offer of an
+// offer's units would grow the id past MaxIDLength, so a long id is replaced
+// by a hash of it (still deterministic).
+func WaitlistOrderID(releasedOrderID string) string {
+	id := WaitlistOrderPrefix + releasedOrderID
+	if len(id) <= MaxIDLength {
+		return id
+	}
+	sum := sha256.Sum256([]byte(releasedOrderID))
+	return WaitlistOrderPrefix + hex.EncodeToString(sum[:16])
+}
+
+// Status is an order's lifecycle state. MySQL stores the last four; the
+// workflow reports all of them.
+type Status string
+
+const (
+	// StatusReserving: the workflow is taking stock; the buyer is waiting.
+	StatusReserving Status = "RESERVING"
+	// StatusRejected: no stock was taken (sold out, unknown SKU, bad input).
+	// A rejected order has no database row.
+	StatusRejected Status = "REJECTED"
+	// StatusPendingPayment is the only open state in MySQL.
+	StatusPendingPayment Status = "PENDING_PAYMENT"
+	// StatusStalled: the order is being closed but its compensation has not
+	// finished within a minute of its deadline because a dependency keeps
+	// failing. It keeps retrying (the units must come back) and reaches its
+	// final status when it completes. Operators filter for it in the Web UI
+	// (OrderStatus = "STALLED"). Not closed.
+	StatusStalled   Status = "STALLED"
+	StatusPaid      Status = "PAID"
+	StatusExpired   Status = "EXPIRED"
+	StatusCancelled Status = "CANCELLED"
+)
+
+// Closed reports whether the order can no longer change.
+func (s Status) Closed() bool {
+	switch s {
+	case StatusRejected, StatusPaid, StatusExpired, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// SKU is a product on sale: Total units at Price (minor currency units),
+// spread over Buckets Redis keys, at most PerUserLimit units per buyer.
+type SKU struct {
+	ID           string `json:"sku_id"`
+	Total        int64  `json:"total"`
+	Price        int64  `json:"price"`
+	Buckets      int    `json:"buckets"`
+	PerUserLimit int    `json:"per_user_limit"`
+}
+
+// Validate checks a SKU definition against the limits.
+func (k SKU) Validate() error {
+	var errs []error
+	if err := CheckID("sku_id", k.ID, MaxIDLength); err != nil {
+		errs = append(errs, err)
+	}
+	if k.Total < 0 || k.Total > MaxSKUTotal {
+		errs = append(errs, fmt.Errorf("total must be 0-%d", MaxSKUTotal))
+	}
+	if k.Price < 0 || k.Price > MaxPrice {
+		errs = append(errs, fmt.Errorf("price must be 0-%d minor units", MaxPrice))
+	}
+	if err := CheckBuckets(k.Buckets); err != nil {
+		errs = append(errs, err)
+	}
+	if k.PerUserLimit < 1 || k.PerUserLimit > MaxPerUserLimit {
+		errs = append(errs, fmt.Errorf("per_user_limit must be 1-%d", MaxPerUserLimit))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Code: Invalid, Message: errors.Join(errs...).Error()}
+}
+
+// CheckBuckets refuses a bucket count outside 1..MaxBuckets.
+func CheckBuckets(n int) error {
+	if n < 1 || n > MaxBuckets {
+		return Errorf(Invalid, "buckets must be 1-%d", MaxBuckets)
+	}
+	return nil
+}
+
+// ValidID accepts the ids handed to Temporal, Redis and MySQL: 1 to max
+// characters of [A-Za-z0-9._:@-], not "." or "..". The narrow alphabet keeps
+// out what the layers below treat differently (trailing spaces MySQL
+// ignores, braces that break Redis hash tags, control characters, invalid
+// UTF-8); the dot segments would be resolved away in a URL path, so an order
+// named "." could be created but never read or cancelled.
+func ValidID(s string, max int) bool {
+	if len(s) == 0 || len(s) > max || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.', c == '_', c == ':', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckID is ValidID as an Invalid error naming the field.
+func CheckID(field, v string, max int) error {
+	if !ValidID(v, max) {
+		return Errorf(Invalid, "%s must be 1-%d characters of A-Z a-z 0-9 . _ : @ - (not . or ..)", field, max)
+	}
+	return nil
+}
