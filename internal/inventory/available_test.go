@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,9 +15,9 @@ func TestAvailableAndMarkSoldOut(t *testing.T) {
 	sku := newSKU(t, rdb)
 
 	_, err := s.Available(ctx, sku)
-	require.ErrorIs(t, err, ErrUnknownSKU)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.UnknownSKU})
 	_, err = s.Available(ctx, "a{b")
-	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 
 	_, err = s.Preheat(ctx, sku, 3, 4)
 	require.NoError(t, err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -44,23 +46,23 @@ func TestValidation(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"reserve zero qty", func() error { _, err := s.Reserve(ctx, "o", sku, 0); return err }, ErrInvalidArgument},
-		{"reserve negative qty", func() error { _, err := s.Reserve(ctx, "o", sku, -1); return err }, ErrInvalidArgument},
-		{"reserve empty order", func() error { _, err := s.Reserve(ctx, "", sku, 1); return err }, ErrInvalidArgument},
-		{"reserve empty sku", func() error { _, err := s.Reserve(ctx, "o", "", 1); return err }, ErrInvalidArgument},
-		{"reserve brace sku", func() error { _, err := s.Reserve(ctx, "o", "a}b", 1); return err }, ErrInvalidArgument},
-		{"reserve unknown sku", func() error { _, err := s.Reserve(ctx, "o", sku+"-none", 1); return err }, ErrUnknownSKU},
-		{"release empty order", func() error { _, err := s.Release(ctx, "", sku); return err }, ErrInvalidArgument},
-		{"release unknown sku", func() error { _, err := s.Release(ctx, "o", sku+"-none"); return err }, ErrUnknownSKU},
-		{"preheat zero buckets", func() error { _, err := s.Preheat(ctx, sku, 1, 0); return err }, ErrInvalidArgument},
-		{"preheat too many buckets", func() error { _, err := s.Preheat(ctx, sku, 1, MaxBuckets+1); return err }, ErrInvalidArgument},
-		{"preheat negative available", func() error { _, err := s.Preheat(ctx, sku, -1, 4); return err }, ErrInvalidArgument},
-		{"restock zero qty", func() error { _, err := s.Restock(ctx, sku, "r", 0); return err }, ErrInvalidArgument},
-		{"restock empty request", func() error { _, err := s.Restock(ctx, sku, "", 1); return err }, ErrInvalidArgument},
-		{"restock unknown sku", func() error { _, err := s.Restock(ctx, sku+"-none", "r", 1); return err }, ErrUnknownSKU},
-		{"stock unknown sku", func() error { _, err := s.Stock(ctx, sku+"-none"); return err }, ErrUnknownSKU},
-		{"drift zero", func() error { return s.RecordDrift(ctx, sku, "o", 0) }, ErrInvalidArgument},
-		{"drift without order", func() error { return s.RecordDrift(ctx, sku, "", 1) }, ErrInvalidArgument},
+		{"reserve zero qty", func() error { _, err := s.Reserve(ctx, "o", sku, 0); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"reserve negative qty", func() error { _, err := s.Reserve(ctx, "o", sku, -1); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"reserve empty order", func() error { _, err := s.Reserve(ctx, "", sku, 1); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"reserve empty sku", func() error { _, err := s.Reserve(ctx, "o", "", 1); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"reserve brace sku", func() error { _, err := s.Reserve(ctx, "o", "a}b", 1); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"reserve unknown sku", func() error { _, err := s.Reserve(ctx, "o", sku+"-none", 1); return err }, &flashsale.Error{Code: flashsale.UnknownSKU}},
+		{"release empty order", func() error { _, err := s.Release(ctx, "", sku); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"release unknown sku", func() error { _, err := s.Release(ctx, "o", sku+"-none"); return err }, &flashsale.Error{Code: flashsale.UnknownSKU}},
+		{"preheat zero buckets", func() error { _, err := s.Preheat(ctx, sku, 1, 0); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"preheat too many buckets", func() error { _, err := s.Preheat(ctx, sku, 1, flashsale.MaxBuckets+1); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"preheat negative available", func() error { _, err := s.Preheat(ctx, sku, -1, 4); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"restock zero qty", func() error { _, err := s.Restock(ctx, sku, "r", 0); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"restock empty request", func() error { _, err := s.Restock(ctx, sku, "", 1); return err }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"restock unknown sku", func() error { _, err := s.Restock(ctx, sku+"-none", "r", 1); return err }, &flashsale.Error{Code: flashsale.UnknownSKU}},
+		{"stock unknown sku", func() error { _, err := s.Stock(ctx, sku+"-none"); return err }, &flashsale.Error{Code: flashsale.UnknownSKU}},
+		{"drift zero", func() error { return s.RecordDrift(ctx, sku, "o", 0) }, &flashsale.Error{Code: flashsale.Invalid}},
+		{"drift without order", func() error { return s.RecordDrift(ctx, sku, "", 1) }, &flashsale.Error{Code: flashsale.Invalid}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +101,7 @@ func TestReserveConcurrentExactlyStock(t *testing.T) {
 				for _, p := range r.Parts {
 					unitsFromBucket[p.Bucket] += p.Quantity
 				}
-			case errors.Is(err, ErrSoldOut):
+			case errors.Is(err, &flashsale.Error{Code: flashsale.SoldOut}):
 				soldOut++
 			default:
 				other = append(other, err)
@@ -143,7 +145,7 @@ func TestReserveFallsBackToOtherBuckets(t *testing.T) {
 			require.Equal(t, []Part{{Bucket: 0, Quantity: 1}}, r.Parts)
 
 			_, err = s.Reserve(ctx, order+"-next", sku, 1)
-			require.ErrorIs(t, err, ErrSoldOut)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 		})
 	}
 
@@ -214,7 +216,7 @@ func TestReserveIdempotent(t *testing.T) {
 		_, err = s.Reserve(ctx, "order-qty", sku, 5)
 		require.NoError(t, err)
 		_, err = s.Reserve(ctx, "order-qty", sku, 3)
-		require.ErrorIs(t, err, ErrInvalidArgument)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 		require.Equal(t, int64(15), stock(t, s, sku).Available)
 	})
 }
@@ -227,21 +229,21 @@ func TestReserveSoldOutIsAllOrNothing(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = s.Reserve(ctx, "too-big", sku, 6)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	st := stock(t, s, sku)
 	require.Equal(t, []int64{2, 1, 1, 1}, st.PerBucket, "partial takes must be given back to their buckets")
 	require.False(t, st.SoldOut, "5 units remain: the flag would turn away buyers who can be served")
 
 	// The retry repeats the answer and still moves nothing.
 	_, err = s.Reserve(ctx, "too-big", sku, 6)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, []int64{2, 1, 1, 1}, stock(t, s, sku).PerBucket)
 
 	// The units are really available to others.
 	_, err = s.Reserve(ctx, "fits", sku, 5)
 	require.NoError(t, err)
 	_, err = s.Reserve(ctx, "late", sku, 1)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.True(t, stock(t, s, sku).SoldOut)
 }
 
@@ -255,11 +257,11 @@ func TestRelease(t *testing.T) {
 	r, err := s.Reserve(ctx, "buyer", sku, 3)
 	require.NoError(t, err)
 	_, err = s.Reserve(ctx, "loser", sku, 2)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	_, err = s.Reserve(ctx, "drainer", sku, 1)
 	require.NoError(t, err)
 	_, err = s.Reserve(ctx, "loser2", sku, 1)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	st := stock(t, s, sku)
 	require.True(t, st.SoldOut)
 	require.Equal(t, []int64{0, 0}, st.PerBucket)
@@ -281,7 +283,7 @@ func TestRelease(t *testing.T) {
 	require.Equal(t, int64(3), stock(t, s, sku).Available)
 
 	_, err = s.Reserve(ctx, "buyer", sku, 3)
-	require.ErrorIs(t, err, ErrReleased)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.AlreadyReleased})
 	require.Equal(t, int64(3), stock(t, s, sku).Available)
 
 	// Release before any Reserve (compensation racing a late activity
@@ -290,7 +292,7 @@ func TestRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(0), n)
 	_, err = s.Reserve(ctx, "cancelled-early", sku, 1)
-	require.ErrorIs(t, err, ErrReleased)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.AlreadyReleased})
 	require.Equal(t, int64(3), stock(t, s, sku).Available)
 }
 
@@ -310,7 +312,7 @@ func TestReleaseRacingReserveNeverLeaks(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, err := s.Reserve(ctx, order, sku, 7)
-			if err != nil && !errors.Is(err, ErrReleased) {
+			if err != nil && !errors.Is(err, &flashsale.Error{Code: flashsale.AlreadyReleased}) {
 				t.Errorf("reserve %s: %v", order, err)
 			}
 		}()
@@ -421,7 +423,7 @@ func TestPreheat(t *testing.T) {
 		_, err := s.Preheat(ctx, sku, 0, 2)
 		require.NoError(t, err)
 		_, err = s.Reserve(ctx, "o", sku, 1)
-		require.ErrorIs(t, err, ErrSoldOut)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 		require.True(t, stock(t, s, sku).SoldOut)
 		_, err = s.Preheat(ctx, sku, 5, 2)
 		require.NoError(t, err)
@@ -437,7 +439,7 @@ func TestPreheat(t *testing.T) {
 			require.NoError(t, rdb.DecrBy(ctx, stockKey(sku, 2), 3).Err())
 		}
 		res, err := corrupt.Preheat(ctx, sku, 40, 4)
-		require.ErrorIs(t, err, ErrPreheatMismatch)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.PreheatMismatch})
 		require.Contains(t, err.Error(), "37")
 		require.Contains(t, err.Error(), "40")
 		require.Equal(t, PreheatResult{RedisTotal: 37, Buckets: 4}, res)
@@ -445,7 +447,7 @@ func TestPreheat(t *testing.T) {
 		_, err = s.verifyPreheat(ctx, sku, 37)
 		require.NoError(t, err)
 		_, err = s.verifyPreheat(ctx, sku, 38)
-		require.ErrorIs(t, err, ErrPreheatMismatch)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.PreheatMismatch})
 	})
 }
 
@@ -456,7 +458,7 @@ func TestRestock(t *testing.T) {
 	_, err := s.Preheat(ctx, sku, 0, 4)
 	require.NoError(t, err)
 	_, err = s.Reserve(ctx, "early", sku, 1)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.True(t, stock(t, s, sku).SoldOut)
 
 	sub := rdb.Subscribe(ctx, StockChangedChannel)
@@ -552,7 +554,7 @@ func TestNoScriptRecovery(t *testing.T) {
 
 	require.NoError(t, rdb.ScriptFlush(ctx).Err())
 	_, err = s.Reserve(ctx, "o2", sku, 40)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 
 	require.NoError(t, rdb.ScriptFlush(ctx).Err())
 	added, err := s.Restock(ctx, sku, "req", 1)

@@ -11,9 +11,10 @@ import (
 // '}' (the hash tag). Two families of tags are used:
 //
 //   - {sku:<sku>}        SKU-level keys: bucket count, generation, sold-out
-//     flag and drift counter. They share one slot so Reserve can read N and
-//     gen with a single MGET and soldout.lua / bump.lua can touch gen and the
-//     flag atomically.
+//     flag, drift counter, resize history and lock, waitlist and reconcile
+//     fence. They share one slot so Reserve can read N, gen and the
+//     history with a single MGET and soldout.lua / bump.lua can touch gen
+//     and the flag atomically.
 //   - {sku:<sku>:b<i>}   bucket i's stock plus every marker that records a
 //     change to that stock (per-order takes, per-request restocks). A marker
 //     and the stock it describes must be updated in the same script, so they
@@ -22,10 +23,11 @@ import (
 //
 // The SKU is embedded inside the hash tag, so it must not contain '{' or '}'
 // (validateSKU enforces that); order and request ids come after the tag and
-// may contain anything.
+// may contain anything. Hash tags must never change: they decide which
+// keys a script may touch together.
 
 // bucketsKey holds the bucket count N of a SKU as a decimal string. Its
-// absence means the SKU was never preheated (ErrUnknownSKU).
+// absence means the SKU was never preheated (UnknownSKU).
 func bucketsKey(sku string) string { return "fs:{sku:" + sku + "}:buckets" }
 
 // genKey is the SKU's generation counter. Every stock increase (preheat,
@@ -74,6 +76,69 @@ func orderKey(sku string, bucket int, orderID string) string {
 func restockKey(sku string, bucket int, requestID string) string {
 	return bucketTag(sku, bucket) + ":restock:" + requestID
 }
+
+// layoutsKey lists every bucket count the SKU has had since its first
+// resize, comma separated ("16,64,4"); absent for a SKU never resized.
+// It shares the SKU slot with the count, so layout.lua switches both in one
+// step and Reserve reads them with one MGET.
+func layoutsKey(sku string) string { return "fs:{sku:" + sku + "}:layouts" }
+
+// resizeLockKey serializes Resize calls of one SKU.
+func resizeLockKey(sku string) string { return "fs:{sku:" + sku + "}:resize:lock" }
+
+// moveOutKey marks that move id took units out of bucket i ("<k>:<dest>").
+func moveOutKey(sku string, bucket int, id string) string {
+	return bucketTag(sku, bucket) + ":moveout:" + id
+}
+
+// moveInKey marks that move id put its units into bucket i.
+func moveInKey(sku string, bucket int, id string) string {
+	return bucketTag(sku, bucket) + ":movein:" + id
+}
+
+// pendingMovesKey is bucket i's hash of moves taken out of it and not yet
+// known to have landed: move id -> "<k>:<dest>".
+func pendingMovesKey(sku string, bucket int) string { return bucketTag(sku, bucket) + ":moves" }
+
+// The waitlist lives in the SKU's slot, beside the bucket count and the
+// sold-out flag, so the list, its membership set and the per-release offer
+// records change together in one script (waitlist.go):
+//
+//	fs:{sku:<sku>}:waitlist               FIFO list of user ids
+//	fs:{sku:<sku>}:waitlist:users         set of the same ids (join is idempotent)
+//	fs:{sku:<sku>}:offer:<released order> who got that order's units ("" = nobody)
+//	fs:{sku:<sku>}:waitlist:offers        hash: user id -> released order offered to them
+//
+// The hand-over itself (Transfer) touches only bucket slots: both orders'
+// markers of bucket i share bucket i's hash tag.
+func waitlistKey(sku string) string       { return "fs:{sku:" + sku + "}:waitlist" }
+func waitlistUsersKey(sku string) string  { return "fs:{sku:" + sku + "}:waitlist:users" }
+func waitlistOffersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:offers" }
+func offerKey(sku, releasedOrderID string) string {
+	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID
+}
+
+// reconcileFenceKey counts corrections and restores of a SKU. Observations
+// carry the value they read; a correction may only act on an observation
+// whose fence is still current (claim.lua). It shares the SKU slot with the
+// bucket count and gen so one MGET reads all three.
+func reconcileFenceKey(sku string) string { return "fs:{sku:" + sku + "}:reconcile:fence" }
+
+// reconcileClaimKey records that correctionID claimed the fence, so a
+// retried correction activity recognises its own claim.
+func reconcileClaimKey(sku, correctionID string) string {
+	return "fs:{sku:" + sku + "}:reconcile:claim:" + correctionID
+}
+
+// adjustKey records what correctionID did to bucket i (adjust.lua), in the
+// bucket's slot so the check and the move are one atomic step.
+func adjustKey(sku string, bucket int, correctionID string) string {
+	return bucketTag(sku, bucket) + ":adjust:" + correctionID
+}
+
+// orderKeyPrefix starts every bucket key of sku; HeldByOrder scans for
+// prefix + "*}:order:*" (reconcile.go).
+func orderKeyPrefix(sku string) string { return "fs:{sku:" + sku + ":b" }
 
 // validateSKU rejects SKUs that would break the key layout: an empty one,
 // or one containing a brace, which would end or confuse the hash tag and

@@ -3,8 +3,6 @@ package inventory
 import (
 	"context"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // RawTake runs take.lua once on one bucket with a bare EVALSHA: no bucket
@@ -16,17 +14,6 @@ func (s *Store) RawTake(ctx context.Context, sku string, bucket int, orderID str
 		1, s.heldMs, s.zeroMs).Err()
 	if err != nil {
 		return fmt.Errorf("raw take %s/%d: %w", sku, bucket, err)
-	}
-	return nil
-}
-
-// LoadScripts loads every script into the Redis script cache, so a
-// benchmark's first EVALSHA does not pay for a NOSCRIPT round trip.
-func (s *Store) LoadScripts(ctx context.Context) error {
-	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript, driftScript} {
-		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
-			return fmt.Errorf("load scripts: %w", err)
-		}
 	}
 	return nil
 }

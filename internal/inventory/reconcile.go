@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -21,37 +20,6 @@ import (
 // observation, correct the buckets by a relative amount). None of them ever
 // SETs a bucket to a total computed from an earlier read: buyers keep
 // taking while they run.
-
-// reconcileFenceKey counts corrections and restores of a SKU. Observations
-// carry the value they read; a correction may only act on an observation
-// whose fence is still current (claim.lua). It shares the SKU slot with the
-// bucket count and gen so one MGET reads all three.
-func reconcileFenceKey(sku string) string { return "fs:{sku:" + sku + "}:reconcile:fence" }
-
-// reconcileClaimKey records that correctionID claimed the fence, so a
-// retried correction activity recognises its own claim.
-func reconcileClaimKey(sku, correctionID string) string {
-	return "fs:{sku:" + sku + "}:reconcile:claim:" + correctionID
-}
-
-// adjustKey records what correctionID did to bucket i (adjust.lua), in the
-// bucket's slot so the check and the move are one atomic step.
-func adjustKey(sku string, bucket int, correctionID string) string {
-	return bucketTag(sku, bucket) + ":adjust:" + correctionID
-}
-
-var (
-	//go:embed adjust.lua
-	adjustSrc string
-	//go:embed claim.lua
-	claimSrc string
-	//go:embed fence.lua
-	fenceSrc string
-
-	adjustScript = redis.NewScript(adjustSrc)
-	claimScript  = redis.NewScript(claimSrc)
-	fenceScript  = redis.NewScript(fenceSrc)
-)
 
 // Marks are the SKU-level counters that move when stock is put back or a
 // reconciler acts: read before and after a longer read, unchanged marks
@@ -99,7 +67,7 @@ type Snapshot struct {
 	Units int64 `json:"units"`
 	// NegativeBuckets lists buckets holding a negative count.
 	NegativeBuckets []int `json:"negative_buckets,omitempty"`
-	// InTransit is the part of Units that a bucket resize (resize.go) has
+	// InTransit is the part of Units that a bucket resize (move.go) has
 	// taken out of one bucket and not yet put into another.
 	InTransit int64 `json:"in_transit,omitempty"`
 }
@@ -145,7 +113,7 @@ func (s *Store) HeldByOrder(ctx context.Context, sku string) (map[string]int64, 
 	if err := validateSKU(sku); err != nil {
 		return nil, fmt.Errorf("held by order %s: %w", sku, err)
 	}
-	prefix := "fs:{sku:" + sku + ":b"
+	prefix := orderKeyPrefix(sku)
 	pattern := globEscape(prefix) + "*}:order:*"
 
 	var mu sync.Mutex
@@ -250,7 +218,7 @@ type RestoreResult struct {
 // Restore re-preheats a SKU whose bucket count is gone (Redis restarted
 // empty, a failover lost it, someone deleted the keys) from the database's
 // available units. While the count is missing, Reserve, Release and Restock
-// all fail with ErrUnknownSKU, so no buyer is admitted and no bucket moves;
+// all fail with UnknownSKU, so no buyer is admitted and no bucket moves;
 // that is what makes it safe to write the buckets then.
 //
 // Unlike Preheat it never overwrites: bucket stock and then the count are

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,7 +39,7 @@ func TestHeldByOrderCountsOnlyHeldUnitsOfThisSKU(t *testing.T) {
 	for _, st := range steps {
 		_, err := s.Reserve(ctx, st.order, st.sku, st.qty)
 		if st.qty == 100 {
-			require.ErrorIs(t, err, ErrSoldOut)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 		} else {
 			require.NoError(t, err)
 		}
@@ -112,7 +114,7 @@ func TestAddingStockClearsTheSoldOutFlag(t *testing.T) {
 	_, err = s.Reserve(ctx, "a", sku, 1)
 	require.NoError(t, err)
 	_, err = s.Reserve(ctx, "b", sku, 1)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	soldOut, err := s.SoldOut(ctx, sku)
 	require.NoError(t, err)
 	require.True(t, soldOut)

@@ -3,7 +3,8 @@ package inventory
 import (
 	"context"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/flashsale/flashsale"
 )
 
 // Part is what one bucket contributed to a reservation.
@@ -20,29 +21,22 @@ type Reservation struct {
 	Parts    []Part
 }
 
-// startBucket spreads orders over the buckets. It depends only on the order
-// id, so every retry of an order walks the buckets in the same order and
-// meets its own markers.
-func startBucket(orderID string, n int) int {
-	return int(crc32.ChecksumIEEE([]byte(orderID)) % uint32(n))
-}
-
 // Reserve takes qty units of sku for orderID.
 //
 // It starts at bucket crc32(orderID)%N and probes (start+k)%N for
 // k = 0..N-1, taking min(still needed, bucket stock) from each until the
 // order is served, so an empty bucket never refuses a buyer while other
 // buckets hold stock (after a resize, a retry walks the layout its first
-// attempt walked: walkFor in resize.go). If all buckets together cannot
+// attempt walked: walkFor in layout.go). If all buckets together cannot
 // serve qty, every take of this order is given back, the sold-out flag is
-// set when the probe proves the SKU empty, and ErrSoldOut is returned: a
+// set when the probe proves the SKU empty, and a SoldOut error is returned: a
 // reservation is never partial.
 //
 // Reserve is idempotent per (orderID, sku) as long as qty is the same: a retry
 // replays the markers the first attempt left and returns the same Reservation
 // without moving stock; a retry of an order that ended sold out returns
-// ErrSoldOut again. Reserve after Release of the same order returns
-// ErrReleased. If Reserve fails with a transport error part-way, the units
+// SoldOut again. Reserve after Release of the same order returns
+// AlreadyReleased. If Reserve fails with a transport error part-way, the units
 // taken so far stay held under their markers: retry Reserve to finish, or
 // Release to give them back.
 //
@@ -72,7 +66,7 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 		return Reservation{}, fmt.Errorf("reserve %s: read gen: %w", sku, err)
 	}
 	// After a resize a retry must walk the buckets its first attempt
-	// walked (resize.go); for a SKU never resized this is the plain walk.
+	// walked (layout.go); for a SKU never resized this is the plain walk.
 	walk, err := s.walkFor(ctx, sku, orderID, lay)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
@@ -105,13 +99,13 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 			if _, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeRelease); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
 			}
-			return Reservation{}, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, ErrReleased)
+			return Reservation{}, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
 		case -3:
 			// An earlier attempt of this order ended sold out; repeat that.
 			if _, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeSoldOut); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back: %w", sku, err)
 			}
-			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, ErrSoldOut)
+			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
 		}
 		got := res[0]
 		if len(res) > 2 && res[2] == 1 {
@@ -146,15 +140,15 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 		err := soldOutScript.Run(ctx, s.rdb, []string{genKey(sku), soldOutKey(sku)}, gen, s.soldOutMs).Err()
 		if err != nil {
 			// The flag is only an optimisation; the answer stays sold out.
-			return Reservation{}, fmt.Errorf("reserve %s: %w (setting sold-out flag: %v)", sku, ErrSoldOut, err)
+			return Reservation{}, fmt.Errorf("reserve %s: %w (setting sold-out flag: %v)", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"), err)
 		}
 	}
-	return Reservation{}, fmt.Errorf("reserve %s: %w", sku, ErrSoldOut)
+	return Reservation{}, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
 }
 
 // Release returns every unit orderID holds in sku to the bucket it came
 // from. It probes all N buckets (and, after a shrink, every bucket the SKU
-// ever had: resize.go) with one pipeline of release.lua calls and
+// ever had: docs/design/buckets.md) with one pipeline of release.lua calls and
 // is idempotent: it returns the units released by this call, so 0 on a
 // retry. Buckets where the order held nothing get a tombstone, so a Reserve
 // attempt of the same order still in flight cannot take stock afterwards.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -127,7 +129,7 @@ func TestResizeShrinkSweepsRemovedBucketsAndLateReleases(t *testing.T) {
 
 	// Released means released, wherever the marker is.
 	_, err = s.Reserve(ctx, order, sku, 1)
-	require.ErrorIs(t, err, ErrReleased)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.AlreadyReleased})
 	n, err = s.Release(ctx, order, sku)
 	require.NoError(t, err)
 	require.Zero(t, n)
@@ -231,13 +233,13 @@ func TestResizeRefusals(t *testing.T) {
 	s, rdb := newStore(t)
 	sku := newSKU(t, rdb)
 	_, err := s.Resize(ctx, sku, 4)
-	require.ErrorIs(t, err, ErrUnknownSKU)
-	for _, n := range []int{0, -1, MaxBuckets + 1} {
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.UnknownSKU})
+	for _, n := range []int{0, -1, flashsale.MaxBuckets + 1} {
 		_, err = s.Resize(ctx, sku, n)
-		require.ErrorIs(t, err, ErrInvalidArgument, "%d buckets", n)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid}, "%d buckets", n)
 	}
 	_, err = s.Resize(ctx, "a{b}", 4)
-	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 }
 
 // Buyers reserve and release while the SKU goes 16 -> 64 -> 4 -> 16. No
@@ -299,7 +301,7 @@ func TestResizeUnderLoad(t *testing.T) {
 				qty := int64(1 + rng.IntN(3))
 				r, err := s.Reserve(ctx, id, sku, qty)
 				switch {
-				case errors.Is(err, ErrSoldOut):
+				case errors.Is(err, &flashsale.Error{Code: flashsale.SoldOut}):
 					soldOut.Add(1)
 				case err != nil:
 					errs <- err

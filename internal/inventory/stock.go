@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +22,7 @@ type PreheatResult struct {
 // deletes the stock of buckets a previous preheat had beyond the new count,
 // sets the bucket count and bumps gen, which clears the sold-out flag.
 //
-// It then reads the buckets back and returns ErrPreheatMismatch, wrapped
+// It then reads the buckets back and returns a PreheatMismatch error, wrapped
 // with both totals, if they do not sum to available: selling from Redis that
 // disagrees with the database would oversell (MySQL refuses, drift grows) or
 // undersell (buyers told "sold out" while the database has units).
@@ -40,7 +42,7 @@ func (s *Store) Preheat(ctx context.Context, sku string, available int64, bucket
 		if oldN, err = parseBuckets(prev); err != nil {
 			// A corrupt count is overwritten below; clean up as far as the
 			// largest possible layout so no stale bucket survives.
-			oldN = MaxBuckets
+			oldN = flashsale.MaxBuckets
 		}
 	}
 
@@ -81,7 +83,7 @@ func (s *Store) verifyPreheat(ctx context.Context, sku string, available int64) 
 	}
 	res := PreheatResult{RedisTotal: st.Available, Buckets: st.Buckets}
 	if st.Available != available {
-		return res, fmt.Errorf("redis buckets hold %d units, db has %d available: %w", st.Available, available, ErrPreheatMismatch)
+		return res, fmt.Errorf("redis buckets hold %d units, db has %d available: %w", st.Available, available, flashsale.Errorf(flashsale.PreheatMismatch, "preheat mismatch: redis buckets do not sum to db available stock"))
 	}
 	return res, nil
 }
@@ -153,7 +155,7 @@ type Stock struct {
 }
 
 // Stock reads a snapshot of sku's buckets, flag and drift counter. It
-// returns ErrUnknownSKU if the SKU was never preheated.
+// returns an UnknownSKU error if the SKU was never preheated.
 func (s *Store) Stock(ctx context.Context, sku string) (Stock, error) {
 	if err := validateSKU(sku); err != nil {
 		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
@@ -237,7 +239,7 @@ type Availability struct {
 // Available sums sku's buckets: one MGET of the bucket count and generation,
 // then one pipeline of GETs. It is what an API edge reads to size admission
 // before it lets an order reach Temporal; like Stock it is a snapshot, not a
-// promise (only Reserve takes units). It returns ErrUnknownSKU if the SKU was
+// promise (only Reserve takes units). It returns an UnknownSKU error if the SKU was
 // never preheated.
 func (s *Store) Available(ctx context.Context, sku string) (Availability, error) {
 	if err := validateSKU(sku); err != nil {
@@ -282,4 +284,30 @@ func (s *Store) MarkSoldOut(ctx context.Context, sku string, gen int64) (bool, e
 		return false, fmt.Errorf("mark sold out %s: %w", sku, err)
 	}
 	return set == 1, nil
+}
+
+// readBuckets reads buckets 0..n-1 of sku in one pipeline. A missing bucket
+// reads as 0; a negative one (tampering) is returned as it is, for the
+// caller to count.
+func (s *Store) readBuckets(ctx context.Context, sku string, n int) ([]int64, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, n)
+	for b := range cmds {
+		cmds[b] = pipe.Get(ctx, stockKey(sku, b))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read buckets: %w", err)
+	}
+	per := make([]int64, n)
+	for b, cmd := range cmds {
+		v, err := cmd.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bucket %d: %w", b, err)
+		}
+		per[b] = v
+	}
+	return per, nil
 }

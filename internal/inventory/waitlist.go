@@ -1,61 +1,17 @@
 package inventory
 
+// Waitlist: buyers answered "sold out" queue per SKU; a unit released by an
+// expired or cancelled order is offered to the first of them before it goes
+// back on open sale. The keys are in the SKU's slot (keys.go).
+
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 
 	"github.com/flashsale/flashsale"
 
 	"github.com/redis/go-redis/v9"
-)
-
-// Waitlist: buyers answered "sold out" queue per SKU; a unit released by an
-// expired or cancelled order is offered to the first of them before it goes
-// back on open sale.
-//
-// Keys. The waitlist lives in the SKU's slot ({sku:<sku>}), beside the
-// bucket count and the sold-out flag, so the list, its membership set and
-// the per-release offer records change together in one script:
-//
-//	fs:{sku:<sku>}:waitlist               FIFO list of user ids
-//	fs:{sku:<sku>}:waitlist:users         set of the same ids (join is idempotent)
-//	fs:{sku:<sku>}:offer:<released order> who got that order's units ("" = nobody)
-//	fs:{sku:<sku>}:waitlist:offers        hash: user id -> released order offered to them
-//
-// The hand-over itself (Transfer) touches only bucket slots: both orders'
-// markers of bucket i share bucket i's hash tag.
-
-func waitlistKey(sku string) string       { return "fs:{sku:" + sku + "}:waitlist" }
-func waitlistUsersKey(sku string) string  { return "fs:{sku:" + sku + "}:waitlist:users" }
-func waitlistOffersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:offers" }
-func offerKey(sku, releasedOrderID string) string {
-	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID
-}
-
-var (
-	//go:embed waitlist_join.lua
-	waitlistJoinSrc string
-	//go:embed waitlist_pop.lua
-	waitlistPopSrc string
-	//go:embed transfer.lua
-	transferSrc string
-
-	waitlistJoinScript = redis.NewScript(waitlistJoinSrc)
-	waitlistPopScript  = redis.NewScript(waitlistPopSrc)
-	transferScript     = redis.NewScript(transferSrc)
-)
-
-// Waitlist errors.
-var (
-	// ErrNotSoldOut refuses a waitlist join while the SKU still has units
-	// on open sale: the buyer should simply buy.
-	ErrNotSoldOut error = &flashsale.Error{Code: flashsale.NotSoldOut, Message: "not sold out"}
-	// ErrWaitlistFull refuses a join when the list holds its capacity.
-	ErrWaitlistFull error = &flashsale.Error{Code: flashsale.WaitlistFull, Message: "waitlist full"}
-	// ErrNotWaiting: the user neither waits nor was offered a unit.
-	ErrNotWaiting error = &flashsale.Error{Code: flashsale.NotOnWaitlist, Message: "not on the waitlist"}
 )
 
 // WaitlistEntry is a user's place in a SKU's waitlist.
@@ -69,8 +25,8 @@ type WaitlistEntry struct {
 
 // JoinWaitlist queues userID for sku, once: a repeated join answers the
 // user's current position. Joining is allowed only when no bucket holds a
-// unit (ErrNotSoldOut otherwise), the SKU is known (ErrUnknownSKU) and
-// fewer than capacity users wait (ErrWaitlistFull).
+// unit (NotSoldOut otherwise), the SKU is known (UnknownSKU) and
+// fewer than capacity users wait (WaitlistFull).
 //
 // The sold-out check and the push are not one atomic step (the buckets live
 // in other slots); that race is harmless: a unit that comes back just after
@@ -88,7 +44,7 @@ func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity i
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
 	}
 	if st.Available > 0 {
-		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d units on sale: %w", sku, st.Available, ErrNotSoldOut)
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d units on sale: %w", sku, st.Available, flashsale.Errorf(flashsale.NotSoldOut, "not sold out"))
 	}
 	res, err := waitlistJoinScript.Run(ctx, s.rdb, []string{waitlistKey(sku), waitlistUsersKey(sku)},
 		userID, s.heldMs, capacity).Int64Slice()
@@ -99,7 +55,7 @@ func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity i
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: unexpected reply %v", sku, res)
 	}
 	if res[0] < 0 {
-		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d waiting: %w", sku, capacity, ErrWaitlistFull)
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d waiting: %w", sku, capacity, flashsale.Errorf(flashsale.WaitlistFull, "waitlist full"))
 	}
 	return WaitlistEntry{SKU: sku, UserID: userID, Position: res[0], Joined: res[1] == 1}, nil
 }
@@ -129,7 +85,7 @@ type WaitlistPlace struct {
 
 // WaitlistPlace looks userID up on sku's waitlist: their position while
 // they wait, else the released order whose units were offered to them (the
-// latest, if several), else ErrNotWaiting. Both reads are in the SKU's slot
+// latest, if several), else NotOnWaitlist. Both reads are in the SKU's slot
 // and sent together.
 func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (WaitlistPlace, error) {
 	if err := validateSKU(sku); err != nil {
@@ -151,7 +107,7 @@ func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (Waitlist
 	if from, err := offer.Result(); err == nil && from != "" {
 		return WaitlistPlace{OfferedFrom: from}, nil
 	}
-	return WaitlistPlace{}, fmt.Errorf("waitlist place %s of %s: %w", sku, userID, ErrNotWaiting)
+	return WaitlistPlace{}, fmt.Errorf("waitlist place %s of %s: %w", sku, userID, flashsale.Errorf(flashsale.NotOnWaitlist, "not on the waitlist"))
 }
 
 // Transfer hands the qty units fromOrder holds in sku to toOrder, bucket by
@@ -162,8 +118,8 @@ func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (Waitlist
 //
 // Transfer is idempotent: a retry finds toOrder's markers and replays them.
 // If fromOrder does not hold exactly qty units (its markers expired or were
-// released) the answer is ErrSoldOut; if toOrder was released already,
-// ErrReleased. Either way whatever either order still held is released to
+// released) the answer is SoldOut; if toOrder was released already,
+// AlreadyReleased. Either way whatever either order still held is released to
 // open sale first, so a failed hand-over never leaves a unit held by an
 // order nobody will release.
 //
@@ -232,7 +188,7 @@ func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qt
 		return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, fromOrder, err)
 	}
 	if released {
-		return Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, toOrder, ErrReleased)
+		return Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, toOrder, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
 	}
-	return Reservation{}, fmt.Errorf("transfer %s: order %s held %d of %d units: %w", sku, fromOrder, got, qty, ErrSoldOut)
+	return Reservation{}, fmt.Errorf("transfer %s: order %s held %d of %d units: %w", sku, fromOrder, got, qty, flashsale.Errorf(flashsale.SoldOut, "sold out"))
 }

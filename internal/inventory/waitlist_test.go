@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,14 +27,14 @@ func TestWaitlistJoin(t *testing.T) {
 	sku := newSKU(t, rdb)
 
 	_, err := s.JoinWaitlist(ctx, sku, "u1", 10)
-	require.ErrorIs(t, err, ErrUnknownSKU)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.UnknownSKU})
 
 	_, err = s.Preheat(ctx, sku, 1, 4)
 	require.NoError(t, err)
 	_, err = s.JoinWaitlist(ctx, sku, "u1", 10)
-	require.ErrorIs(t, err, ErrNotSoldOut, "a unit is on sale: buy it")
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.NotSoldOut}, "a unit is on sale: buy it")
 	_, err = s.JoinWaitlist(ctx, sku, "", 10)
-	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 
 	_, err = s.Reserve(ctx, "A", sku, 1)
 	require.NoError(t, err)
@@ -87,7 +89,7 @@ func TestWaitlistPopIdempotentPerRelease(t *testing.T) {
 }
 
 // TestWaitlistCapacity: concurrent joins never push the list past its
-// capacity; exactly capacity buyers get a place, the rest ErrWaitlistFull,
+// capacity; exactly capacity buyers get a place, the rest &flashsale.Error{Code: flashsale.WaitlistFull},
 // and a buyer already waiting keeps their answer when the list is full.
 func TestWaitlistCapacity(t *testing.T) {
 	s, rdb := newStore(t)
@@ -107,7 +109,7 @@ func TestWaitlistCapacity(t *testing.T) {
 			switch {
 			case err == nil:
 				joined.Add(1)
-			case errors.Is(err, ErrWaitlistFull):
+			case errors.Is(err, &flashsale.Error{Code: flashsale.WaitlistFull}):
 				full.Add(1)
 			default:
 				t.Errorf("join u%d: %v", i, err)
@@ -126,7 +128,7 @@ func TestWaitlistCapacity(t *testing.T) {
 }
 
 // TestWaitlistPlace: a waiting buyer sees their position; once popped, the
-// released order whose units they were offered; anyone else ErrNotWaiting.
+// released order whose units they were offered; anyone else &flashsale.Error{Code: flashsale.NotOnWaitlist}.
 func TestWaitlistPlace(t *testing.T) {
 	s, rdb := newStore(t)
 	ctx := context.Background()
@@ -154,7 +156,7 @@ func TestWaitlistPlace(t *testing.T) {
 	require.Equal(t, WaitlistPlace{Position: 1}, p, "u2 moved up")
 
 	_, err = s.WaitlistPlace(ctx, sku, "mallory")
-	require.ErrorIs(t, err, ErrNotWaiting)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.NotOnWaitlist})
 }
 
 func TestTransfer(t *testing.T) {
@@ -185,7 +187,7 @@ func TestTransfer(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 	_, err = s.Reserve(ctx, "A", sku, 2)
-	require.ErrorIs(t, err, ErrReleased)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.AlreadyReleased})
 	require.Equal(t, before.PerBucket, stock(t, s, sku).PerBucket)
 
 	// B's units are real: releasing B puts them on open sale.
@@ -195,7 +197,7 @@ func TestTransfer(t *testing.T) {
 	require.Equal(t, int64(3), stock(t, s, sku).Available)
 	// Transfer after B's release: refused, nothing created.
 	_, err = s.Transfer(ctx, "A", "B", sku, 2)
-	require.ErrorIs(t, err, ErrReleased)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.AlreadyReleased})
 	require.Equal(t, int64(3), stock(t, s, sku).Available)
 }
 
@@ -213,7 +215,7 @@ func TestTransferFailedHandOverReleasesEverything(t *testing.T) {
 	_, err = s.Release(ctx, "A", sku)
 	require.NoError(t, err)
 	_, err = s.Transfer(ctx, "A", "B", sku, 1)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, int64(2), stock(t, s, sku).Available)
 
 	// A quantity mismatch hands nothing on: the units go back on sale.
@@ -221,9 +223,9 @@ func TestTransferFailedHandOverReleasesEverything(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, stock(t, s, sku).Available)
 	_, err = s.Transfer(ctx, "C", "D", sku, 1)
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, int64(2), stock(t, s, sku).Available, "neither order keeps a unit")
 
 	_, err = s.Transfer(ctx, "X", "X", sku, 1)
-	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 }

@@ -1,0 +1,164 @@
+package inventory
+
+// The bucket layout every per-order call depends on: how many buckets a SKU
+// has now, every count it had before (after a resize), where an order starts
+// and which buckets it walks. Why the layout is safe to change mid-sale is in
+// docs/design/buckets.md; the change itself is resize.go and move.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+
+	"github.com/flashsale/flashsale"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startBucket spreads orders over the buckets. It depends only on the order
+// id, so every retry of an order walks the buckets in the same order and
+// meets its own markers.
+func startBucket(orderID string, n int) int {
+	return int(crc32.ChecksumIEEE([]byte(orderID)) % uint32(n))
+}
+
+// layout is what a per-order call needs to know about a SKU's buckets.
+type layout struct {
+	n     int   // current count: buyers take from 0..n-1
+	probe int   // buckets a marker may live in: max(n, every earlier count)
+	past  []int // every count from the layouts list (empty: never resized)
+}
+
+// parseLayout reads the bucket count and layouts list from an MGET reply.
+func parseLayout(count, layouts any) (layout, error) {
+	n, err := parseBuckets(count)
+	if err != nil {
+		return layout{}, err
+	}
+	lay := layout{n: n, probe: n}
+	if layouts == nil {
+		return lay, nil
+	}
+	s, ok := layouts.(string)
+	if !ok {
+		return layout{}, fmt.Errorf("layouts has type %T", layouts)
+	}
+	for f := range strings.SplitSeq(s, ",") {
+		m, err := strconv.Atoi(f)
+		if err != nil || m < 1 || m > flashsale.MaxBuckets {
+			return layout{}, fmt.Errorf("corrupt layouts %q", s)
+		}
+		lay.past = append(lay.past, m)
+		lay.probe = max(lay.probe, m)
+	}
+	return lay, nil
+}
+
+// layout reads the count and layouts list with one MGET.
+func (s *Store) layout(ctx context.Context, sku string) (layout, error) {
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), layoutsKey(sku)).Result()
+	if err != nil {
+		return layout{}, err
+	}
+	return parseLayout(vals[0], vals[1])
+}
+
+// walkOf is the probe order of an order under count m, followed by the
+// buckets m..n-1 when the SKU has grown since.
+func walkOf(orderID string, m, n int) []int {
+	start := startBucket(orderID, m)
+	walk := make([]int, 0, max(m, n))
+	for k := range m {
+		walk = append(walk, (start+k)%m)
+	}
+	for b := m; b < n; b++ {
+		walk = append(walk, b)
+	}
+	return walk
+}
+
+// walkFor picks the walk of Reserve: the current count's, unless the SKU
+// was resized and the order's start bucket under an earlier count holds
+// its marker (a retry of an attempt made before the resize).
+func (s *Store) walkFor(ctx context.Context, sku, orderID string, lay layout) ([]int, error) {
+	m, err := s.markedCount(ctx, sku, orderID, lay, orderKey)
+	if err != nil {
+		return nil, fmt.Errorf("find the layout of an earlier attempt: %w", err)
+	}
+	return walkOf(orderID, m, lay.n), nil
+}
+
+// markedCount is the count, current or earlier, under which an earlier
+// attempt of id left its marker in its start bucket crc32(id)%M, or the
+// current count when none did. The candidates are checked in one
+// pipeline; a SKU never resized has one candidate and costs no read.
+func (s *Store) markedCount(ctx context.Context, sku, id string, lay layout, marker func(sku string, bucket int, id string) string) (int, error) {
+	if len(lay.past) == 0 {
+		return lay.n, nil
+	}
+	counts := append([]int{lay.n}, lay.past...)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(counts))
+	for i, m := range counts {
+		cmds[i] = pipe.Exists(ctx, marker(sku, startBucket(id, m), id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	for i, m := range counts {
+		if cmds[i].Val() == 1 {
+			return m, nil
+		}
+	}
+	return lay.n, nil
+}
+
+// parseBuckets turns the stored bucket count into an int. A missing key is
+// an UnknownSKU error; anything outside 1..flashsale.MaxBuckets means the
+// key was corrupted, and probing a nonsense number of buckets would be
+// worse than failing.
+func parseBuckets(v any) (int, error) {
+	if v == nil {
+		return 0, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku")
+	}
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("bucket count has type %T", v)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > flashsale.MaxBuckets {
+		return 0, fmt.Errorf("corrupt bucket count %q", s)
+	}
+	return n, nil
+}
+
+// parseInt reads an optional integer value (nil = 0) from an MGET reply.
+func parseInt(v any) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("value has type %T", v)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("corrupt integer %q", s)
+	}
+	return n, nil
+}
+
+// bucketCount reads N with one GET.
+func (s *Store) bucketCount(ctx context.Context, sku string) (int, error) {
+	v, err := s.rdb.Get(ctx, bucketsKey(sku)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku")
+	}
+	if err != nil {
+		return 0, err
+	}
+	return parseBuckets(v)
+}

@@ -1,0 +1,150 @@
+package inventory
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Every Lua script of the package, in one place. Each *.lua file documents
+// its KEYS and ARGV; every script touches the keys of one slot only, so a
+// cluster client can run it (keys.go). Scripts are embedded so the binary
+// and the Lua cannot drift apart, and wrapped in redis.Script so calls go
+// out as EVALSHA (the hash, not the source, on the wire) with a fallback to
+// EVAL after a NOSCRIPT.
+var (
+	// The buying path: a reservation, its give-back, the sold-out flag and
+	// the announcement that stock came back (reserve.go, stock.go).
+
+	//go:embed take.lua
+	takeSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed soldout.lua
+	soldOutSrc string
+	//go:embed bump.lua
+	bumpSrc string
+	//go:embed restock.lua
+	restockSrc string
+	//go:embed drift.lua
+	driftSrc string
+
+	takeScript    = redis.NewScript(takeSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+	soldOutScript = redis.NewScript(soldOutSrc)
+	bumpScript    = redis.NewScript(bumpSrc)
+	restockScript = redis.NewScript(restockSrc)
+	driftScript   = redis.NewScript(driftSrc)
+
+	// Resizing: the count switch, both halves of a move, the lock's
+	// release (resize.go, move.go).
+
+	//go:embed layout.lua
+	layoutSrc string
+	//go:embed moveout.lua
+	moveOutSrc string
+	//go:embed movein.lua
+	moveInSrc string
+	//go:embed unlock.lua
+	unlockSrc string
+
+	layoutScript  = redis.NewScript(layoutSrc)
+	moveOutScript = redis.NewScript(moveOutSrc)
+	moveInScript  = redis.NewScript(moveInSrc)
+	unlockScript  = redis.NewScript(unlockSrc)
+
+	// The waitlist and the hand-over of a released order's units
+	// (waitlist.go).
+
+	//go:embed waitlist_join.lua
+	waitlistJoinSrc string
+	//go:embed waitlist_pop.lua
+	waitlistPopSrc string
+	//go:embed transfer.lua
+	transferSrc string
+
+	waitlistJoinScript = redis.NewScript(waitlistJoinSrc)
+	waitlistPopScript  = redis.NewScript(waitlistPopSrc)
+	transferScript     = redis.NewScript(transferSrc)
+
+	// Reconciliation: relative corrections, the fence that orders them,
+	// and its move past a loss (reconcile.go).
+
+	//go:embed adjust.lua
+	adjustSrc string
+	//go:embed claim.lua
+	claimSrc string
+	//go:embed fence.lua
+	fenceSrc string
+
+	adjustScript = redis.NewScript(adjustSrc)
+	claimScript  = redis.NewScript(claimSrc)
+	fenceScript  = redis.NewScript(fenceSrc)
+)
+
+// Release modes understood by release.lua.
+const (
+	modeRelease = "r" // Release: the order is cancelled
+	modeSoldOut = "s" // Reserve gives back a take it could not complete
+)
+
+// scriptCall is one invocation of a script inside a pipeline.
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
+// evalPipelined runs script once per call in a single pipeline (one round
+// trip per node instead of one per bucket). Calls that fail with NOSCRIPT
+// (script cache flushed, failover to a node that never saw the script) are
+// retried once after loading the script. Only the failed calls are re-run,
+// so a call that already ran is never repeated; the scripts used here are
+// idempotent anyway.
+func (s *Store) evalPipelined(ctx context.Context, script *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(calls))
+	pending := make([]int, len(calls))
+	for i := range pending {
+		pending[i] = i
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := s.rdb.Pipeline()
+		for _, i := range pending {
+			cmds[i] = script.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+		}
+		// Exec reports only the first failure; each command is checked below.
+		_, _ = pipe.Exec(ctx)
+
+		var missing []int
+		for _, i := range pending {
+			err := cmds[i].Err()
+			switch {
+			case err == nil:
+			case attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT"):
+				missing = append(missing, i)
+			default:
+				return nil, err
+			}
+		}
+		if len(missing) == 0 {
+			return cmds, nil
+		}
+		// On a cluster client SCRIPT LOAD goes to every primary.
+		if err := script.Load(ctx, s.rdb).Err(); err != nil {
+			return nil, fmt.Errorf("load script after NOSCRIPT: %w", err)
+		}
+		pending = missing
+	}
+}
+
+// LoadScripts loads the buying path's scripts into the Redis script cache,
+// so a benchmark's first EVALSHA does not pay for a NOSCRIPT round trip.
+func (s *Store) LoadScripts(ctx context.Context) error {
+	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript, driftScript} {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return fmt.Errorf("load scripts: %w", err)
+		}
+	}
+	return nil
+}
