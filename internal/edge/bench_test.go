@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/flashsale/flashsale"
 )
 
 // BenchmarkAdmitSoldOut is the path most requests of a sale take: the SKU
@@ -16,7 +18,7 @@ func BenchmarkAdmitSoldOut(b *testing.B) {
 	g := f.gate(Options{})
 	ctx := context.Background()
 	// The first request reads Redis, finds nothing and fills the cache.
-	if _, err := g.Admit(ctx, f.req(0, 1)); !errors.Is(err, ErrSoldOut) {
+	if _, err := g.Admit(ctx, f.req(0, 1)); !errors.Is(err, &flashsale.Error{Code: flashsale.SoldOut}) {
 		b.Fatalf("want sold out, got %v", err)
 	}
 	var n atomic.Int64
@@ -26,7 +28,7 @@ func BenchmarkAdmitSoldOut(b *testing.B) {
 		for pb.Next() {
 			i := int(n.Add(1))
 			if _, err := g.Admit(ctx, Request{OrderID: "b" + strconv.Itoa(i), UserID: "u" + strconv.Itoa(i),
-				Items: []Item{{SKU: f.sku, Quantity: 1}}}); !errors.Is(err, ErrSoldOut) {
+				Items: []flashsale.Item{{SKU: f.sku, Quantity: 1}}}); !errors.Is(err, &flashsale.Error{Code: flashsale.SoldOut}) {
 				b.Errorf("want sold out, got %v", err)
 				return
 			}

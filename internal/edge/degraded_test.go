@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +30,7 @@ type mysqlStock struct {
 func (m *mysqlStock) available(_ context.Context, sku string) (int64, error) {
 	m.reads.Add(1)
 	if !m.known {
-		return 0, fmt.Errorf("sku %s: %w", sku, ErrUnknownSKU)
+		return 0, fmt.Errorf("sku %s: %w", sku, &flashsale.Error{Code: flashsale.UnknownSKU})
 	}
 	time.Sleep(time.Millisecond) // long enough for concurrent readers to share it
 	return m.units.Load(), nil
@@ -53,14 +55,14 @@ func downGate(t *testing.T, units int64, opts Options) (*Gate, *mysqlStock) {
 func TestDegradedGate(t *testing.T) {
 	ctx := context.Background()
 	req := func(i int) Request {
-		return Request{OrderID: fmt.Sprintf("o-%d", i), UserID: fmt.Sprintf("u-%d", i), Items: []Item{{SKU: "s", Quantity: 1}}}
+		return Request{OrderID: fmt.Sprintf("o-%d", i), UserID: fmt.Sprintf("u-%d", i), Items: []flashsale.Item{{SKU: "s", Quantity: 1}}}
 	}
 
 	t.Run("without a MySQL reader it fails closed", func(t *testing.T) {
 		g, _ := downGate(t, 5, Options{})
 		g.opts.DBAvailable = nil
 		_, err := g.Admit(ctx, req(1))
-		require.ErrorIs(t, err, ErrUnavailable)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Unavailable})
 	})
 
 	t.Run("an outage opens the guard, then MySQL's units admit", func(t *testing.T) {
@@ -83,17 +85,17 @@ func TestDegradedGate(t *testing.T) {
 		g, m := downGate(t, 0, Options{})
 		m.known = false
 		_, err := g.Admit(ctx, req(1))
-		require.ErrorIs(t, err, ErrUnknownSKU)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.UnknownSKU})
 	})
 
 	t.Run("sold out is then answered from the in-process cache", func(t *testing.T) {
 		g, m := downGate(t, 0, Options{LocalTTL: time.Hour})
 		_, err := g.Admit(ctx, req(1))
-		require.ErrorIs(t, err, ErrSoldOut)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 		reads := m.reads.Load()
 		for i := range 100 {
 			_, err := g.Admit(ctx, req(i))
-			require.ErrorIs(t, err, ErrSoldOut)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 		}
 		require.Equal(t, reads, m.reads.Load(), "no MySQL read once the cache knows")
 		require.EqualValues(t, 100, g.Stats().SoldOutLocal)
@@ -107,7 +109,7 @@ func TestDegradedGate(t *testing.T) {
 		tk.Done(ctx, true)
 		reads := m.reads.Load()
 		_, err = g.Admit(ctx, req(2))
-		require.ErrorIs(t, err, ErrSoldOut)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 		require.Equal(t, reads, m.reads.Load())
 	})
 }
@@ -130,15 +132,15 @@ func TestDegradedGateFlood(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			tk, err := g.Admit(ctx, Request{OrderID: fmt.Sprintf("f-%d", i), UserID: fmt.Sprintf("u-%d", i),
-				Items: []Item{{SKU: "s", Quantity: 1}}})
+				Items: []flashsale.Item{{SKU: "s", Quantity: 1}}})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
 				tickets = append(tickets, tk)
-			case errors.Is(err, ErrBusy):
+			case errors.Is(err, &flashsale.Error{Code: flashsale.Busy}):
 				busy++
-			case errors.Is(err, ErrSoldOut):
+			case errors.Is(err, &flashsale.Error{Code: flashsale.SoldOut}):
 				soldOut++
 			default:
 				other++

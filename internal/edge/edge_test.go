@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -72,7 +74,7 @@ func (f *fixture) gate(opts Options) *Gate {
 func (f *fixture) req(n int, qty int64) Request {
 	return Request{
 		OrderID: fmt.Sprintf("%s-o%d", f.id, n), UserID: fmt.Sprintf("%s-u%d", f.id, n),
-		Items: []Item{{SKU: f.sku, Quantity: qty}},
+		Items: []flashsale.Item{{SKU: f.sku, Quantity: qty}},
 	}
 }
 
@@ -93,7 +95,7 @@ func TestAdmissionIsSizedByStock(t *testing.T) {
 	_, err := g.Admit(ctx, f.req(3, 1))
 	var re *RetryError
 	require.ErrorAs(t, err, &re)
-	require.ErrorIs(t, err, ErrBusy)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Busy})
 	require.Equal(t, time.Second, re.After)
 
 	held[0].Done(ctx, false)
@@ -108,7 +110,7 @@ func TestAdmissionIsSizedByStock(t *testing.T) {
 		tk.Done(ctx, false)
 	}
 	_, err = g.Admit(ctx, f.req(5, 4))
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	_, err = g.Admit(ctx, f.req(6, 1))
 	require.NoError(t, err)
 
@@ -129,10 +131,10 @@ func TestAdmissionWindowCap(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err := g.Admit(ctx, f.req(2, 1))
-	require.ErrorIs(t, err, ErrBusy)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Busy})
 	// An order larger than the window waits for an empty window.
 	_, err = g.Admit(ctx, f.req(3, 5))
-	require.ErrorIs(t, err, ErrBusy)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Busy})
 }
 
 func TestSoldOutLayers(t *testing.T) {
@@ -147,17 +149,17 @@ func TestSoldOutLayers(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = a.Admit(ctx, f.req(1, 1))
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, int64(1), a.Stats().SoldOutStock, "first seen empty by reading the buckets")
 	_, err = a.Admit(ctx, f.req(2, 1))
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, int64(1), a.Stats().SoldOutLocal, "then answered without the network")
 
 	_, err = b.Admit(ctx, f.req(3, 1))
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, int64(1), b.Stats().SoldOutRedis, "another instance stops at the Redis flag")
 	_, err = b.Admit(ctx, f.req(4, 1))
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, int64(1), b.Stats().SoldOutLocal)
 
 	// The unit comes back: both instances sell it again at once.
@@ -197,7 +199,7 @@ func TestUnknownSKU(t *testing.T) {
 	f := newFixture(t)
 	g := f.gate(Options{})
 	_, err := g.Admit(context.Background(), f.req(1, 1))
-	require.ErrorIs(t, err, ErrUnknownSKU)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.UnknownSKU})
 	require.Zero(t, g.Stats().InFlightUnits)
 }
 
@@ -217,7 +219,7 @@ func TestRateLimit(t *testing.T) {
 	_, err := g.Admit(ctx, r)
 	var re *RetryError
 	require.ErrorAs(t, err, &re)
-	require.ErrorIs(t, err, ErrRateLimited)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.RateLimited})
 	require.Positive(t, re.After)
 	// The budget is per user.
 	tk, err := g.Admit(ctx, f.req(2, 1))
@@ -250,11 +252,11 @@ func TestDuplicateOrderIDBypassesShedding(t *testing.T) {
 	thief := r
 	thief.UserID = f.id + "-thief"
 	_, err = g.Admit(ctx, thief)
-	require.ErrorIs(t, err, ErrIDConflict)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.OrderIDConflict})
 
 	// A new buyer is shed as usual.
 	_, err = g.Admit(ctx, f.req(2, 1))
-	require.ErrorIs(t, err, ErrSoldOut)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.Equal(t, int64(1), g.Stats().Duplicates)
 }
 
@@ -262,8 +264,8 @@ func TestRedisDownFailsClosed(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	g := New(rdb, inventory.New(rdb, inventory.Options{}), Options{})
-	_, err := g.Admit(context.Background(), Request{OrderID: "o", UserID: "u", Items: []Item{{SKU: "s", Quantity: 1}}})
-	require.ErrorIs(t, err, ErrUnavailable)
+	_, err := g.Admit(context.Background(), Request{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "s", Quantity: 1}}})
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Unavailable})
 }
 
 // Many buyers racing one gate: every admitted request finds its unit, so
@@ -283,10 +285,10 @@ func TestConcurrentAdmissionWastesNothing(t *testing.T) {
 				n := int(seq.Add(1))
 				tk, err := g.Admit(ctx, f.req(n, 1))
 				switch {
-				case errors.Is(err, ErrBusy):
+				case errors.Is(err, &flashsale.Error{Code: flashsale.Busy}):
 					time.Sleep(5 * time.Millisecond)
 					continue
-				case errors.Is(err, ErrSoldOut):
+				case errors.Is(err, &flashsale.Error{Code: flashsale.SoldOut}):
 					return
 				case err != nil:
 					t.Error(err)
@@ -332,7 +334,7 @@ func TestClientHangUpIsNotAnOutage(t *testing.T) {
 	for i := range 10 {
 		_, err := g.Admit(gone, f.req(i, 1))
 		require.ErrorIs(t, err, context.Canceled)
-		require.NotErrorIs(t, err, ErrUnavailable)
+		require.NotErrorIs(t, err, &flashsale.Error{Code: flashsale.Unavailable})
 	}
 	require.True(t, guard.Up(), "client hang-ups must not open the Redis guard")
 	st := g.Stats()

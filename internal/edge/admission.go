@@ -1,0 +1,255 @@
+package edge
+
+// Admission while Redis answers: the layers of docs/design/edge.md in the
+// order they cost, each refusing as early and as cheaply as it can.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flashsale/flashsale"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// Admit decides whether req may go on to place its order. It returns a
+// Ticket, or one of the errors above (wrapped). It never blocks on other
+// requests: everything it cannot admit now is answered at once.
+func (g *Gate) Admit(ctx context.Context, req Request) (*Ticket, error) {
+	g.stats.requests.Add(1)
+	items := slices.Clone(req.Items)
+	// Sorted, so multi-item requests take per-SKU slots in one order.
+	slices.SortFunc(items, func(a, b flashsale.Item) int { return strings.Compare(a.SKU, b.SKU) })
+
+	done, ok := g.opts.Guard.Allow()
+	if !ok && g.opts.DBAvailable != nil {
+		return g.admitDegraded(ctx, items)
+	}
+	t, err := g.admitRedis(ctx, req, items)
+	if err != nil && ctx.Err() != nil {
+		// The buyer hung up mid-call: the failure is theirs, and says
+		// nothing about Redis (a dial cut short reads like a network
+		// error). Neither the guard nor the degraded path hears of it.
+		done(nil)
+		return nil, fmt.Errorf("admit order %s: %w", req.OrderID, context.Cause(ctx))
+	}
+	done(err)
+	if flashsale.ErrorCode(err) == flashsale.Unavailable && g.opts.DBAvailable != nil {
+		// Whatever this request did in Redis before it failed (a window
+		// slot, a placed marker) was undone or is harmless.
+		return g.admitDegraded(ctx, items)
+	}
+	return t, err
+}
+
+// admitRedis is Admit while Redis answers: the layers of the package
+// comment.
+func (g *Gate) admitRedis(ctx context.Context, req Request, items []flashsale.Item) (*Ticket, error) {
+	// A repeat of a placed order must get its first answer, whatever the
+	// stock says now: it bypasses the shedding layers (not the rate
+	// limit). Only client-chosen ids can be repeats, so server-made ids
+	// skip this read.
+	if req.ClientOrderID {
+		owner, err := g.rdb.Get(ctx, placedKey(req.OrderID)).Result()
+		switch {
+		case err == nil:
+			return g.duplicate(ctx, req, owner)
+		case !errors.Is(err, redis.Nil):
+			return nil, g.unavailable(ctx, fmt.Errorf("read placed marker of order %s: %w", req.OrderID, err))
+		}
+	}
+
+	if err := g.shedLocal(items, g.inflight, g.opts.MaxInFlight); err != nil {
+		return nil, err
+	}
+	if err := g.RateLimit(ctx, scopeBuy, req.UserID); err != nil {
+		return nil, err
+	}
+
+	return g.admit(ctx, req, items)
+}
+
+// shedLocal answers what this instance knows without the network: a SKU
+// cached as sold out, or a window already full for one of the items. At the
+// height of a sale most requests end here; the binding check is the
+// window's admit.
+func (g *Gate) shedLocal(items []flashsale.Item, window *inflight, limit int64) error {
+	now := time.Now()
+	for _, it := range items {
+		if g.cache.soldOut(it.SKU, now) {
+			g.stats.soldOutLocal.Add(1)
+			return fmt.Errorf("sku %s: %w (local cache)", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+		}
+	}
+	for _, it := range items {
+		if window.full(it.SKU, it.Quantity, limit) {
+			return g.busy()
+		}
+	}
+	return nil
+}
+
+func (g *Gate) duplicate(ctx context.Context, req Request, owner string) (*Ticket, error) {
+	if owner != req.UserID {
+		g.stats.idConflicts.Add(1)
+		return nil, fmt.Errorf("order %s: %w", req.OrderID, flashsale.Errorf(flashsale.OrderIDConflict, "order id used by another user"))
+	}
+	if err := g.RateLimit(ctx, scopeBuy, req.UserID); err != nil {
+		return nil, err
+	}
+	g.stats.duplicates.Add(1)
+	return &Ticket{g: g, window: g.inflight, Duplicate: true}, nil
+}
+
+// RateLimit spends one of userID's requests of scope (shared by every
+// instance through Redis, at the buy rate): a RetryError wrapping
+// a RateLimited error when none is left, Unavailable when Redis did not
+// answer.
+func (g *Gate) RateLimit(ctx context.Context, scope, userID string) error {
+	res, err := g.limiter.Allow(ctx, rateKey(scope, userID), redis_rate.PerSecond(g.opts.BuyRate))
+	if err != nil {
+		return g.unavailable(ctx, fmt.Errorf("rate limit: %w", err))
+	}
+	if res.Allowed == 0 {
+		g.stats.rateLimited.Add(1)
+		return &RetryError{Err: flashsale.Errorf(flashsale.RateLimited, "rate limited"), After: res.RetryAfter}
+	}
+	return nil
+}
+
+// admit is the last layer: per-SKU in-flight slots sized by what Redis
+// still holds.
+//
+// A request reads the SKU's units, THEN, under the window's lock, is
+// admitted only if the units already admitted and still in flight plus its
+// own fit into what it read (and into MaxInFlight). Every unit counted in
+// flight either has not been reserved yet (so it is still in Redis and is
+// owed to that request) or has been (so it is gone from Redis and counted
+// twice, which errs on the side of BUSY). So on one instance the admitted
+// requests never ask for more than Redis has: workflows started ~= units
+// sold. Each further instance can add at most MaxInFlight per SKU to that.
+//
+// Only admitted requests hold a slot. An earlier version took the slot
+// before the read; under a flood the requests merely probing then filled
+// the window, and near the end of a sale (few units left, many probes)
+// every request saw itself behind the probes and was told BUSY forever.
+func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (*Ticket, error) {
+	t := &Ticket{g: g, window: g.inflight}
+	if err := t.take(ctx, items, g.admitItem); err != nil {
+		return nil, err
+	}
+
+	// Remember the id before the order exists, so a repeat sent while the
+	// first is still in flight already skips shedding and attaches to the
+	// same workflow. SET NX GET tells in one round trip whether another
+	// request got there first.
+	prev, err := g.rdb.SetArgs(ctx, placedKey(req.OrderID), req.UserID,
+		redis.SetArgs{Mode: "NX", TTL: g.opts.PlacedTTL, Get: true}).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		t.release()
+		return nil, g.unavailable(ctx, fmt.Errorf("write placed marker of order %s: %w", req.OrderID, err))
+	default:
+		// A concurrent repeat of the same id won; it starts the workflow.
+		t.release()
+		return g.duplicate(ctx, req, prev)
+	}
+	g.stats.admitted.Add(1)
+	return t, nil
+}
+
+// admitItem reads what Redis holds for one item and asks the window.
+func (g *Gate) admitItem(ctx context.Context, it flashsale.Item) (admission, error) {
+	return g.admitFrom(ctx, it, g.inflight, g.opts.MaxInFlight, stockSource{
+		read: func(ctx context.Context, sku string) (stockRead, error) {
+			av, err := g.stock.Available(ctx, sku)
+			return stockRead{units: av.Units, flagged: av.SoldOut, gen: av.Gen}, err
+		},
+		empty: g.observedEmpty,
+	})
+}
+
+// stockSource is where an admission reads a SKU's units (Redis's buckets,
+// or MySQL's row while Redis is down) and how it records a read of none.
+type stockSource struct {
+	read  func(ctx context.Context, sku string) (stockRead, error)
+	empty func(ctx context.Context, sku string, tok token, gen int64)
+	// note ends a sold-out answer read from this source.
+	note string
+}
+
+// stockRead is one read of a SKU's units.
+type stockRead struct {
+	units int64
+	// flagged: the Redis sold-out flag was set, read in the same round
+	// trip as the stock; units were not read.
+	flagged bool
+	gen     int64
+}
+
+// admitFrom reads src for one item and asks window. A read made stale by a
+// request finishing meanwhile is repeated a few times; under a flood that
+// keeps happening, the answer is BUSY.
+func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *inflight, limit int64, src stockSource) (admission, error) {
+	for range 3 {
+		seen := window.releases(it.SKU)
+		tok := g.cache.token(time.Now())
+		r, err := src.read(ctx, it.SKU)
+		if flashsale.ErrorCode(err) == flashsale.UnknownSKU {
+			g.stats.unknownSKU.Add(1)
+			return 0, fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+		}
+		if err != nil {
+			return 0, g.unavailable(ctx, err)
+		}
+		if r.flagged {
+			g.cache.set(it.SKU, tok, time.Now())
+			g.stats.soldOutRedis.Add(1)
+			return 0, fmt.Errorf("sku %s: %w (redis flag)", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+		}
+		if r.units == 0 {
+			src.empty(ctx, it.SKU, tok, r.gen)
+			g.stats.soldOutStock.Add(1)
+			return 0, fmt.Errorf("sku %s: %w%s", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out"), src.note)
+		}
+		// Nobody else in flight and too few units is a plain "not enough
+		// left", not an empty SKU: no sold-out hint is recorded.
+		if res := window.admit(it.SKU, it.Quantity, r.units, limit, seen); res != stale {
+			return res, nil
+		}
+	}
+	return busy, nil
+}
+
+func (g *Gate) busy() error {
+	g.stats.busy.Add(1)
+	return &RetryError{Err: flashsale.Errorf(flashsale.Busy, "busy"), After: g.opts.BusyRetryAfter}
+}
+
+// unavailable marks err as Redis (or MySQL) not answering, unless the
+// request's own context ended: a buyer who hung up is not an outage.
+func (g *Gate) unavailable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	g.stats.unavailable.Add(1)
+	return fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "edge unavailable"), err)
+}
+
+// observedEmpty records that sku was read with zero units at generation gen
+// (token tok taken before the read): in this instance's cache, and in the
+// Redis flag so other instances stop at their layer 3. Both refuse a stale
+// observation, so a unit that came back meanwhile stays visible.
+func (g *Gate) observedEmpty(ctx context.Context, sku string, tok token, gen int64) {
+	g.cache.set(sku, tok, time.Now())
+	if _, err := g.stock.MarkSoldOut(ctx, sku, gen); err != nil {
+		// Only a hint; the next reader sees the empty buckets itself.
+		g.opts.Logger.Warn("set sold-out flag", "sku_id", sku, "error", err)
+	}
+}

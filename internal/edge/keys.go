@@ -1,0 +1,16 @@
+package edge
+
+// placedKey marks an order id as placed; its value is the buyer's user id.
+func placedKey(orderID string) string { return "fs:placed:" + orderID }
+
+// rateKey is a user's budget for one kind of request (redis_rate prefixes
+// "rate:"): buys and waitlist joins are counted apart, so queueing does not
+// cost a buyer their next buy.
+func rateKey(scope, userID string) string { return "fs:" + scope + ":" + userID }
+
+// Rate-limit scopes.
+const (
+	scopeBuy = "buy"
+	// ScopeWaitlist counts waitlist joins (see RateLimit).
+	ScopeWaitlist = "waitlist"
+)

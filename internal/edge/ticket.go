@@ -1,0 +1,103 @@
+package edge
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/flashsale/flashsale"
+)
+
+// Ticket is an admitted request. Done must be called once the order's
+// placement has answered, to give its in-flight units back.
+type Ticket struct {
+	g     *Gate
+	items []flashsale.Item
+	// window holds the ticket's units: the gate's window, or its degraded
+	// one (Degraded).
+	window *inflight
+	// Degraded is true when Redis was down: the request was admitted on
+	// MySQL's available units.
+	Degraded bool
+	// Duplicate is true when the order id had been placed before: the
+	// request goes to Temporal for its first answer and starts nothing.
+	Duplicate bool
+	done      atomic.Bool
+}
+
+// doneTimeout bounds Done's re-read of SKUs answered sold out.
+const doneTimeout = 2 * time.Second
+
+// Done gives the ticket's in-flight units back. soldOut reports that the
+// order was rejected as sold out: the gate then reads each SKU and, if it is
+// really empty, caches that, so the next buyers stop at the first layer.
+// That read is detached from ctx's cancellation (the buyer may have gone;
+// the answer is for the next ones) and bounded by doneTimeout. Calling Done
+// more than once is harmless.
+func (t *Ticket) Done(ctx context.Context, soldOut bool) {
+	if t == nil || !t.done.CompareAndSwap(false, true) {
+		return
+	}
+	t.release()
+	if !soldOut {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), doneTimeout)
+	defer cancel()
+	if t.Degraded {
+		for _, it := range t.items {
+			tok := t.g.cache.token(time.Now())
+			units, err := t.g.dbAvailable(ctx, it.SKU)
+			if err == nil && units == 0 {
+				t.g.cache.set(it.SKU, tok, time.Now())
+			}
+		}
+		return
+	}
+	for _, it := range t.items {
+		tok := t.g.cache.token(time.Now())
+		av, err := t.g.stock.Available(ctx, it.SKU)
+		if err != nil {
+			t.g.opts.Logger.Warn("read stock after sold-out answer", "sku_id", it.SKU, "error", err)
+			continue
+		}
+		switch {
+		case av.SoldOut:
+			t.g.cache.set(it.SKU, tok, time.Now())
+		case av.Units == 0:
+			t.g.observedEmpty(ctx, it.SKU, tok, av.Gen)
+		}
+	}
+}
+
+// take asks the ticket's window for every item through admitOne, all or
+// nothing: on the first refusal it gives back what it took and returns the
+// answer for the buyer.
+func (t *Ticket) take(ctx context.Context, items []flashsale.Item, admitOne func(context.Context, flashsale.Item) (admission, error)) error {
+	for _, it := range items {
+		res, err := admitOne(ctx, it)
+		if err != nil {
+			t.release()
+			return err
+		}
+		switch res {
+		case admitted:
+			t.items = append(t.items, it)
+		case tooFew:
+			t.release()
+			t.g.stats.soldOutStock.Add(1)
+			return fmt.Errorf("sku %s: %d wanted, fewer left: %w", it.SKU, it.Quantity, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+		default:
+			t.release()
+			return t.g.busy()
+		}
+	}
+	return nil
+}
+
+func (t *Ticket) release() {
+	for _, it := range t.items {
+		t.window.release(it.SKU, it.Quantity)
+	}
+}
