@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/flashsale/flashsale"
 
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/stretchr/testify/require"
 )
 
 func TestAbandonOrder(t *testing.T) {
@@ -19,18 +19,18 @@ func TestAbandonOrder(t *testing.T) {
 	createOrder(t, s, "ab-1", item("ab", 1))
 	o, err := s.AbandonOrder(ctx, "ab-1", "UNAVAILABLE")
 	require.NoError(t, err)
-	require.Equal(t, orderdb.StatusCancelled, o.Status)
+	require.Equal(t, flashsale.StatusCancelled, o.Status)
 	require.EqualValues(t, 5, inventory(t, s, "ab").Available)
 
 	// The create never reached MySQL: a tombstone, and a late attempt of
 	// the same id moves nothing.
 	o, err = s.AbandonOrder(ctx, "ab-2", "UNAVAILABLE")
 	require.NoError(t, err)
-	require.Equal(t, orderdb.StatusCancelled, o.Status)
+	require.Equal(t, flashsale.StatusCancelled, o.Status)
 	require.Empty(t, o.Items)
 	late, err := s.CreateOrder(ctx, newOrder("ab-2", "late", item("ab", 1)))
 	require.NoError(t, err, "the id exists: its order is returned")
-	require.Equal(t, orderdb.StatusCancelled, late.Status)
+	require.Equal(t, flashsale.StatusCancelled, late.Status)
 	require.EqualValues(t, 5, inventory(t, s, "ab").Available, "the late attempt froze nothing")
 	again, err := s.AbandonOrder(ctx, "ab-2", "UNAVAILABLE")
 	require.NoError(t, err, "idempotent")
@@ -61,7 +61,7 @@ func TestAbandonRacesLateCreate(t *testing.T) {
 	for i := range n {
 		o, err := s.Order(ctx, fmt.Sprintf("race-%02d", i))
 		require.NoError(t, err)
-		require.Equal(t, orderdb.StatusCancelled, o.Status)
+		require.Equal(t, flashsale.StatusCancelled, o.Status)
 	}
 	inv := inventory(t, s, "race")
 	require.EqualValues(t, n, inv.Available)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"gorm.io/gorm"
 )
 
@@ -41,7 +43,7 @@ type StockView struct {
 // either before or after its move, never halfway: a reconciler comparing
 // the two cannot count a unit both as available and as frozen.
 func (s *Store) StockView(ctx context.Context, sku string, orderIDs []string) (StockView, error) {
-	out := StockView{Statuses: make(map[string]Status, len(orderIDs))}
+	out := StockView{Statuses: make(map[string]flashsale.Status, len(orderIDs))}
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
 		row, err := takeInventory(tx, sku)
 		if err != nil {
@@ -57,7 +59,7 @@ func (s *Store) StockView(ctx context.Context, sku string, orderIDs []string) (S
 				return err
 			}
 			for _, r := range rows {
-				out.Statuses[r.OrderID] = Status(r.Status)
+				out.Statuses[r.OrderID] = flashsale.Status(r.Status)
 			}
 		}
 		return nil
@@ -107,8 +109,8 @@ type JournalReplay struct {
 // its status: a PENDING_PAYMENT order has exactly RESERVE, a PAID one
 // RESERVE and SELL, an expired or cancelled one RESERVE and RELEASE.
 type OrderJournal struct {
-	OrderID string `json:"order_id"`
-	Status  Status `json:"status"`
+	OrderID string           `json:"order_id"`
+	Status  flashsale.Status `json:"status"`
 	// Types are the entry types found, sorted and comma-separated.
 	Types string `json:"types"`
 	Want  string `json:"want"`
@@ -128,7 +130,7 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 
 		if err := tx.Raw(`SELECT COALESCE(SUM(i.quantity), 0) FROM order_items i
 			JOIN orders o ON o.order_id = i.order_id
-			WHERE i.sku_id = ? AND o.status = ?`, sku, StatusPendingPayment).Scan(&out.PendingUnits).Error; err != nil {
+			WHERE i.sku_id = ? AND o.status = ?`, sku, flashsale.StatusPendingPayment).Scan(&out.PendingUnits).Error; err != nil {
 			return fmt.Errorf("pending units: %w", err)
 		}
 		// The journal id orders the SKU's entries by the row lock they were
@@ -143,7 +145,7 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 			WHERE i.sku_id = ? AND o.status = ? AND EXISTS (
 				SELECT 1 FROM inventory_journal j
 				WHERE j.ref_id = i.order_id AND j.sku_id = i.sku_id AND j.type = ? AND j.id > ?)`,
-			sku, StatusPaid, journalReserve, lastReset).Scan(&out.PaidUnits).Error; err != nil {
+			sku, flashsale.StatusPaid, journalReserve, lastReset).Scan(&out.PaidUnits).Error; err != nil {
 			return fmt.Errorf("paid units: %w", err)
 		}
 
@@ -191,8 +193,8 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 				LEFT JOIN inventory_journal j ON j.ref_id = o.order_id AND j.sku_id = i.sku_id
 				GROUP BY o.order_id, o.status
 			) x WHERE types <> want ORDER BY order_id`,
-			StatusPendingPayment, journalReserve,
-			StatusPaid, journalReserve+","+journalSell,
+			flashsale.StatusPendingPayment, journalReserve,
+			flashsale.StatusPaid, journalReserve+","+journalSell,
 			journalRelease+","+journalReserve,
 			sku).Scan(&out.OrderJournals).Error; err != nil {
 			return fmt.Errorf("order journals: %w", err)
@@ -260,9 +262,9 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 			where string
 			args  []any
 		}{
-			{&out.CapturedNotPaid, "p.status = ? AND (o.status IS NULL OR o.status <> ?)", []any{PaymentCaptured, StatusPaid}},
+			{&out.CapturedNotPaid, "p.status = ? AND (o.status IS NULL OR o.status <> ?)", []any{PaymentCaptured, flashsale.StatusPaid}},
 			{&out.BadStatus, "p.status NOT IN (?, ?)", []any{PaymentCaptured, PaymentRefundRequired}},
-			{&out.AmountMismatch, "p.status = ? AND o.status = ? AND p.amount <> o.amount", []any{PaymentCaptured, StatusPaid}},
+			{&out.AmountMismatch, "p.status = ? AND o.status = ? AND p.amount <> o.amount", []any{PaymentCaptured, flashsale.StatusPaid}},
 		}
 		for _, q := range queries {
 			if err := tx.Raw(payments+q.where+filter+" ORDER BY p.id", append(q.args, args...)...).Scan(q.dst).Error; err != nil {
@@ -279,7 +281,7 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 			WHERE r.received_at <= o.pay_by AND o.status IN (?, ?)
 			  AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.transaction_id = r.transaction_id)`+orderFilter+`
 			ORDER BY r.received_at`,
-			append([]any{StatusExpired, StatusCancelled}, args...)...).Scan(&out.ReceivedNotKept).Error
+			append([]any{flashsale.StatusExpired, flashsale.StatusCancelled}, args...)...).Scan(&out.ReceivedNotKept).Error
 		if err != nil {
 			return err
 		}
@@ -288,7 +290,7 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 			FROM orders o LEFT JOIN payments p ON p.order_id = o.order_id AND p.status = ?
 			WHERE o.status = ?`+orderFilter+`
 			GROUP BY o.order_id, o.status, o.amount HAVING COUNT(p.id) <> 1 ORDER BY o.order_id`,
-			append([]any{PaymentCaptured, StatusPaid}, args...)...).Scan(&out.PaidCaptures).Error
+			append([]any{PaymentCaptured, flashsale.StatusPaid}, args...)...).Scan(&out.PaidCaptures).Error
 	})
 	if err != nil {
 		return PaymentAudit{}, fmt.Errorf("payment audit: %w", err)
@@ -298,10 +300,10 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 
 // OrderDeadline is an order's status and payment deadline.
 type OrderDeadline struct {
-	OrderID string    `json:"order_id"`
-	SKU     string    `json:"sku_id"`
-	Status  Status    `json:"status"`
-	PayBy   time.Time `json:"pay_by"`
+	OrderID string           `json:"order_id"`
+	SKU     string           `json:"sku_id"`
+	Status  flashsale.Status `json:"status"`
+	PayBy   time.Time        `json:"pay_by"`
 }
 
 // OverdueOrders lists PENDING_PAYMENT orders holding sku whose pay-by time
@@ -311,7 +313,7 @@ func (s *Store) OverdueOrders(ctx context.Context, sku string, before time.Time)
 	err := s.db.WithContext(ctx).Raw(`SELECT o.order_id, i.sku_id AS sku, o.status, o.pay_by
 		FROM orders o JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
 		WHERE o.status = ? AND o.pay_by < ? ORDER BY o.pay_by`,
-		sku, StatusPendingPayment, before.UTC()).Scan(&out).Error
+		sku, flashsale.StatusPendingPayment, before.UTC()).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("overdue orders of %s: %w", sku, err)
 	}

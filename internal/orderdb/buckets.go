@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/flashsale/flashsale"
+
 	"gorm.io/gorm"
 )
 
@@ -11,13 +13,13 @@ import (
 // a later preheat or restore of the SKU lays Redis out the same way. It
 // touches no stock column, so it needs no journal entry and is safe while
 // orders hold units. It returns the row as it is afterwards, or
-// ErrUnknownSKU.
+// UnknownSKU.
 func (s *Store) SetBuckets(ctx context.Context, skuID string, buckets int) (Inventory, error) {
-	if err := checkID("sku id", skuID, maxIDLen); err != nil {
+	if err := flashsale.CheckID("sku_id", skuID, flashsale.MaxIDLength); err != nil {
 		return Inventory{}, fmt.Errorf("set buckets %s: %w", skuID, err)
 	}
-	if buckets < 1 || buckets > maxBuckets {
-		return Inventory{}, fmt.Errorf("set buckets %s: buckets %d not in 1..%d: %w", skuID, buckets, maxBuckets, ErrInvalidArgument)
+	if err := flashsale.CheckBuckets(buckets); err != nil {
+		return Inventory{}, fmt.Errorf("set buckets %s: %w", skuID, err)
 	}
 	var out inventoryRow
 	err := s.writeTx(ctx, nil, func(tx *gorm.DB) error {

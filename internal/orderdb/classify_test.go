@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -14,7 +16,7 @@ import (
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
-// The answers MariaDB gives about the data itself are ErrPermanent; the
+// The answers MariaDB gives about the data itself are &flashsale.Error{Code: flashsale.Permanent}; the
 // ones that a retry can change are not. Each case is a real statement
 // against the real server, so the error numbers are the server's own.
 func TestWriteTxClassifiesServerErrors(t *testing.T) {
@@ -44,14 +46,14 @@ func TestWriteTxClassifiesServerErrors(t *testing.T) {
 			var me *mysql.MySQLError
 			require.ErrorAs(t, err, &me)
 			require.Equal(t, c.number, me.Number, "server answer: %v", err)
-			require.ErrorIs(t, err, ErrPermanent)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Permanent})
 		})
 	}
 
 	t.Run("duplicate key the caller expects", func(t *testing.T) {
 		err := s.writeTx(ctx, isDuplicateKey, func(tx *gorm.DB) error { return tx.Exec(permanent[1].sql).Error })
 		require.True(t, isDuplicateKey(err), "%v", err)
-		require.NotErrorIs(t, err, ErrPermanent)
+		require.NotErrorIs(t, err, &flashsale.Error{Code: flashsale.Permanent})
 	})
 
 	t.Run("lock wait timeout", func(t *testing.T) {
@@ -69,12 +71,12 @@ func TestWriteTxClassifiesServerErrors(t *testing.T) {
 			return tx.Exec("UPDATE inventory SET price = 11 WHERE sku_id = 'sku'").Error
 		})
 		require.True(t, isMySQLError(err, 1205), "%v", err)
-		require.NotErrorIs(t, err, ErrPermanent)
+		require.NotErrorIs(t, err, &flashsale.Error{Code: flashsale.Permanent})
 	})
 
 	t.Run("connection error", func(t *testing.T) {
-		require.NotErrorIs(t, classify(mysql.ErrInvalidConn, nil), ErrPermanent)
-		require.NotErrorIs(t, classify(errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"), nil), ErrPermanent)
-		require.NotErrorIs(t, classify(&mysql.MySQLError{Number: errDeadlock}, nil), ErrPermanent)
+		require.NotErrorIs(t, classify(mysql.ErrInvalidConn, nil), &flashsale.Error{Code: flashsale.Permanent})
+		require.NotErrorIs(t, classify(errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"), nil), &flashsale.Error{Code: flashsale.Permanent})
+		require.NotErrorIs(t, classify(&mysql.MySQLError{Number: errDeadlock}, nil), &flashsale.Error{Code: flashsale.Permanent})
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -35,7 +37,7 @@ type payCall struct {
 }
 
 type closeCall struct {
-	to  orderdb.Status
+	to  flashsale.Status
 	res orderdb.Order
 	err error
 }
@@ -61,7 +63,7 @@ func TestFlashSaleConcurrency(t *testing.T) {
 			orders = append(orders, fmt.Sprintf("o-%03d", i))
 			continue
 		}
-		require.ErrorIs(t, err, orderdb.ErrInsufficientStock, "the only acceptable failure")
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.StockDrift}, "the only acceptable failure")
 	}
 	require.Len(t, orders, stock, "exactly the stock is sold, no more, no less")
 	require.Equal(t, int64(stock), count(t, s, `SELECT COUNT(*) FROM orders`))
@@ -80,7 +82,7 @@ func TestFlashSaleConcurrency(t *testing.T) {
 		pays[id] = append(pays[id], c)
 		fns = append(fns, func() { c.res, c.err = s.ConfirmPayment(ctx, id, txn, amount) })
 	}
-	closeOrder := func(id string, to orderdb.Status) {
+	closeOrder := func(id string, to flashsale.Status) {
 		c := &closeCall{to: to}
 		closes[id] = append(closes[id], c)
 		fns = append(fns, func() { c.res, c.err = s.CloseOrder(ctx, id, to, "test") })
@@ -89,23 +91,23 @@ func TestFlashSaleConcurrency(t *testing.T) {
 		switch i % 6 {
 		case 0: // payment races the expiry timer
 			pay(id, "txn-"+id, 100)
-			closeOrder(id, orderdb.StatusExpired)
+			closeOrder(id, flashsale.StatusExpired)
 		case 1: // payment callback delivered three times
 			pay(id, "txn-"+id, 100)
 			pay(id, "txn-"+id, 100)
 			pay(id, "txn-"+id, 100)
 		case 2: // expiry retried while the user cancels
-			closeOrder(id, orderdb.StatusExpired)
-			closeOrder(id, orderdb.StatusExpired)
-			closeOrder(id, orderdb.StatusCancelled)
+			closeOrder(id, flashsale.StatusExpired)
+			closeOrder(id, flashsale.StatusExpired)
+			closeOrder(id, flashsale.StatusCancelled)
 		case 3: // user paid twice through different transactions
 			pay(id, "txn-a-"+id, 100)
 			pay(id, "txn-b-"+id, 100)
 		case 4: // everything, twice
 			pay(id, "txn-"+id, 100)
 			pay(id, "txn-"+id, 100)
-			closeOrder(id, orderdb.StatusCancelled)
-			closeOrder(id, orderdb.StatusCancelled)
+			closeOrder(id, flashsale.StatusCancelled)
+			closeOrder(id, flashsale.StatusCancelled)
 		case 5: // wrong amount: rejected, order stays pending
 			pay(id, "txn-"+id, 99)
 		}
@@ -122,7 +124,7 @@ func TestFlashSaleConcurrency(t *testing.T) {
 		firstSeen := map[string]int{}
 		for _, c := range pays[id] {
 			if i%6 == 5 {
-				require.ErrorIs(t, c.err, orderdb.ErrAmountMismatch)
+				require.ErrorIs(t, c.err, &flashsale.Error{Code: flashsale.AmountMismatch})
 				continue
 			}
 			require.NoError(t, c.err, "order %s pay %s", id, c.txn)
@@ -133,7 +135,7 @@ func TestFlashSaleConcurrency(t *testing.T) {
 			case orderdb.PaymentCaptured:
 				captured[c.txn] = true
 			case orderdb.PaymentRefundRequired:
-				require.NotEqual(t, orderdb.StatusPendingPayment, final.Status)
+				require.NotEqual(t, flashsale.StatusPendingPayment, final.Status)
 			default:
 				t.Fatalf("order %s: payment status %q", id, c.res.Payment.Status)
 			}
@@ -149,9 +151,9 @@ func TestFlashSaleConcurrency(t *testing.T) {
 			case c.err == nil:
 				closedOK++
 				require.Equal(t, c.to, final.Status, "order %s: a successful close matches the final status", id)
-			case errors.Is(c.err, orderdb.ErrOrderPaid):
-				require.Equal(t, orderdb.StatusPaid, final.Status)
-			case errors.Is(c.err, orderdb.ErrOrderClosed):
+			case errors.Is(c.err, &flashsale.Error{Code: flashsale.AlreadyPaid}):
+				require.Equal(t, flashsale.StatusPaid, final.Status)
+			case errors.Is(c.err, &flashsale.Error{Code: flashsale.OrderClosed}):
 				require.NotEqual(t, c.to, final.Status)
 			default:
 				t.Fatalf("order %s close: %v", id, c.err)
@@ -159,22 +161,22 @@ func TestFlashSaleConcurrency(t *testing.T) {
 		}
 
 		switch final.Status {
-		case orderdb.StatusPaid:
+		case flashsale.StatusPaid:
 			require.Len(t, captured, 1, "order %s paid by exactly one txn", id)
 			require.Zero(t, closedOK, "order %s: paid orders are never closed", id)
 			paidUnits++
-		case orderdb.StatusExpired, orderdb.StatusCancelled:
+		case flashsale.StatusExpired, flashsale.StatusCancelled:
 			require.Empty(t, captured, "order %s: closed orders capture nothing", id)
 			require.NotZero(t, closedOK)
-		case orderdb.StatusPendingPayment:
+		case flashsale.StatusPendingPayment:
 			require.Contains(t, []int{5}, i%6, "order %s left pending", id)
 			pendingUnits++
 		}
 		switch i % 6 {
 		case 1, 3:
-			require.Equal(t, orderdb.StatusPaid, final.Status, "order %s: nothing closes it", id)
+			require.Equal(t, flashsale.StatusPaid, final.Status, "order %s: nothing closes it", id)
 		case 2:
-			require.Contains(t, []orderdb.Status{orderdb.StatusExpired, orderdb.StatusCancelled}, final.Status)
+			require.Contains(t, []flashsale.Status{flashsale.StatusExpired, flashsale.StatusCancelled}, final.Status)
 		}
 		// A payment result never contradicts the stored order.
 		for _, c := range pays[id] {
@@ -207,7 +209,7 @@ func TestMultiSKUConcurrencyNoDeadlock(t *testing.T) {
 	fns := make([]func(), n)
 	errs := make([]error, n)
 	for i := range n {
-		items := []orderdb.Item{item("x", 1+int64(i%3)), item("y", 2), item("z", 1)}
+		items := []flashsale.Item{item("x", 1+int64(i%3)), item("y", 2), item("z", 1)}
 		rand.Shuffle(len(items), func(a, b int) { items[a], items[b] = items[b], items[a] })
 		items = items[:2+i%2]
 		fns[i] = func() { _, errs[i] = s.CreateOrder(ctx, newOrder(fmt.Sprintf("m-%d", i), "u", items...)) }
@@ -230,8 +232,8 @@ func TestMultiSKUConcurrencyNoDeadlock(t *testing.T) {
 		fns = append(fns,
 			func() { _, errs[2*i] = s.ConfirmPayment(ctx, id, "t-"+id, amounts[id]) },
 			func() {
-				_, err := s.CloseOrder(ctx, id, orderdb.StatusExpired, "race")
-				if errors.Is(err, orderdb.ErrOrderPaid) {
+				_, err := s.CloseOrder(ctx, id, flashsale.StatusExpired, "race")
+				if errors.Is(err, &flashsale.Error{Code: flashsale.AlreadyPaid}) {
 					err = nil
 				}
 				errs[2*i+1] = err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -26,12 +28,12 @@ func TestConfirmPaymentTransactionOfAnotherOrder(t *testing.T) {
 
 	for range 2 { // a repeat gets the same answer
 		_, err = s.ConfirmPayment(ctx, "b", "t1", b.Amount)
-		require.ErrorIs(t, err, orderdb.ErrTransactionConflict)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.TransactionConflict})
 		var conflict *orderdb.TransactionConflictError
 		require.ErrorAs(t, err, &conflict)
 		require.Equal(t, orderdb.TransactionConflictError{TransactionID: "t1", OrderID: "b", RecordedFor: "a"}, *conflict)
-		require.NotErrorIs(t, err, orderdb.ErrInvalidArgument)
-		require.NotErrorIs(t, err, orderdb.ErrPermanent)
+		require.NotErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
+		require.NotErrorIs(t, err, &flashsale.Error{Code: flashsale.Permanent})
 	}
 
 	after, err := s.Order(ctx, "b")
@@ -44,7 +46,7 @@ func TestConfirmPaymentTransactionOfAnotherOrder(t *testing.T) {
 	res, err := s.ConfirmPayment(ctx, "b", "t2", b.Amount)
 	require.NoError(t, err)
 	require.Equal(t, orderdb.PaymentCaptured, res.Payment.Status)
-	require.Equal(t, orderdb.StatusPaid, res.Order.Status)
+	require.Equal(t, flashsale.StatusPaid, res.Order.Status)
 	checkInvariants(t, s, "sku")
 }
 
@@ -59,12 +61,12 @@ func TestRecordRefundTransactionOfAnotherOrder(t *testing.T) {
 	createOrder(t, s, "b", item("sku", 1))
 	_, err := s.ConfirmPayment(ctx, "a", "t1", a.Amount)
 	require.NoError(t, err)
-	_, err = s.CloseOrder(ctx, "b", orderdb.StatusExpired, "PAYMENT_TIMEOUT")
+	_, err = s.CloseOrder(ctx, "b", flashsale.StatusExpired, "PAYMENT_TIMEOUT")
 	require.NoError(t, err)
 
 	for range 2 {
 		_, err = s.RecordRefund(ctx, orderdb.Payment{TransactionID: "t1", OrderID: "b", Amount: a.Amount, Reason: "ORDER_CLOSED"})
-		require.ErrorIs(t, err, orderdb.ErrTransactionConflict)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.TransactionConflict})
 		var conflict *orderdb.TransactionConflictError
 		require.ErrorAs(t, err, &conflict)
 		require.Equal(t, "a", conflict.RecordedFor)
@@ -79,6 +81,6 @@ func TestRecordRefundTransactionOfAnotherOrder(t *testing.T) {
 
 	// The same through ConfirmPayment on the closed order.
 	_, err = s.ConfirmPayment(ctx, "b", "t1", a.Amount)
-	require.ErrorIs(t, err, orderdb.ErrTransactionConflict)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.TransactionConflict})
 	checkInvariants(t, s, "sku")
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -28,7 +30,7 @@ const testUserLimit = 1000
 
 func putSKU(t *testing.T, s *orderdb.Store, id string, total, price int64) orderdb.Inventory {
 	t.Helper()
-	inv, err := s.PutSKU(context.Background(), orderdb.SKU{ID: id, Total: total, Price: price, Buckets: 4, PerUserLimit: testUserLimit})
+	inv, err := s.PutSKU(context.Background(), flashsale.SKU{ID: id, Total: total, Price: price, Buckets: 4, PerUserLimit: testUserLimit})
 	require.NoError(t, err)
 	return inv
 }
@@ -44,7 +46,7 @@ func newOrder(id, user string, items ...orderdb.Item) orderdb.NewOrder {
 	return orderdb.NewOrder{OrderID: id, UserID: user, Items: items, PayBy: time.Now().Add(15 * time.Minute)}
 }
 
-func item(sku string, qty int64) orderdb.Item { return orderdb.Item{SKU: sku, Quantity: qty} }
+func item(sku string, qty int64) flashsale.Item { return flashsale.Item{SKU: sku, Quantity: qty} }
 
 func createOrder(t *testing.T, s *orderdb.Store, id string, items ...orderdb.Item) orderdb.Order {
 	t.Helper()
@@ -76,12 +78,12 @@ func checkInvariants(t *testing.T, s *orderdb.Store, skus ...string) {
 		inv := inventory(t, s, sku)
 		require.Equal(t, inv.Total, inv.Available+inv.Frozen+inv.Sold, "sku %s balance", sku)
 
-		units := func(status orderdb.Status) int64 {
+		units := func(status flashsale.Status) int64 {
 			return count(t, s, `SELECT COALESCE(SUM(i.quantity), 0) FROM order_items i
 				JOIN orders o ON o.order_id = i.order_id WHERE i.sku_id = ? AND o.status = ?`, sku, status)
 		}
-		require.Equal(t, units(orderdb.StatusPendingPayment), inv.Frozen, "sku %s frozen = pending units", sku)
-		require.Equal(t, units(orderdb.StatusPaid), inv.Sold, "sku %s sold = paid units", sku)
+		require.Equal(t, units(flashsale.StatusPendingPayment), inv.Frozen, "sku %s frozen = pending units", sku)
+		require.Equal(t, units(flashsale.StatusPaid), inv.Sold, "sku %s sold = paid units", sku)
 
 		var replay struct{ Avail, Frozen, Sold, Rows int64 }
 		require.NoError(t, db.Raw(`SELECT COALESCE(SUM(delta_available), 0) AS avail, COALESCE(SUM(delta_frozen), 0) AS frozen,
@@ -105,15 +107,15 @@ func checkInvariants(t *testing.T, s *orderdb.Store, skus ...string) {
 			(SELECT COUNT(*) FROM payments p WHERE p.order_id = o.order_id AND p.status = 'CAPTURED') AS captured
 		FROM orders o`).Scan(&rows).Error)
 	want := map[string]string{
-		string(orderdb.StatusPendingPayment): "RESERVE",
-		string(orderdb.StatusPaid):           "RESERVE,SELL",
-		string(orderdb.StatusExpired):        "RELEASE,RESERVE",
-		string(orderdb.StatusCancelled):      "RELEASE,RESERVE",
+		string(flashsale.StatusPendingPayment): "RESERVE",
+		string(flashsale.StatusPaid):           "RESERVE,SELL",
+		string(flashsale.StatusExpired):        "RELEASE,RESERVE",
+		string(flashsale.StatusCancelled):      "RELEASE,RESERVE",
 	}
 	for _, r := range rows {
 		require.Equal(t, want[r.Status], r.Types, "order %s (%s) journal", r.OrderID, r.Status)
 		wantCaptured := int64(0)
-		if r.Status == string(orderdb.StatusPaid) {
+		if r.Status == string(flashsale.StatusPaid) {
 			wantCaptured = 1
 		}
 		require.Equal(t, wantCaptured, r.Captured, "order %s (%s) captured payments", r.OrderID, r.Status)

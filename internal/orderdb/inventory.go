@@ -7,35 +7,20 @@ import (
 	"math"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"gorm.io/gorm"
 )
-
-func (k SKU) validate() error {
-	if err := checkID("sku id", k.ID, maxIDLen); err != nil {
-		return err
-	}
-	switch {
-	case k.Total < 0:
-		return fmt.Errorf("total %d is negative: %w", k.Total, ErrInvalidArgument)
-	case k.Price < 0:
-		return fmt.Errorf("price %d is negative: %w", k.Price, ErrInvalidArgument)
-	case k.Buckets < 1 || k.Buckets > maxBuckets:
-		return fmt.Errorf("buckets %d not in 1..%d: %w", k.Buckets, maxBuckets, ErrInvalidArgument)
-	case k.PerUserLimit < 1:
-		return fmt.Errorf("per-user limit %d is below 1: %w", k.PerUserLimit, ErrInvalidArgument)
-	}
-	return nil
-}
 
 // PutSKU creates a SKU, or resets an existing one before a sale: available =
 // total, frozen = sold = 0, with the new price, bucket count and per-user
 // limit. Sold units are forgotten by the row but stay in the journal.
 //
-// It refuses with ErrSKUInUse while unpaid orders hold units (frozen > 0):
+// It refuses with SKUInUse while unpaid orders hold units (frozen > 0):
 // zeroing frozen would let a later payment or expiry of those orders move
 // units that no longer exist, breaking the stock invariants.
 func (s *Store) PutSKU(ctx context.Context, sku SKU) (Inventory, error) {
-	if err := sku.validate(); err != nil {
+	if err := sku.Validate(); err != nil {
 		return Inventory{}, fmt.Errorf("put sku %s: %w", sku.ID, err)
 	}
 	ts := now()
@@ -47,11 +32,11 @@ func (s *Store) PutSKU(ctx context.Context, sku SKU) (Inventory, error) {
 	err := s.writeTx(ctx, isDuplicateKey, func(tx *gorm.DB) error {
 		cur, err := lockInventory(tx, sku.ID)
 		exists := err == nil
-		if err != nil && !errors.Is(err, ErrUnknownSKU) {
+		if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
 			return err
 		}
 		if exists && cur.Frozen > 0 {
-			return fmt.Errorf("%d units reserved by unpaid orders: %w", cur.Frozen, ErrSKUInUse)
+			return fmt.Errorf("%d units reserved by unpaid orders: %w", cur.Frozen, flashsale.Errorf(flashsale.SKUInUse, "sku has unpaid reservations"))
 		}
 
 		out = inventoryRow{
@@ -100,7 +85,7 @@ func (s *Store) PutSKU(ctx context.Context, sku SKU) (Inventory, error) {
 	return out.toInventory(), nil
 }
 
-// Inventory returns the current stock row of a SKU, or ErrUnknownSKU.
+// Inventory returns the current stock row of a SKU, or UnknownSKU.
 func (s *Store) Inventory(ctx context.Context, skuID string) (Inventory, error) {
 	row, err := takeInventory(s.db.WithContext(ctx), skuID)
 	if err != nil {
@@ -119,14 +104,14 @@ func (s *Store) Inventory(ctx context.Context, skuID string) (Inventory, error) 
 // Call it before adding the units to Redis (inventory.Store.Restock): Redis
 // must never offer units the database does not have yet.
 func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID string) (RestockResult, error) {
-	if err := checkID("sku id", skuID, maxIDLen); err != nil {
+	if err := flashsale.CheckID("sku_id", skuID, flashsale.MaxIDLength); err != nil {
 		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
 	}
-	if err := checkID("request id", requestID, maxIDLen); err != nil {
+	if err := flashsale.CheckID("request_id", requestID, flashsale.MaxIDLength); err != nil {
 		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
 	}
 	if qty <= 0 {
-		return RestockResult{}, fmt.Errorf("restock %s: quantity %d is not positive: %w", skuID, qty, ErrInvalidArgument)
+		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, invalidf("quantity %d is not positive", qty))
 	}
 
 	var out RestockResult
@@ -142,7 +127,7 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 		switch {
 		case err == nil:
 			if prior.DeltaAvailable != qty {
-				return fmt.Errorf("request %s already added %d units, not %d: %w", requestID, prior.DeltaAvailable, qty, ErrInvalidArgument)
+				return invalidf("request %s already added %d units, not %d", requestID, prior.DeltaAvailable, qty)
 			}
 			out = RestockResult{Inventory: inv.toInventory()}
 			return nil
@@ -150,7 +135,7 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 			return err
 		}
 		if inv.Total > math.MaxInt64-qty {
-			return fmt.Errorf("total %d + %d overflows: %w", inv.Total, qty, ErrInvalidArgument)
+			return invalidf("total %d + %d overflows", inv.Total, qty)
 		}
 
 		ts := now()

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -13,7 +15,7 @@ import (
 
 func putLimitedSKU(t *testing.T, s *orderdb.Store, id string, total int64, limit int) {
 	t.Helper()
-	_, err := s.PutSKU(context.Background(), orderdb.SKU{ID: id, Total: total, Price: 100, Buckets: 4, PerUserLimit: limit})
+	_, err := s.PutSKU(context.Background(), flashsale.SKU{ID: id, Total: total, Price: 100, Buckets: 4, PerUserLimit: limit})
 	require.NoError(t, err)
 }
 
@@ -31,13 +33,13 @@ func TestPerUserLimit(t *testing.T) {
 	}{
 		{"first unit", newOrder("a1", "alice", item("one", 1)), nil},
 		{"retry of the same order is not a second purchase", newOrder("a1", "alice", item("one", 1)), nil},
-		{"second order over the limit", newOrder("a2", "alice", item("one", 1)), orderdb.ErrLimitExceeded},
+		{"second order over the limit", newOrder("a2", "alice", item("one", 1)), &flashsale.Error{Code: flashsale.LimitExceeded}},
 		{"another user is not affected", newOrder("b1", "bob", item("one", 1)), nil},
-		{"more than the limit in one order", newOrder("a3", "alice", item("three", 4)), orderdb.ErrLimitExceeded},
+		{"more than the limit in one order", newOrder("a3", "alice", item("three", 4)), &flashsale.Error{Code: flashsale.LimitExceeded}},
 		{"two of three", newOrder("a4", "alice", item("three", 2)), nil},
-		{"two more would make four", newOrder("a5", "alice", item("three", 2)), orderdb.ErrLimitExceeded},
+		{"two more would make four", newOrder("a5", "alice", item("three", 2)), &flashsale.Error{Code: flashsale.LimitExceeded}},
 		{"the third unit", newOrder("a6", "alice", item("three", 1)), nil},
-		{"a refused item rolls back the whole order", newOrder("a7", "alice", item("free", 1), item("one", 1)), orderdb.ErrLimitExceeded},
+		{"a refused item rolls back the whole order", newOrder("a7", "alice", item("free", 1), item("one", 1)), &flashsale.Error{Code: flashsale.LimitExceeded}},
 	}
 	for _, st := range steps {
 		_, err := s.CreateOrder(ctx, st.order)
@@ -47,7 +49,7 @@ func TestPerUserLimit(t *testing.T) {
 		}
 		require.ErrorIs(t, err, st.wantErr, st.name)
 		_, err = s.Order(ctx, st.order.OrderID)
-		require.ErrorIs(t, err, orderdb.ErrNotFound, "%s: no order row", st.name)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.OrderNotFound}, "%s: no order row", st.name)
 	}
 	require.Equal(t, int64(8), inventory(t, s, "one").Available)
 	require.Equal(t, int64(7), inventory(t, s, "three").Available)
@@ -55,14 +57,14 @@ func TestPerUserLimit(t *testing.T) {
 
 	// A closed order gives its units back, so the user may buy again; a
 	// paid one keeps counting.
-	_, err := s.CloseOrder(ctx, "a1", orderdb.StatusCancelled, "changed mind")
+	_, err := s.CloseOrder(ctx, "a1", flashsale.StatusCancelled, "changed mind")
 	require.NoError(t, err)
 	o, err := s.CreateOrder(ctx, newOrder("a8", "alice", item("one", 1)))
 	require.NoError(t, err)
 	_, err = s.ConfirmPayment(ctx, "a8", "txn-a8", o.Amount)
 	require.NoError(t, err)
 	_, err = s.CreateOrder(ctx, newOrder("a9", "alice", item("one", 1)))
-	require.ErrorIs(t, err, orderdb.ErrLimitExceeded)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.LimitExceeded})
 
 	checkInvariants(t, s, "one", "three", "free")
 }
@@ -89,7 +91,7 @@ func TestPerUserLimitConcurrent(t *testing.T) {
 			ok++
 			continue
 		}
-		require.ErrorIs(t, err, orderdb.ErrLimitExceeded)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.LimitExceeded})
 	}
 	require.Equal(t, 2, ok)
 	require.Equal(t, int64(2), inventory(t, s, "hot").Frozen)
@@ -107,12 +109,12 @@ func TestPerUserLimitIsPerSale(t *testing.T) {
 	_, err = s.ConfirmPayment(ctx, "w1", "txn-w1", o.Amount)
 	require.NoError(t, err)
 	_, err = s.CreateOrder(ctx, newOrder("w2", "alice", item("weekly", 1)))
-	require.ErrorIs(t, err, orderdb.ErrLimitExceeded, "same sale")
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.LimitExceeded}, "same sale")
 	checkInvariants(t, s, "weekly")
 
 	putLimitedSKU(t, s, "weekly", 10, 1)
 	_, err = s.CreateOrder(ctx, newOrder("w3", "alice", item("weekly", 1)))
 	require.NoError(t, err, "next sale")
 	_, err = s.CreateOrder(ctx, newOrder("w4", "alice", item("weekly", 1)))
-	require.ErrorIs(t, err, orderdb.ErrLimitExceeded, "and the limit holds in it")
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.LimitExceeded}, "and the limit holds in it")
 }

@@ -1,6 +1,10 @@
 package orderdb
 
-import "time"
+import (
+	"time"
+
+	"github.com/flashsale/flashsale"
+)
 
 // GORM models, one per table of migrations/00001_init.sql. They are kept
 // unexported so the public API stays plain structs independent of the ORM.
@@ -107,7 +111,7 @@ func journalFor(after inventoryRow, ref, typ string, dAvail, dFrozen, dSold int6
 		AvailableAfter:  after.Available,
 		FrozenAfter:     after.Frozen,
 		SoldAfter:       after.Sold,
-		Reason:          truncate(reason, maxReasonLen),
+		Reason:          truncate(reason, flashsale.MaxReasonLength),
 		CreatedAt:       now,
 	}
 }
@@ -141,12 +145,12 @@ func toOrder(o orderRow, items []orderItemRow, pays []paymentRow) Order {
 	out := Order{
 		OrderID:   o.OrderID,
 		UserID:    o.UserID,
-		Status:    Status(o.Status),
+		Status:    flashsale.Status(o.Status),
 		Amount:    o.Amount,
 		PayBy:     o.PayBy.UTC(),
 		Reason:    o.Reason,
 		Degraded:  o.Degraded,
-		Items:     make([]Item, 0, len(items)),
+		Items:     make([]flashsale.Item, 0, len(items)),
 		Payments:  make([]Payment, 0, len(pays)),
 		CreatedAt: o.CreatedAt.UTC(),
 	}
@@ -155,7 +159,7 @@ func toOrder(o orderRow, items []orderItemRow, pays []paymentRow) Order {
 		out.ClosedAt = &t
 	}
 	for _, it := range items {
-		out.Items = append(out.Items, Item{SKU: it.SKUID, Quantity: it.Quantity, UnitPrice: it.UnitPrice})
+		out.Items = append(out.Items, flashsale.Item{SKU: it.SKUID, Quantity: it.Quantity, UnitPrice: it.UnitPrice})
 	}
 	for _, p := range pays {
 		out.Payments = append(out.Payments, p.toPayment())

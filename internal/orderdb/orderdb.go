@@ -13,73 +13,24 @@
 package orderdb
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/flashsale/flashsale"
 )
 
-// Sentinel errors. Callers test them with errors.Is; the returned errors wrap
-// them with the operation and ids.
-var (
-	ErrNotFound   error = &flashsale.Error{Code: flashsale.OrderNotFound, Message: "not found"}
-	ErrUnknownSKU error = &flashsale.Error{Code: flashsale.UnknownSKU, Message: "unknown sku"}
-	// ErrInsufficientStock means MySQL has fewer available units than Redis
-	// let through: Redis drifted and must be reconciled.
-	ErrInsufficientStock error = &flashsale.Error{Code: flashsale.StockDrift, Message: "insufficient stock"}
-	ErrOrderClosed       error = &flashsale.Error{Code: flashsale.OrderClosed, Message: "order closed"}
-	ErrOrderPaid         error = &flashsale.Error{Code: flashsale.AlreadyPaid, Message: "order already paid"}
-	ErrAmountMismatch    error = &flashsale.Error{Code: flashsale.AmountMismatch, Message: "amount mismatch"}
-	ErrSKUInUse          error = &flashsale.Error{Code: flashsale.SKUInUse, Message: "sku has unpaid reservations"}
-	// ErrLimitExceeded means the order would give the user more units of a
-	// SKU than its per_user_limit allows. Nothing was written.
-	ErrLimitExceeded error = &flashsale.Error{Code: flashsale.LimitExceeded, Message: "per-user limit exceeded"}
-	// ErrInvalidArgument marks input that can never succeed (empty ids,
-	// non-positive quantities, ...). Retrying it is pointless, so a Temporal
-	// activity should report it as non-retryable.
-	ErrInvalidArgument error = &flashsale.Error{Code: flashsale.Invalid, Message: "invalid argument"}
-	// ErrTransactionConflict means the payment's transaction id is already
-	// recorded for another order. Nothing was written for this order, which
-	// is unchanged and still payable with another transaction; the money
-	// belongs to the order that recorded it first. The error is a
-	// *TransactionConflictError naming that order.
-	ErrTransactionConflict error = &flashsale.Error{Code: flashsale.TransactionConflict, Message: "transaction already recorded for another order"}
-	// ErrPermanent marks a database answer that will be the same on every
-	// retry (a CHECK constraint, a duplicate key no code path expects, a
-	// value out of range or too long, a broken foreign key). The statement
-	// rolled back. It is kept apart from ErrInvalidArgument because the
-	// caller's input may be fine: the stored data or the code is wrong, an
-	// operator has to look. Temporal activities report it as non-retryable
-	// unless they are compensation, which must keep trying. Deadlocks, lock
-	// wait timeouts and connection errors are never ErrPermanent.
-	ErrPermanent error = &flashsale.Error{Code: flashsale.Permanent, Message: "permanent database error"}
-)
-
-// TransactionConflictError is the ErrTransactionConflict of one payment:
-// TransactionID was offered for OrderID but is recorded for RecordedFor.
-type TransactionConflictError struct {
-	TransactionID string
-	OrderID       string
-	RecordedFor   string
-}
-
-func (e *TransactionConflictError) Error() string {
-	return fmt.Sprintf("transaction %s is recorded for order %s, not order %s", e.TransactionID, e.RecordedFor, e.OrderID)
-}
-
-// Unwrap makes errors.Is(err, ErrTransactionConflict) hold.
-func (e *TransactionConflictError) Unwrap() error { return ErrTransactionConflict }
-
 // Status is the lifecycle state of an order.
-type Status string
+//
+// Deprecated: use flashsale.Status.
+type Status = flashsale.Status
 
-// Order states. PENDING_PAYMENT is the only open state; the other three are
-// final.
+// Order states MySQL stores. PENDING_PAYMENT is the only open one.
+//
+// Deprecated: use flashsale.StatusPendingPayment and the others.
 const (
-	StatusPendingPayment Status = "PENDING_PAYMENT"
-	StatusPaid           Status = "PAID"
-	StatusExpired        Status = "EXPIRED"
-	StatusCancelled      Status = "CANCELLED"
+	StatusPendingPayment = flashsale.StatusPendingPayment
+	StatusPaid           = flashsale.StatusPaid
+	StatusExpired        = flashsale.StatusExpired
+	StatusCancelled      = flashsale.StatusCancelled
 )
 
 // PaymentStatus says what happened to money that arrived.
@@ -92,23 +43,10 @@ const (
 	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
 )
 
-// Field limits, mirroring the column sizes so bad input fails validation
-// instead of a strict-mode "data too long" error deep in a transaction.
-const (
-	maxIDLen     = 64
-	maxTxnIDLen  = 128
-	maxReasonLen = 255
-	maxBuckets   = 1024
-)
-
 // SKU is the definition written by PutSKU.
-type SKU struct {
-	ID           string
-	Total        int64
-	Price        int64 // minor currency units
-	Buckets      int   // Redis stock buckets, 1..1024
-	PerUserLimit int
-}
+//
+// Deprecated: use flashsale.SKU.
+type SKU = flashsale.SKU
 
 // Inventory is the current stock of a SKU. Available+Frozen+Sold == Total.
 type Inventory struct {
@@ -126,13 +64,10 @@ type Inventory struct {
 	RedisResync int64 `json:"redis_resync,omitempty"`
 }
 
-// Item is one line of an order. UnitPrice is filled by the store from the
-// inventory price at reservation time and ignored on input.
-type Item struct {
-	SKU       string `json:"sku_id"`
-	Quantity  int64  `json:"quantity"`
-	UnitPrice int64  `json:"unit_price"`
-}
+// Item is one line of an order.
+//
+// Deprecated: use flashsale.Item.
+type Item = flashsale.Item
 
 // Payment is money received for an order.
 type Payment struct {
@@ -146,26 +81,29 @@ type Payment struct {
 
 // Order is an order with its items (by sku) and payments (in arrival order).
 type Order struct {
-	OrderID string    `json:"order_id"`
-	UserID  string    `json:"user_id"`
-	Status  Status    `json:"status"`
-	Amount  int64     `json:"amount"`
-	PayBy   time.Time `json:"pay_by"`
-	Reason  string    `json:"reason,omitempty"`
+	OrderID string           `json:"order_id"`
+	UserID  string           `json:"user_id"`
+	Status  flashsale.Status `json:"status"`
+	Amount  int64            `json:"amount"`
+	PayBy   time.Time        `json:"pay_by"`
+	Reason  string           `json:"reason,omitempty"`
 	// Degraded: reserved in MySQL alone while Redis was unreachable.
-	Degraded  bool       `json:"degraded,omitempty"`
-	Items     []Item     `json:"items"`
-	Payments  []Payment  `json:"payments"`
-	CreatedAt time.Time  `json:"created_at"`
-	ClosedAt  *time.Time `json:"closed_at,omitempty"`
+	Degraded bool `json:"degraded,omitempty"`
+	// Items are by SKU; UnitPrice is the inventory price when the order
+	// was created.
+	Items     []flashsale.Item `json:"items"`
+	Payments  []Payment        `json:"payments"`
+	CreatedAt time.Time        `json:"created_at"`
+	ClosedAt  *time.Time       `json:"closed_at,omitempty"`
 }
 
-// NewOrder is the input of CreateOrder. Items need SKU and Quantity.
+// NewOrder is the input of CreateOrder. Items need SKU and Quantity; their
+// UnitPrice is ignored (the store charges the inventory price).
 type NewOrder struct {
-	OrderID string    `json:"order_id"`
-	UserID  string    `json:"user_id"`
-	Items   []Item    `json:"items"`
-	PayBy   time.Time `json:"pay_by"`
+	OrderID string           `json:"order_id"`
+	UserID  string           `json:"user_id"`
+	Items   []flashsale.Item `json:"items"`
+	PayBy   time.Time        `json:"pay_by"`
 	// Degraded marks an order reserved without Redis (it took nothing from
 	// the buckets). Creating or closing it flags its SKUs for a Redis
 	// resync (Inventory.RedisResync).

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -20,12 +22,12 @@ func TestCreateOrderAmountAndReservation(t *testing.T) {
 	// Items given out of sku order come back sorted, priced from inventory;
 	// a caller-supplied UnitPrice is ignored.
 	o, err := s.CreateOrder(ctx, newOrder("o1", "alice",
-		orderdb.Item{SKU: "pear", Quantity: 2, UnitPrice: 1}, item("apple", 3)))
+		flashsale.Item{SKU: "pear", Quantity: 2, UnitPrice: 1}, item("apple", 3)))
 	require.NoError(t, err)
-	require.Equal(t, orderdb.StatusPendingPayment, o.Status)
+	require.Equal(t, flashsale.StatusPendingPayment, o.Status)
 	require.Equal(t, "alice", o.UserID)
 	require.Equal(t, int64(3*150+2*990), o.Amount)
-	require.Equal(t, []orderdb.Item{{SKU: "apple", Quantity: 3, UnitPrice: 150}, {SKU: "pear", Quantity: 2, UnitPrice: 990}}, o.Items)
+	require.Equal(t, []flashsale.Item{{SKU: "apple", Quantity: 3, UnitPrice: 150}, {SKU: "pear", Quantity: 2, UnitPrice: 990}}, o.Items)
 	require.Empty(t, o.Payments)
 	require.Nil(t, o.ClosedAt)
 
@@ -78,11 +80,11 @@ func TestCreateOrderIsIdempotent(t *testing.T) {
 	require.Equal(t, int64(1), count(t, s, `SELECT COUNT(*) FROM inventory_journal WHERE type = 'RESERVE'`))
 
 	// A retry of a closed order returns it as it is now, moving nothing.
-	_, err := s.CloseOrder(ctx, "o1", orderdb.StatusExpired, "timeout")
+	_, err := s.CloseOrder(ctx, "o1", flashsale.StatusExpired, "timeout")
 	require.NoError(t, err)
 	again, err := s.CreateOrder(ctx, newOrder("o1", "user-o1", item("sku", 2)))
 	require.NoError(t, err)
-	require.Equal(t, orderdb.StatusExpired, again.Status)
+	require.Equal(t, flashsale.StatusExpired, again.Status)
 	require.Equal(t, int64(2), inventory(t, s, "sku").Available)
 	checkInvariants(t, s, "sku")
 }
@@ -122,16 +124,16 @@ func TestCreateOrderFailuresRollBack(t *testing.T) {
 
 	cases := []struct {
 		name    string
-		items   []orderdb.Item
+		items   []flashsale.Item
 		wantErr error
 		wantMsg string
 	}{
 		// "a" is reserved first (sku order), then "b" is short: "a" must be
 		// rolled back too.
-		{"second item short", []orderdb.Item{item("a", 2), item("b", 2)}, orderdb.ErrInsufficientStock, "sku b"},
-		{"single item short", []orderdb.Item{item("a", 11)}, orderdb.ErrInsufficientStock, "sku a"},
-		{"unknown sku after a good one", []orderdb.Item{item("a", 1), item("zzz", 1)}, orderdb.ErrUnknownSKU, "sku zzz"},
-		{"unknown sku alone", []orderdb.Item{item("nope", 1)}, orderdb.ErrUnknownSKU, "sku nope"},
+		{"second item short", []flashsale.Item{item("a", 2), item("b", 2)}, &flashsale.Error{Code: flashsale.StockDrift}, "sku b"},
+		{"single item short", []flashsale.Item{item("a", 11)}, &flashsale.Error{Code: flashsale.StockDrift}, "sku a"},
+		{"unknown sku after a good one", []flashsale.Item{item("a", 1), item("zzz", 1)}, &flashsale.Error{Code: flashsale.UnknownSKU}, "sku zzz"},
+		{"unknown sku alone", []flashsale.Item{item("nope", 1)}, &flashsale.Error{Code: flashsale.UnknownSKU}, "sku nope"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +144,7 @@ func TestCreateOrderFailuresRollBack(t *testing.T) {
 			require.Contains(t, err.Error(), "create order "+id)
 
 			_, err = s.Order(ctx, id)
-			require.ErrorIs(t, err, orderdb.ErrNotFound, "no order row")
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.OrderNotFound}, "no order row")
 			require.Zero(t, count(t, s, `SELECT COUNT(*) FROM order_items WHERE order_id = ?`, id))
 			require.Zero(t, count(t, s, `SELECT COUNT(*) FROM inventory_journal WHERE ref_id = ?`, id))
 			for sku, inv := range before {
@@ -173,12 +175,12 @@ func TestCreateOrderValidation(t *testing.T) {
 		{"negative quantity", newOrder("o", "u", item("sku", -1))},
 		{"empty sku", newOrder("o", "u", item("", 1))},
 		{"duplicate sku", newOrder("o", "u", item("sku", 1), item("sku", 1))},
-		{"zero pay-by", orderdb.NewOrder{OrderID: "o", UserID: "u", Items: []orderdb.Item{item("sku", 1)}}},
+		{"zero pay-by", orderdb.NewOrder{OrderID: "o", UserID: "u", Items: []flashsale.Item{item("sku", 1)}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.CreateOrder(context.Background(), tc.o)
-			require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 		})
 	}
 	require.Equal(t, int64(10), inventory(t, s, "sku").Available)
@@ -187,10 +189,10 @@ func TestCreateOrderValidation(t *testing.T) {
 
 func TestCreateOrderAmountOverflow(t *testing.T) {
 	s := newStore(t)
-	_, err := s.PutSKU(context.Background(), orderdb.SKU{ID: "dear", Total: 10, Price: 1 << 62, Buckets: 1, PerUserLimit: 1})
+	_, err := s.PutSKU(context.Background(), flashsale.SKU{ID: "dear", Total: 10, Price: 1 << 62, Buckets: 1, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = s.CreateOrder(context.Background(), newOrder("o", "u", item("dear", 2)))
-	require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 	require.Equal(t, int64(10), inventory(t, s, "dear").Available)
 }
 
@@ -207,7 +209,7 @@ func TestConfirmPayment(t *testing.T) {
 		require.Equal(t, orderdb.PaymentCaptured, res.Payment.Status)
 		require.Equal(t, "txn-1", res.Payment.TransactionID)
 		require.Equal(t, int64(1000), res.Payment.Amount)
-		require.Equal(t, orderdb.StatusPaid, res.Order.Status)
+		require.Equal(t, flashsale.StatusPaid, res.Order.Status)
 		require.Len(t, res.Order.Payments, 1)
 
 		read, err := s.Order(ctx, "pay")
@@ -223,7 +225,7 @@ func TestConfirmPayment(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, res.Duplicate)
 			require.Equal(t, orderdb.PaymentCaptured, res.Payment.Status)
-			require.Equal(t, orderdb.StatusPaid, res.Order.Status)
+			require.Equal(t, flashsale.StatusPaid, res.Order.Status)
 		}
 		// Even with a different amount: the transaction was already settled.
 		res, err := s.ConfirmPayment(ctx, "pay", "txn-1", 1)
@@ -240,7 +242,7 @@ func TestConfirmPayment(t *testing.T) {
 		require.False(t, res.Duplicate)
 		require.Equal(t, orderdb.PaymentRefundRequired, res.Payment.Status)
 		require.Contains(t, res.Payment.Reason, "txn-1")
-		require.Equal(t, orderdb.StatusPaid, res.Order.Status)
+		require.Equal(t, flashsale.StatusPaid, res.Order.Status)
 		require.Len(t, res.Order.Payments, 2)
 
 		res, err = s.ConfirmPayment(ctx, "pay", "txn-2", 1000)
@@ -253,11 +255,11 @@ func TestConfirmPayment(t *testing.T) {
 	t.Run("amount mismatch writes nothing", func(t *testing.T) {
 		o := createOrder(t, s, "mismatch", item("sku", 1))
 		_, err := s.ConfirmPayment(ctx, "mismatch", "txn-m", o.Amount-1)
-		require.ErrorIs(t, err, orderdb.ErrAmountMismatch)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.AmountMismatch})
 		require.Zero(t, count(t, s, `SELECT COUNT(*) FROM payments WHERE transaction_id = 'txn-m'`))
 		read, err := s.Order(ctx, "mismatch")
 		require.NoError(t, err)
-		require.Equal(t, orderdb.StatusPendingPayment, read.Status)
+		require.Equal(t, flashsale.StatusPendingPayment, read.Status)
 		require.Equal(t, int64(1), inventory(t, s, "sku").Frozen)
 
 		// The right amount later still works.
@@ -267,7 +269,7 @@ func TestConfirmPayment(t *testing.T) {
 	})
 
 	t.Run("payment after close is refunded once", func(t *testing.T) {
-		for _, to := range []orderdb.Status{orderdb.StatusExpired, orderdb.StatusCancelled} {
+		for _, to := range []flashsale.Status{flashsale.StatusExpired, flashsale.StatusCancelled} {
 			id := "closed-" + string(to)
 			o := createOrder(t, s, id, item("sku", 1))
 			_, err := s.CloseOrder(ctx, id, to, "too late")
@@ -293,26 +295,26 @@ func TestConfirmPayment(t *testing.T) {
 
 	t.Run("unknown order", func(t *testing.T) {
 		_, err := s.ConfirmPayment(ctx, "ghost", "txn-ghost", 100)
-		require.ErrorIs(t, err, orderdb.ErrNotFound)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.OrderNotFound})
 		require.Zero(t, count(t, s, `SELECT COUNT(*) FROM payments WHERE transaction_id = 'txn-ghost'`))
 	})
 
 	t.Run("txn id reused for another order", func(t *testing.T) {
 		o := createOrder(t, s, "other", item("sku", 1))
 		_, err := s.ConfirmPayment(ctx, "other", "txn-1", o.Amount)
-		require.ErrorIs(t, err, orderdb.ErrTransactionConflict)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.TransactionConflict})
 		read, err := s.Order(ctx, "other")
 		require.NoError(t, err)
-		require.Equal(t, orderdb.StatusPendingPayment, read.Status)
+		require.Equal(t, flashsale.StatusPendingPayment, read.Status)
 	})
 
 	t.Run("validation", func(t *testing.T) {
 		for _, c := range []struct{ order, txn string }{{"", "t"}, {"pay", ""}, {"pay", strings.Repeat("t", 129)}} {
 			_, err := s.ConfirmPayment(ctx, c.order, c.txn, 1)
-			require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 		}
 		_, err := s.ConfirmPayment(ctx, "pay", "t", -1)
-		require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 	})
 
 	checkInvariants(t, s, "sku")
@@ -326,9 +328,9 @@ func TestCloseOrder(t *testing.T) {
 
 	t.Run("releases units once", func(t *testing.T) {
 		createOrder(t, s, "o1", item("a", 2), item("b", 3))
-		closed, err := s.CloseOrder(ctx, "o1", orderdb.StatusExpired, "pay-by passed")
+		closed, err := s.CloseOrder(ctx, "o1", flashsale.StatusExpired, "pay-by passed")
 		require.NoError(t, err)
-		require.Equal(t, orderdb.StatusExpired, closed.Status)
+		require.Equal(t, flashsale.StatusExpired, closed.Status)
 		require.Equal(t, "pay-by passed", closed.Reason)
 		require.NotNil(t, closed.ClosedAt)
 		read, err := s.Order(ctx, "o1")
@@ -336,7 +338,7 @@ func TestCloseOrder(t *testing.T) {
 		require.Equal(t, closed, read)
 
 		for range 3 {
-			again, err := s.CloseOrder(ctx, "o1", orderdb.StatusExpired, "another reason")
+			again, err := s.CloseOrder(ctx, "o1", flashsale.StatusExpired, "another reason")
 			require.NoError(t, err)
 			require.Equal(t, closed, again, "idempotent: unchanged")
 		}
@@ -346,8 +348,8 @@ func TestCloseOrder(t *testing.T) {
 		}
 		require.Equal(t, int64(2), count(t, s, `SELECT COUNT(*) FROM inventory_journal WHERE ref_id = 'o1' AND type = 'RELEASE'`))
 
-		_, err = s.CloseOrder(ctx, "o1", orderdb.StatusCancelled, "user")
-		require.ErrorIs(t, err, orderdb.ErrOrderClosed)
+		_, err = s.CloseOrder(ctx, "o1", flashsale.StatusCancelled, "user")
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.OrderClosed})
 	})
 
 	t.Run("cannot release a paid order", func(t *testing.T) {
@@ -355,34 +357,34 @@ func TestCloseOrder(t *testing.T) {
 		_, err := s.ConfirmPayment(ctx, "o2", "txn-o2", o.Amount)
 		require.NoError(t, err)
 		before := inventory(t, s, "a")
-		for _, to := range []orderdb.Status{orderdb.StatusExpired, orderdb.StatusCancelled} {
+		for _, to := range []flashsale.Status{flashsale.StatusExpired, flashsale.StatusCancelled} {
 			_, err = s.CloseOrder(ctx, "o2", to, "late timer")
-			require.ErrorIs(t, err, orderdb.ErrOrderPaid)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.AlreadyPaid})
 		}
 		require.Equal(t, before, inventory(t, s, "a"))
 		read, err := s.Order(ctx, "o2")
 		require.NoError(t, err)
-		require.Equal(t, orderdb.StatusPaid, read.Status)
+		require.Equal(t, flashsale.StatusPaid, read.Status)
 		require.Nil(t, read.ClosedAt)
 	})
 
 	t.Run("cancel", func(t *testing.T) {
 		createOrder(t, s, "o3", item("b", 1))
-		c, err := s.CloseOrder(ctx, "o3", orderdb.StatusCancelled, strings.Repeat("é", 300))
+		c, err := s.CloseOrder(ctx, "o3", flashsale.StatusCancelled, strings.Repeat("é", 300))
 		require.NoError(t, err)
-		require.Equal(t, orderdb.StatusCancelled, c.Status)
+		require.Equal(t, flashsale.StatusCancelled, c.Status)
 		require.Len(t, []rune(c.Reason), 255, "long reason truncated, not rejected")
-		_, err = s.CloseOrder(ctx, "o3", orderdb.StatusExpired, "")
-		require.ErrorIs(t, err, orderdb.ErrOrderClosed)
+		_, err = s.CloseOrder(ctx, "o3", flashsale.StatusExpired, "")
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.OrderClosed})
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		_, err := s.CloseOrder(ctx, "ghost", orderdb.StatusExpired, "")
-		require.ErrorIs(t, err, orderdb.ErrNotFound)
+		_, err := s.CloseOrder(ctx, "ghost", flashsale.StatusExpired, "")
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.OrderNotFound})
 		createOrder(t, s, "o4", item("a", 1))
-		for _, to := range []orderdb.Status{orderdb.StatusPaid, orderdb.StatusPendingPayment, "BOGUS"} {
+		for _, to := range []flashsale.Status{flashsale.StatusPaid, flashsale.StatusPendingPayment, "BOGUS"} {
 			_, err = s.CloseOrder(ctx, "o4", to, "")
-			require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 		}
 	})
 
@@ -421,9 +423,9 @@ func TestRecordRefund(t *testing.T) {
 	require.Equal(t, orderdb.PaymentCaptured, p.Status)
 
 	_, err = s.RecordRefund(ctx, orderdb.Payment{TransactionID: "", OrderID: "o1"})
-	require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 	_, err = s.RecordRefund(ctx, orderdb.Payment{TransactionID: "t", OrderID: "o1", Amount: -1})
-	require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 	checkInvariants(t, s, "sku")
 }
 

@@ -20,21 +20,21 @@ type Receipt struct {
 	ReceivedAt    time.Time `json:"received_at"`
 }
 
-// ErrPaymentReceived means CloseOrder found a payment received before the
-// order's deadline that nothing has answered yet (no payments row): closing
-// the order would refund a buyer who paid in time. Nothing was written. The
-// error is a *PaymentReceivedError naming the receipt.
-var ErrPaymentReceived error = &flashsale.Error{Code: flashsale.PaymentReceived, Message: "payment received in time, not applied yet"}
-
-// PaymentReceivedError is ErrPaymentReceived with the receipt found.
+// PaymentReceivedError means CloseOrder found a payment received before
+// the order's deadline that nothing has answered yet (no payments row):
+// closing the order would refund a buyer who paid in time. Nothing was
+// written. Its code is PaymentReceived.
 type PaymentReceivedError struct{ Receipt Receipt }
 
 func (e *PaymentReceivedError) Error() string {
 	return fmt.Sprintf("transaction %s of %d received at %s: %v", e.Receipt.TransactionID, e.Receipt.Amount,
-		e.Receipt.ReceivedAt.Format(time.RFC3339Nano), ErrPaymentReceived)
+		e.Receipt.ReceivedAt.Format(time.RFC3339Nano), e.Unwrap())
 }
 
-func (e *PaymentReceivedError) Unwrap() error { return ErrPaymentReceived }
+// Unwrap gives the code: flashsale.ErrorCode(err) is PaymentReceived.
+func (e *PaymentReceivedError) Unwrap() error {
+	return flashsale.Errorf(flashsale.PaymentReceived, "payment received in time, not applied yet")
+}
 
 type receiptRow struct {
 	TransactionID string    `gorm:"column:transaction_id;primaryKey"`
@@ -48,14 +48,14 @@ func (receiptRow) TableName() string { return "payment_receipts" }
 // RecordReceipt notes that a payment reached us, before anyone acts on it.
 // Idempotent: a repeat (the provider's retry) keeps the first arrival time.
 func (s *Store) RecordReceipt(ctx context.Context, r Receipt) error {
-	if err := checkID("transaction id", r.TransactionID, maxTxnIDLen); err != nil {
+	if err := flashsale.CheckID("transaction_id", r.TransactionID, flashsale.MaxTransactionIDLength); err != nil {
 		return fmt.Errorf("record receipt %s for order %s: %w", r.TransactionID, r.OrderID, err)
 	}
-	if err := checkID("order id", r.OrderID, maxIDLen); err != nil {
+	if err := flashsale.CheckID("order_id", r.OrderID, flashsale.MaxIDLength); err != nil {
 		return fmt.Errorf("record receipt %s for order %s: %w", r.TransactionID, r.OrderID, err)
 	}
 	if r.Amount <= 0 {
-		return fmt.Errorf("record receipt %s for order %s: amount %d: %w", r.TransactionID, r.OrderID, r.Amount, ErrInvalidArgument)
+		return fmt.Errorf("record receipt %s for order %s: %w", r.TransactionID, r.OrderID, invalidf("amount %d is not positive", r.Amount))
 	}
 	row := receiptRow{TransactionID: r.TransactionID, OrderID: r.OrderID, Amount: r.Amount,
 		ReceivedAt: ceilMillisecond(r.ReceivedAt.UTC())}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -37,12 +39,12 @@ func TestRestock(t *testing.T) {
 		req     string
 		wantErr error
 	}{
-		{"same request, other quantity", "sku", 6, "req-1", orderdb.ErrInvalidArgument},
-		{"unknown sku", "nope", 1, "req-2", orderdb.ErrUnknownSKU},
-		{"zero quantity", "sku", 0, "req-3", orderdb.ErrInvalidArgument},
-		{"negative quantity", "sku", -1, "req-4", orderdb.ErrInvalidArgument},
-		{"empty request id", "sku", 1, "", orderdb.ErrInvalidArgument},
-		{"overflow", "sku", 1<<63 - 1, "req-5", orderdb.ErrInvalidArgument},
+		{"same request, other quantity", "sku", 6, "req-1", &flashsale.Error{Code: flashsale.Invalid}},
+		{"unknown sku", "nope", 1, "req-2", &flashsale.Error{Code: flashsale.UnknownSKU}},
+		{"zero quantity", "sku", 0, "req-3", &flashsale.Error{Code: flashsale.Invalid}},
+		{"negative quantity", "sku", -1, "req-4", &flashsale.Error{Code: flashsale.Invalid}},
+		{"empty request id", "sku", 1, "", &flashsale.Error{Code: flashsale.Invalid}},
+		{"overflow", "sku", 1<<63 - 1, "req-5", &flashsale.Error{Code: flashsale.Invalid}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -38,13 +40,13 @@ func TestDegradedOrdersFlagResync(t *testing.T) {
 		want int64
 	}{
 		{"normal order", func() error { _, err := s.CreateOrder(ctx, newOrder("rf-n1", "u-n1", item(sku, 1))); return err }, 0},
-		{"close normal order", func() error { _, err := s.CloseOrder(ctx, "rf-n1", orderdb.StatusExpired, "t"); return err }, 0},
+		{"close normal order", func() error { _, err := s.CloseOrder(ctx, "rf-n1", flashsale.StatusExpired, "t"); return err }, 0},
 		{"degraded order", func() error { _, err := s.CreateOrder(ctx, degraded("rf-d1")); return err }, 1},
 		{"retried degraded order", func() error { _, err := s.CreateOrder(ctx, degraded("rf-d1")); return err }, 1},
 		{"second degraded order", func() error { _, err := s.CreateOrder(ctx, degraded("rf-d2")); return err }, 2},
 		{"pay degraded order", func() error { _, err := s.ConfirmPayment(ctx, "rf-d2", "rf-t2", 100); return err }, 2},
-		{"close degraded order", func() error { _, err := s.CloseOrder(ctx, "rf-d1", orderdb.StatusCancelled, "t"); return err }, 3},
-		{"close it again", func() error { _, err := s.CloseOrder(ctx, "rf-d1", orderdb.StatusCancelled, "t"); return err }, 3},
+		{"close degraded order", func() error { _, err := s.CloseOrder(ctx, "rf-d1", flashsale.StatusCancelled, "t"); return err }, 3},
+		{"close it again", func() error { _, err := s.CloseOrder(ctx, "rf-d1", flashsale.StatusCancelled, "t"); return err }, 3},
 	}
 	for _, st := range steps {
 		require.NoError(t, st.do(), st.name)
@@ -91,7 +93,7 @@ func TestDegradedOrdersConcurrent(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case errors.Is(err, orderdb.ErrInsufficientStock):
+		case errors.Is(err, &flashsale.Error{Code: flashsale.StockDrift}):
 			soldOut++
 		default:
 			t.Fatalf("unexpected error: %v", err)

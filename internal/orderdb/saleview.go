@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"gorm.io/gorm"
 )
 
@@ -23,7 +25,7 @@ type SaleView struct {
 
 // SaleOrder is one order as the sale page shows it: no id, no buyer.
 type SaleOrder struct {
-	Status    Status
+	Status    flashsale.Status
 	Quantity  int64
 	Amount    int64
 	CreatedAt time.Time
@@ -32,7 +34,7 @@ type SaleOrder struct {
 
 // SaleView reads sku's row, its order counts and its recent orders from one
 // REPEATABLE READ snapshot, so the counts agree with frozen and sold. It
-// returns ErrUnknownSKU for a SKU without a row. Callers on a hot path cache
+// returns UnknownSKU for a SKU without a row. Callers on a hot path cache
 // the answer: it is three reads.
 func (s *Store) SaleView(ctx context.Context, sku string, recent int) (SaleView, error) {
 	out := SaleView{Orders: map[Status]int64{}}
@@ -55,7 +57,7 @@ func (s *Store) SaleView(ctx context.Context, sku string, recent int) (SaleView,
 			return err
 		}
 		for _, c := range counts {
-			out.Orders[Status(c.Status)] = c.N
+			out.Orders[flashsale.Status(c.Status)] = c.N
 		}
 		if recent <= 0 {
 			return nil
@@ -73,7 +75,7 @@ func (s *Store) SaleView(ctx context.Context, sku string, recent int) (SaleView,
 			return err
 		}
 		for _, r := range rows {
-			out.Recent = append(out.Recent, SaleOrder{Status: Status(r.Status), Quantity: r.Quantity, Amount: r.Amount,
+			out.Recent = append(out.Recent, SaleOrder{Status: flashsale.Status(r.Status), Quantity: r.Quantity, Amount: r.Amount,
 				CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt})
 		}
 		return nil

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/pressly/goose/v3"
 	gormmysql "gorm.io/driver/mysql"
@@ -66,12 +68,12 @@ var permanentErrors = map[uint16]string{
 	4025: "ER_CONSTRAINT_FAILED",         // MariaDB CHECK
 }
 
-// classify marks err ErrPermanent when the server's answer can never
+// classify marks err Permanent (flashsale.Permanent) when the server's answer can never
 // change (permanentErrors). expected says which errors the caller's own code
 // path handles (e.g. a duplicate key that means "a concurrent attempt won");
 // those are left as they are.
 func classify(err error, expected func(error) bool) error {
-	if err == nil || errors.Is(err, ErrPermanent) || (expected != nil && expected(err)) {
+	if err == nil || flashsale.ErrorCode(err) == flashsale.Permanent || (expected != nil && expected(err)) {
 		return err
 	}
 	var me *mysql.MySQLError
@@ -81,7 +83,7 @@ func classify(err error, expected func(error) bool) error {
 	if _, ok := permanentErrors[me.Number]; !ok {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrPermanent, err)
+	return fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Permanent, "permanent database error"), err)
 }
 
 // maxTxAttempts bounds retries of a transaction that InnoDB aborted as a
@@ -108,7 +110,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("open order db: parse dsn: %w", err)
 	}
 	if cfg.DBName == "" {
-		return nil, fmt.Errorf("open order db: dsn names no database: %w", ErrInvalidArgument)
+		return nil, invalidf("open order db: dsn names no database")
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
@@ -275,7 +277,7 @@ func (s *Store) DB() *gorm.DB { return s.db }
 // writeTx runs fn in a READ COMMITTED transaction and reruns it when InnoDB
 // picked it as a deadlock victim, or when retry(err) says another attempt
 // will take a different path (e.g. a unique-key race now visible). An error
-// it returns is classified (classify): ErrPermanent when no rerun can help.
+// it returns is classified (classify): Permanent when no rerun can help.
 //
 // READ COMMITTED because every decision is taken on rows locked with FOR
 // UPDATE or a conditional UPDATE anyway; it avoids the gap locks REPEATABLE
@@ -321,23 +323,4 @@ func truncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n])
-}
-
-// checkID validates an identifier against its column size.
-func checkID(field, v string, maxLen int) error {
-	if v == "" {
-		return fmt.Errorf("%s is empty: %w", field, ErrInvalidArgument)
-	}
-	if utf8.RuneCountInString(v) > maxLen {
-		return fmt.Errorf("%s longer than %d characters: %w", field, maxLen, ErrInvalidArgument)
-	}
-	if !utf8.ValidString(v) {
-		return fmt.Errorf("%s is not valid UTF-8: %w", field, ErrInvalidArgument)
-	}
-	// VARCHAR comparison ignores trailing spaces, so "a" and "a " would be
-	// the same key in MySQL but different ones in Redis and Go.
-	if strings.TrimRight(v, " ") != v {
-		return fmt.Errorf("%s has trailing spaces: %w", field, ErrInvalidArgument)
-	}
-	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
@@ -71,7 +73,7 @@ func TestOpenCreatesDatabaseAndMigratesOnce(t *testing.T) {
 
 func TestOpenRejectsBadDSN(t *testing.T) {
 	_, err := orderdb.Open(context.Background(), "root@tcp(127.0.0.1:3306)/")
-	require.ErrorIs(t, err, orderdb.ErrInvalidArgument)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
 	_, err = orderdb.Open(context.Background(), "::not a dsn")
 	require.Error(t, err)
 }
@@ -81,7 +83,7 @@ func TestTimesAreUTCAndRoundTrip(t *testing.T) {
 	putSKU(t, s, "sku", 5, 100)
 	payBy := time.Date(2030, 1, 2, 3, 4, 5, 678_901_234, time.FixedZone("CST", 8*3600))
 	created, err := s.CreateOrder(context.Background(), orderdb.NewOrder{
-		OrderID: "o1", UserID: "u1", Items: []orderdb.Item{item("sku", 1)}, PayBy: payBy,
+		OrderID: "o1", UserID: "u1", Items: []flashsale.Item{item("sku", 1)}, PayBy: payBy,
 	})
 	require.NoError(t, err)
 	require.Equal(t, time.UTC, created.PayBy.Location())
