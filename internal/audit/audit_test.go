@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -71,7 +73,7 @@ func (s *stack) deps() audit.Deps {
 func (s *stack) createSKU(t *testing.T, name string, total, redis int64) string {
 	t.Helper()
 	sku := "audit-" + s.id + "-" + name
-	_, err := s.b.Orders.PutSKU(context.Background(), orderdb.SKU{ID: sku, Total: total, Price: 500, Buckets: 4, PerUserLimit: 5})
+	_, err := s.b.Orders.PutSKU(context.Background(), flashsale.SKU{ID: sku, Total: total, Price: 500, Buckets: 4, PerUserLimit: 5})
 	require.NoError(t, err)
 	_, err = s.b.Stock.Preheat(context.Background(), sku, redis, 4)
 	require.NoError(t, err)
@@ -394,7 +396,7 @@ func TestCheck(t *testing.T) {
 
 	t.Run("unknown sku", func(t *testing.T) {
 		_, err := audit.Check(ctx, s.deps(), "audit-"+s.id+"-nope")
-		require.ErrorIs(t, err, orderdb.ErrUnknownSKU)
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.UnknownSKU})
 	})
 }
 
@@ -494,7 +496,7 @@ func TestResyncOnARealWorker(t *testing.T) {
 	sku := s.createSKU(t, "resync", 5, 5)
 	_, err := s.b.Orders.CreateOrder(ctx, orderdb.NewOrder{
 		OrderID: "audit-" + s.id + "-deg", UserID: "u-deg", PayBy: time.Now().Add(15 * time.Minute),
-		Items: []orderdb.Item{{SKU: sku, Quantity: 1}}, Degraded: true,
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}, Degraded: true,
 	})
 	require.NoError(t, err)
 

@@ -1,0 +1,46 @@
+package audit
+
+// The payment rules: captured money only on paid orders, for their amount,
+// once; money received in time kept or refunded.
+
+import (
+	"cmp"
+	"context"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// checkPayments applies the payment rules, to the orders holding skuFilter
+// or to everything.
+func (c *checker) checkPayments(ctx context.Context, skuFilter string) error {
+	p, err := c.deps.Orders.PaymentAudit(ctx, skuFilter)
+	if err != nil {
+		return err
+	}
+	sku := func(a orderdb.PaymentAnomaly) string { return cmp.Or(skuFilter, a.SKU) }
+	for _, a := range p.CapturedNotPaid {
+		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, TransactionID: a.TransactionID, Kind: KindCapturedNotPaid,
+			Expected: string(flashsale.StatusPaid), Actual: a.OrderStatus,
+			Detail: "captured money on an order that is not PAID: it must be refunded (REFUND_REQUIRED) or the order paid"})
+	}
+	for _, a := range p.BadStatus {
+		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, TransactionID: a.TransactionID, Kind: KindPaymentStatus,
+			Expected: string(orderdb.PaymentCaptured) + "|" + string(orderdb.PaymentRefundRequired), Actual: a.PaymentStatus,
+			Detail: "payment status is neither captured nor marked for refund"})
+	}
+	for _, a := range p.AmountMismatch {
+		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, TransactionID: a.TransactionID, Kind: KindCapturedAmount,
+			Expected: a.OrderAmount, Actual: a.Amount, Detail: "captured amount differs from the order amount"})
+	}
+	for _, a := range p.ReceivedNotKept {
+		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, TransactionID: a.TransactionID, Kind: KindReceivedNotKept,
+			Expected: string(flashsale.StatusPaid), Actual: a.OrderStatus,
+			Detail: "money received by the deadline, yet the order closed unpaid and nothing records the payment: it must be kept (PAID) or refunded"})
+	}
+	for _, a := range p.PaidCaptures {
+		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, Kind: KindPaidCaptures, Expected: 1, Actual: a.Captures,
+			Detail: "a PAID order needs exactly one CAPTURED payment"})
+	}
+	return nil
+}
