@@ -1,6 +1,8 @@
-// Package catalog puts SKUs on sale: it defines a SKU in MySQL and preheats
-// its Redis buckets from it, the two steps the operators' CLI and the admin
-// API share, and refuses both while a sale of the SKU is still running.
+// Package catalog holds the use cases of operating a SKU, shared by the
+// operators' CLI and the admin API (their handlers decode, call and
+// encode): define a SKU in MySQL and preheat its Redis buckets from it
+// (both refused while a sale of the SKU is still running), restock it
+// mid-sale, resize its buckets mid-sale, and read its stock.
 //
 // Preheat overwrites the buckets with MySQL's available units. While orders
 // are in flight (a Redis take whose MySQL order is not written yet, a
@@ -18,18 +20,24 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/workflows"
 )
 
-// Catalog holds what putting a SKU on sale touches.
+// Catalog holds what operating a SKU touches.
 type Catalog struct {
-	Orders *orderdb.Store
-	Stock  *inventory.Store
+	// DB is MySQL, the truth of a SKU's stock.
+	DB *orderdb.Store
+	// Redis holds the buckets buyers are sold from.
+	Redis *inventory.Store
 	// Temporal answers whether order workflows of the SKU still run.
 	Temporal client.Client
 }
+
+// errSKUInUse is ensureIdle's refusal; the wrapping says what runs.
+var errSKUInUse = flashsale.Errorf(flashsale.SKUInUse, "a sale of this sku is still running")
 
 // Defined is a SKU as defined and preheated.
 type Defined struct {
@@ -39,14 +47,17 @@ type Defined struct {
 
 // Define creates or resets a SKU in MySQL (orderdb.Store.PutSKU) and
 // preheats Redis from it in the same step, so Redis never keeps selling a
-// previous sale's buckets. It refuses with orderdb.ErrSKUInUse while a sale
+// previous sale's buckets. It refuses with a SKUInUse error while a sale
 // of the SKU runs (see ensureIdle).
-func (c Catalog) Define(ctx context.Context, sku orderdb.SKU) (Defined, error) {
+func (c Catalog) Define(ctx context.Context, sku flashsale.SKU) (Defined, error) {
 	// A SKU MySQL does not know yet is idle.
-	if _, err := c.ensureIdle(ctx, sku.ID); err != nil && !errors.Is(err, orderdb.ErrUnknownSKU) {
+	if err := sku.Validate(); err != nil {
 		return Defined{}, err
 	}
-	inv, err := c.Orders.PutSKU(ctx, sku)
+	if _, err := c.ensureIdle(ctx, sku.ID); err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
+		return Defined{}, err
+	}
+	inv, err := c.DB.PutSKU(ctx, sku)
 	if err != nil {
 		return Defined{}, err
 	}
@@ -64,7 +75,7 @@ func (c Catalog) Preheat(ctx context.Context, sku string) (Defined, error) {
 }
 
 func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, error) {
-	pre, err := c.Stock.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
+	pre, err := c.Redis.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
 	if err != nil {
 		return Defined{}, err
 	}
@@ -72,19 +83,19 @@ func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, e
 }
 
 // ensureIdle returns the SKU's inventory, or refuses with
-// orderdb.ErrSKUInUse while unpaid orders hold units of the SKU or any of
+// a SKUInUse error while unpaid orders hold units of the SKU or any of
 // its order workflows still runs (visibility lags by about a second, so an
 // order started in that second can slip through). A SKU MySQL does not know
-// gives the orderdb.ErrUnknownSKU of Store.Inventory, without asking
+// gives the UnknownSKU error of Store.Inventory, without asking
 // Temporal.
 func (c Catalog) ensureIdle(ctx context.Context, sku string) (orderdb.Inventory, error) {
-	inv, err := c.Orders.Inventory(ctx, sku)
+	inv, err := c.DB.Inventory(ctx, sku)
 	switch {
 	case err != nil:
 		return inv, err
 	case inv.Frozen > 0:
 		return inv, fmt.Errorf("sku %s: %d units reserved by unpaid orders (a live sale is repaired with reconcile): %w",
-			sku, inv.Frozen, orderdb.ErrSKUInUse)
+			sku, inv.Frozen, errSKUInUse)
 	}
 	if c.Temporal == nil {
 		return inv, errors.New("catalog has no Temporal client to ask for running orders")
@@ -97,7 +108,7 @@ func (c Catalog) ensureIdle(ctx context.Context, sku string) (orderdb.Inventory,
 	}
 	if n := resp.GetCount(); n > 0 {
 		return inv, fmt.Errorf("sku %s: %d order workflows still running (a live sale is repaired with reconcile): %w",
-			sku, n, orderdb.ErrSKUInUse)
+			sku, n, errSKUInUse)
 	}
 	return inv, nil
 }

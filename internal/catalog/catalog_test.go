@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/catalog"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -33,10 +34,10 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	})).Return(func(context.Context, *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
 		return &workflowservice.CountWorkflowExecutionsResponse{Count: running}, nil
 	}).Maybe()
-	c := catalog.Catalog{Orders: orders, Stock: stock, Temporal: tc}
+	c := catalog.Catalog{DB: orders, Redis: stock, Temporal: tc}
 
 	// A new SKU is idle without asking Temporal.
-	d, err := c.Define(ctx, orderdb.SKU{ID: sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
+	d, err := c.Define(ctx, flashsale.SKU{ID: sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
 	require.EqualValues(t, 10, d.Preheat.RedisTotal)
 	tc.AssertNotCalled(t, "CountWorkflow", mock.Anything, mock.Anything)
@@ -44,9 +45,9 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	// Orders in flight (no unit frozen yet): both refuse, Redis untouched.
 	running = 2
 	_, err = c.Preheat(ctx, sku)
-	require.ErrorIs(t, err, orderdb.ErrSKUInUse)
-	_, err = c.Define(ctx, orderdb.SKU{ID: sku, Total: 3, Price: 100, Buckets: 4, PerUserLimit: 1})
-	require.ErrorIs(t, err, orderdb.ErrSKUInUse)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SKUInUse})
+	_, err = c.Define(ctx, flashsale.SKU{ID: sku, Total: 3, Price: 100, Buckets: 4, PerUserLimit: 1})
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SKUInUse})
 	st, err := stock.Stock(ctx, sku)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, st.Available)
@@ -54,10 +55,10 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	// An unpaid order holds a unit: refused before Temporal is asked.
 	running = 0
 	_, err = orders.CreateOrder(ctx, orderdb.NewOrder{OrderID: sku + "-o1", UserID: "u1", PayBy: time.Now().Add(time.Hour),
-		Items: []orderdb.Item{{SKU: sku, Quantity: 1}}})
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.NoError(t, err)
 	_, err = c.Preheat(ctx, sku)
-	require.ErrorIs(t, err, orderdb.ErrSKUInUse)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SKUInUse})
 
 	// The sale is over: preheat reloads what MySQL has.
 	_, err = orders.CloseOrder(ctx, sku+"-o1", orderdb.StatusCancelled, "test")
