@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -76,26 +77,26 @@ func TestReserveStockIsAllOrNothing(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		items      []activities.Item
+		items      []flashsale.Item
 		wantErr    string
 		wantRedis  map[string]int64
 		retryTwice bool
 	}{
 		{
 			name:      "second item short: first item given back",
-			items:     []activities.Item{{SKU: plenty, Quantity: 2}, {SKU: scarce, Quantity: 2}},
-			wantErr:   activities.ErrTypeSoldOut,
+			items:     []flashsale.Item{{SKU: plenty, Quantity: 2}, {SKU: scarce, Quantity: 2}},
+			wantErr:   activities.TypeFor(flashsale.SoldOut),
 			wantRedis: map[string]int64{plenty: 5, scarce: 1},
 		},
 		{
 			name:      "unknown sku: first item given back",
-			items:     []activities.Item{{SKU: plenty, Quantity: 1}, {SKU: f.prefix + "nope", Quantity: 1}},
-			wantErr:   activities.ErrTypeUnknownSKU,
+			items:     []flashsale.Item{{SKU: plenty, Quantity: 1}, {SKU: f.prefix + "nope", Quantity: 1}},
+			wantErr:   activities.TypeFor(flashsale.UnknownSKU),
 			wantRedis: map[string]int64{plenty: 5},
 		},
 		{
 			name:       "both available, retried: taken once",
-			items:      []activities.Item{{SKU: plenty, Quantity: 2}, {SKU: scarce, Quantity: 1}},
+			items:      []flashsale.Item{{SKU: plenty, Quantity: 2}, {SKU: scarce, Quantity: 1}},
 			wantRedis:  map[string]int64{plenty: 3, scarce: 0},
 			retryTwice: true,
 		},
@@ -124,7 +125,7 @@ func TestCreateOrderIdempotentAndPriced(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.sku(t, "a", 3, 3)
-	in := activities.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1", Items: []activities.Item{{SKU: sku, Quantity: 2}}}
+	in := activities.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1", Items: []flashsale.Item{{SKU: sku, Quantity: 2}}}
 
 	first, err := f.acts.CreateOrder(ctx, in)
 	require.NoError(t, err)
@@ -149,8 +150,8 @@ func TestCreateOrderReportsDrift(t *testing.T) {
 	drifted := f.sku(t, "drifted", 1, 3)
 
 	_, err := f.acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1",
-		Items: []activities.Item{{SKU: ok, Quantity: 1}, {SKU: drifted, Quantity: 2}}})
-	require.Equal(t, activities.ErrTypeStockDrift, appErrType(err))
+		Items: []flashsale.Item{{SKU: ok, Quantity: 1}, {SKU: drifted, Quantity: 2}}})
+	require.Equal(t, activities.TypeFor(flashsale.StockDrift), appErrType(err))
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr))
 	require.True(t, appErr.NonRetryable())
@@ -176,7 +177,7 @@ func TestCompensationRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	sku := f.sku(t, "round", 2, 2)
 	orderID := f.prefix + "o1"
-	items := []activities.Item{{SKU: sku, Quantity: 1}}
+	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
 
 	for range 2 {
 		_, err := f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: orderID, Items: items})
@@ -188,7 +189,7 @@ func TestCompensationRoundTrip(t *testing.T) {
 
 	var released int64
 	for range 2 {
-		_, err := f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: orderdb.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
+		_, err := f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
 		require.NoError(t, err)
 		r, err := f.acts.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: orderID, Items: items})
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -79,7 +80,7 @@ func (a *Activities) slots() *semaphore.Weighted {
 // Whether Redis answers is guardedReserve's question: asking the guard
 // here would keep a worker degraded for good, because only a call let
 // through by the guard (its probe) can close it again.
-func (a *Activities) mustDegrade(ctx context.Context, items []Item) (bool, string, error) {
+func (a *Activities) mustDegrade(ctx context.Context, items []flashsale.Item) (bool, string, error) {
 	skus := make([]string, 0, len(items))
 	now := time.Now()
 	a.degraded.mu.Lock()
@@ -143,7 +144,7 @@ func (a *Activities) forgetFlags(skus []string) {
 var errRedisDown = errors.New("redis unreachable")
 
 // guardedReserve is reserveItem behind the guard.
-func (a *Activities) guardedReserve(ctx context.Context, in ReserveStockInput, it Item) (inventory.Reservation, error) {
+func (a *Activities) guardedReserve(ctx context.Context, in ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
 	done, ok := a.Guard.Allow()
 	if !ok {
 		return inventory.Reservation{}, errRedisDown

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/redisguard"
@@ -64,7 +65,7 @@ func (f *reconcileFixture) worker(rdb *redis.Client, req *resyncRequests, guard 
 func (f *reconcileFixture) place(t *testing.T, acts *activities.Activities, orderID, sku string) activities.ReserveStockResult {
 	t.Helper()
 	ctx := context.Background()
-	items := []activities.Item{{SKU: sku, Quantity: 1}}
+	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
 	res, err := acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: orderID, Items: items})
 	require.NoError(t, err)
 	_, err = acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: orderID, UserID: "u-" + orderID, Items: items, Degraded: res.Degraded})
@@ -110,7 +111,7 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 	// release has to wait.
 	_, err := down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: f.prefix + "pre-1", Status: "EXPIRED", Reason: "t"})
 	require.NoError(t, err)
-	_, err = down.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + "pre-1", Items: []activities.Item{{SKU: sku, Quantity: 1}}})
+	_, err = down.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + "pre-1", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.Error(t, err, "redis is down")
 	require.Zero(t, req.count(), "normal orders never ask for a resync")
 
@@ -136,7 +137,7 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 	require.True(t, f.place(t, back, f.prefix+"between", sku).Degraded)
 	// pre-1's release finally lands, and so does deg-0's (it held nothing).
 	for _, id := range []string{"pre-1", "deg-0"} {
-		_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + id, Items: []activities.Item{{SKU: sku, Quantity: 1}}})
+		_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 9, f.redisUnits(t, sku), "redis offers more than mysql has until the resync")
@@ -238,7 +239,7 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 			<-start
 			acts := workers[i%2]
 			id := fmt.Sprintf("%sflood-%02d", f.prefix, i)
-			items := []activities.Item{{SKU: sku, Quantity: 1}}
+			items := []flashsale.Item{{SKU: sku, Quantity: 1}}
 			res, err := acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: id, Items: items})
 			if err != nil {
 				out[i] = outcome{err: err}
@@ -257,7 +258,7 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 		switch {
 		case o.err == nil:
 			won++
-		case appErrType(o.err) == activities.ErrTypeSoldOut:
+		case appErrType(o.err) == activities.TypeFor(flashsale.SoldOut):
 			soldOut++
 		default:
 			t.Fatalf("buyer %d: %v", i, o.err)
@@ -305,7 +306,7 @@ func TestResyncWaitsForReleasesInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, flags[sku])
 
-	_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: p, Items: []activities.Item{{SKU: sku, Quantity: 1}}})
+	_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: p, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.NoError(t, err)
 	f.running.Delete(p)
 	require.EqualValues(t, 1, f.redisUnits(t, sku), "the late release made redis over")

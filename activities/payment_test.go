@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
@@ -17,7 +18,7 @@ import (
 func (f *fixture) createPending(t *testing.T, orderID, sku string) activities.CreateOrderResult {
 	t.Helper()
 	res, err := f.acts.CreateOrder(context.Background(), activities.CreateOrderInput{
-		OrderID: orderID, UserID: "u-" + orderID, Items: []activities.Item{{SKU: sku, Quantity: 1}},
+		OrderID: orderID, UserID: "u-" + orderID, Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
 	})
 	require.NoError(t, err)
 	return res
@@ -48,16 +49,16 @@ func TestPaymentOfAnotherOrdersTransactionIsAConflict(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: b, TransactionID: "t1", Amount: created.Amount})
-	appErr := nonRetryable(t, err, activities.ErrTypeTransactionConflict)
+	appErr := nonRetryable(t, err, activities.TypeFor(flashsale.TransactionConflict))
 	var d activities.TransactionConflictDetails
 	require.NoError(t, appErr.Details(&d))
 	require.Equal(t, activities.TransactionConflictDetails{TransactionID: "t1", RecordedFor: a}, d)
-	require.Contains(t, activities.NonRetryableErrorTypes, activities.ErrTypeTransactionConflict)
+	require.Contains(t, activities.NonRetryableErrorTypes, activities.TypeFor(flashsale.TransactionConflict))
 
-	_, err = f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: b, Status: orderdb.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
+	_, err = f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: b, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
 	require.NoError(t, err)
 	_, err = f.acts.RecordRefund(ctx, activities.RecordRefundInput{OrderID: b, TransactionID: "t1", Amount: created.Amount, Reason: "ORDER_CLOSED"})
-	appErr = nonRetryable(t, err, activities.ErrTypeTransactionConflict)
+	appErr = nonRetryable(t, err, activities.TypeFor(flashsale.TransactionConflict))
 	require.NoError(t, appErr.Details(&d))
 	require.Equal(t, a, d.RecordedFor)
 	pays, err := f.orders.Payments(ctx, b)
@@ -108,12 +109,12 @@ func TestPermanentDatabaseErrorIsNotRetried(t *testing.T) {
 	}))
 
 	_, err := f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: orderID, TransactionID: "t1", Amount: created.Amount})
-	nonRetryable(t, err, activities.ErrTypeInvalid)
+	nonRetryable(t, err, activities.TypeFor(flashsale.Invalid))
 	pays, err := f.orders.Payments(ctx, orderID)
 	require.NoError(t, err)
 	require.Empty(t, pays, "the payment rolled back")
 
-	_, err = f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: orderdb.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
+	_, err = f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
 	require.ErrorIs(t, err, orderdb.ErrPermanent)
 	var appErr *temporal.ApplicationError
 	require.False(t, errors.As(err, &appErr), "compensation stays retryable: %v", err)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
@@ -65,8 +63,7 @@ func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (Resy
 	}
 	flag, known := flags[in.SKU]
 	if !known {
-		return ResyncStockResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("resync %s: %v", in.SKU, orderdb.ErrUnknownSKU), ErrTypeUnknownSKU, nil)
+		return ResyncStockResult{}, refuse("resync "+in.SKU, orderdb.ErrUnknownSKU)
 	}
 	if flag == 0 {
 		return ResyncStockResult{}, nil
@@ -92,8 +89,7 @@ func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (Resy
 	res.Observation = &obs
 	switch {
 	case obs.UnknownSKU:
-		return ResyncStockResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("resync %s: %v", in.SKU, orderdb.ErrUnknownSKU), ErrTypeUnknownSKU, nil)
+		return ResyncStockResult{}, refuse("resync "+in.SKU, orderdb.ErrUnknownSKU)
 	case obs.Missing:
 		// Redis came back empty: rebuild the SKU from MySQL, as the
 		// reconciler does.
@@ -108,13 +104,13 @@ func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (Resy
 		id := fmt.Sprintf("resync-%d-%d", flag, obs.Fence)
 		claimed, err := r.Stock.ClaimCorrection(ctx, in.SKU, obs.Fence, id)
 		if err != nil {
-			return ResyncStockResult{}, classifyStockErr(err)
+			return ResyncStockResult{}, classifyStockErr("resync "+in.SKU, err)
 		}
 		if !claimed {
 			return ResyncStockResult{}, errResyncAgain
 		}
 		if res.Applied, err = r.Stock.Adjust(ctx, in.SKU, obs.Drift, id); err != nil {
-			return ResyncStockResult{}, classifyStockErr(err)
+			return ResyncStockResult{}, classifyStockErr("resync "+in.SKU, err)
 		}
 		if res.Applied != obs.Drift {
 			// Fewer units could be removed than Redis is over: the rest

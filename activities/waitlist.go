@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -12,7 +13,7 @@ import (
 // no bucket stock, so the released unit is never on open sale between the
 // two orders; its errors are the same as Reserve's (ErrSoldOut when the
 // released order holds nothing any more), so ReserveStock maps them alike.
-func (a *Activities) reserveItem(ctx context.Context, in ReserveStockInput, it Item) (inventory.Reservation, error) {
+func (a *Activities) reserveItem(ctx context.Context, in ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
 	if in.FromOrder == "" {
 		return a.Stock.Reserve(ctx, in.OrderID, it.SKU, it.Quantity)
 	}

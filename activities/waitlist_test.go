@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 )
 
@@ -17,7 +18,7 @@ func TestWaitlistOfferActivities(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.sku(t, "wl", 1, 1)
-	item := []activities.Item{{SKU: sku, Quantity: 1}}
+	item := []flashsale.Item{{SKU: sku, Quantity: 1}}
 	a, offer := f.prefix+"A", f.prefix+"wl-A"
 
 	_, err := f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: a, Items: item})
@@ -51,11 +52,11 @@ func TestWaitlistOfferActivities(t *testing.T) {
 	// An offer whose released order holds nothing is sold out, and
 	// invents no unit.
 	_, err = f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: f.prefix + "wl-X", Items: item, FromOrder: f.prefix + "X"})
-	require.Equal(t, activities.ErrTypeSoldOut, appErrType(err))
+	require.Equal(t, activities.TypeFor(flashsale.SoldOut), appErrType(err))
 	require.Equal(t, int64(1), f.redisAvailable(t, sku))
 
 	// Only single-item offers exist.
 	_, err = f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: f.prefix + "wl-Y", FromOrder: a,
-		Items: []activities.Item{{SKU: sku, Quantity: 1}, {SKU: sku + "-2", Quantity: 1}}})
-	require.Equal(t, activities.ErrTypeInvalid, appErrType(err))
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}, {SKU: sku + "-2", Quantity: 1}}})
+	require.Equal(t, activities.TypeFor(flashsale.Invalid), appErrType(err))
 }

@@ -8,11 +8,14 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale"
 )
 
 // OrderWorkflowID is the workflow id of an order. Carrying the business id
@@ -60,83 +63,38 @@ func RunningOrdersQuery(sku string) string {
 		SKUIDsKey.GetName(), quoted)
 }
 
-// Status is an order's lifecycle state.
-type Status string
-
-const (
-	// StatusReserving: the workflow is taking stock; the buyer is waiting.
-	StatusReserving Status = "RESERVING"
-	// StatusRejected: no stock was taken (sold out, unknown SKU, bad input).
-	// A rejected order has no database row.
-	StatusRejected       Status = "REJECTED"
-	StatusPendingPayment Status = "PENDING_PAYMENT"
-	StatusPaid           Status = "PAID"
-	StatusExpired        Status = "EXPIRED"
-	StatusCancelled      Status = "CANCELLED"
-	// StatusStalled: the order is being closed (expired, cancelled) but its
-	// compensation (CloseOrder in MySQL, the Redis release) has not finished
-	// within a minute of pay_by (or of starting, if later), because a
-	// dependency keeps failing. It keeps retrying, never gives up (the
-	// units must come back), and the order moves to its final status once
-	// it completes. An operator filters for it in the Web UI
-	// (OrderStatus = "STALLED"); the worker logs it at ERROR. Not closed.
-	StatusStalled Status = "STALLED"
-)
-
-// Closed reports whether the order can no longer change.
-func (s Status) Closed() bool {
-	switch s {
-	case StatusRejected, StatusPaid, StatusExpired, StatusCancelled:
-		return true
-	}
-	return false
-}
-
-// Reasons explain REJECTED, EXPIRED and CANCELLED orders. They are stable
-// codes: the HTTP API maps them to error codes.
-const (
-	ReasonSoldOut        = "SOLD_OUT"
-	ReasonUnknownSKU     = "UNKNOWN_SKU"
-	ReasonInvalid        = "INVALID_REQUEST"
-	ReasonStockDrift     = "STOCK_DRIFT" // Redis said yes, MySQL said no; see CreateOrder
-	ReasonPaymentTimeout = "PAYMENT_TIMEOUT"
-	ReasonBuyerCancelled = "CANCELLED_BY_BUYER"
-	// ReasonUnavailable: Redis or MySQL failed for longer than a buyer
-	// should wait; whatever the order had taken was given back.
-	ReasonUnavailable = "UNAVAILABLE"
-	// ReasonLimitExceeded: the buyer already holds (pending or paid) as many
-	// units of a SKU as its per-user limit allows. MySQL decides; the Redis
-	// units the order took were given back.
-	ReasonLimitExceeded = "LIMIT_EXCEEDED"
-)
-
-// Input limits. Orders are checked before any stock moves, so a bad request
-// leaves no state behind.
-const (
-	MaxIDLength     = 64
-	MaxItems        = 20
-	MaxItemQuantity = 1000
-)
-
-// Item is one line of an order.
-type Item struct {
-	SKU      string `json:"sku_id"`
-	Quantity int64  `json:"quantity"`
-}
-
-// OrderInput starts an OrderWorkflow.
+// OrderInput starts an OrderWorkflow: the buyer's order (the fields of
+// flashsale.Order, flat, as every recorded history has them) and how long
+// they have to pay.
+//
+// The order's fields are listed rather than flashsale.Order embedded
+// because the Temporal client checks a workflow argument's Go type against
+// OrderWorkflow's parameter, and callers build OrderInput with composite
+// literals, which cannot name promoted fields. Order() is the domain order.
 type OrderInput struct {
-	OrderID string `json:"order_id"`
-	UserID  string `json:"user_id"`
-	Items   []Item `json:"items"`
+	OrderID string           `json:"order_id"`
+	UserID  string           `json:"user_id"`
+	Items   []flashsale.Item `json:"items"`
 	// PaymentTimeout is how long the buyer has to pay, counted from the
 	// moment the order is written. Zero means the worker's PAYMENT_TIMEOUT
 	// (default 15m).
 	PaymentTimeout time.Duration `json:"payment_timeout,omitempty"`
-	// FromOrder is set on a waitlist offer: the order id of the expired or
-	// cancelled order whose Redis units this order takes over (moved, never
-	// put back on open sale in between). Empty for every buyer's order.
+	// FromOrder: see flashsale.Order.FromOrder.
 	FromOrder string `json:"from_order,omitempty"`
+}
+
+// Order is the buyer's order in the house vocabulary.
+func (in OrderInput) Order() flashsale.Order {
+	return flashsale.Order{OrderID: in.OrderID, UserID: in.UserID, Items: in.Items, FromOrder: in.FromOrder}
+}
+
+// Validate is flashsale.Order.Validate plus the workflow's own field.
+func (in OrderInput) Validate() error {
+	err := in.Order().Validate()
+	if in.PaymentTimeout < 0 {
+		err = errors.Join(err, flashsale.Errorf(flashsale.Invalid, "payment_timeout must not be negative"))
+	}
+	return err
 }
 
 // ReserveRequest is the UpdateReserve argument.
@@ -150,10 +108,10 @@ type ReserveRequest struct {
 type Reservation struct {
 	OrderID string `json:"order_id"`
 	// Status is PENDING_PAYMENT (reserved) or REJECTED.
-	Status Status    `json:"status"`
-	Amount int64     `json:"amount"`
-	PayBy  time.Time `json:"pay_by,omitzero"`
-	Reason string    `json:"reason,omitempty"`
+	Status flashsale.Status `json:"status"`
+	Amount int64            `json:"amount"`
+	PayBy  time.Time        `json:"pay_by,omitzero"`
+	Reason string           `json:"reason,omitempty"`
 }
 
 // Payment is the UpdatePay argument and the SignalPayment payload.
@@ -170,34 +128,18 @@ type Payment struct {
 // RefundRequired marks a payment whose money must go back.
 const RefundRequired = "REQUIRED"
 
-// Why a payment needs a refund. Stable codes; the HTTP API maps them.
-const (
-	RefundReasonAmountMismatch = "AMOUNT_MISMATCH"
-	RefundReasonOrderClosed    = "ORDER_CLOSED"
-	RefundReasonAlreadyPaid    = "ALREADY_PAID"
-	RefundReasonUnknownOrder   = "UNKNOWN_ORDER"
-	// RefundReasonPaymentFailed: the database refused the payment for good
-	// (a value it cannot store, a row that breaks its constraints). Nothing
-	// was captured; the money goes back, and the worker logged the cause at
-	// ERROR for an operator. The order is unchanged.
-	RefundReasonPaymentFailed = "PAYMENT_FAILED"
-)
-
-// PaymentReasonTransactionConflict is the Reason of a PaymentOutcome with
-// Conflict set: the transaction id is recorded for another order.
-const PaymentReasonTransactionConflict = "TRANSACTION_CONFLICT"
-
 // PaymentOutcome is the answer to UpdatePay.
 type PaymentOutcome struct {
 	OrderID       string `json:"order_id"`
 	TransactionID string `json:"transaction_id"`
 	// Status is the order's status after the payment was handled.
-	Status Status `json:"status"`
+	Status flashsale.Status `json:"status"`
 	// Refund is RefundRequired when the money cannot be kept: the order had
 	// closed, was paid by another transaction, or the amount was wrong.
 	Refund string `json:"refund,omitempty"`
-	// Reason says why a refund is required, or, with Conflict,
-	// PaymentReasonTransactionConflict.
+	// Reason says why a refund is required (flashsale.AmountMismatch,
+	// OrderClosed, AlreadyPaid, UnknownOrder, PaymentFailed), or, with
+	// Conflict, flashsale.TransactionConflict.
 	Reason string `json:"reason,omitempty"`
 	// Duplicate is true when this transaction had been handled before.
 	Duplicate bool `json:"duplicate,omitempty"`
@@ -224,13 +166,13 @@ type CancelRequest struct {
 type OrderView struct {
 	OrderID  string           `json:"order_id"`
 	UserID   string           `json:"user_id"`
-	Items    []Item           `json:"items"`
-	Status   Status           `json:"status"`
+	Items    []flashsale.Item `json:"items"`
+	Status   flashsale.Status `json:"status"`
 	Amount   int64            `json:"amount"`
 	PayBy    time.Time        `json:"pay_by,omitzero"`
 	Reason   string           `json:"reason,omitempty"`
 	Payments []PaymentOutcome `json:"payments,omitempty"`
-	// FromOrder: see OrderInput.FromOrder.
+	// FromOrder: see flashsale.Order.FromOrder.
 	FromOrder string `json:"from_order,omitempty"`
 	// OfferedTo is set on an expired or cancelled order whose units were
 	// offered to a waiting buyer instead of open sale: the new order's id.

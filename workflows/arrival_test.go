@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
@@ -33,8 +34,8 @@ func (s *orderSuite) TestPaymentReceivedInTimeButDeliveredLateIsPaid() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
-	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}}, v.Payments)
+	s.Equal(flashsale.StatusPaid, v.Status)
+	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}}, v.Payments)
 	s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
 	s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
@@ -52,8 +53,8 @@ func (s *orderSuite) TestPayUpdateReceivedInTimeButDeliveredLateIsPaid() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}, out)
-	s.Equal(StatusPaid, s.result().Status)
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, out)
+	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
 
 // Received after the deadline: the order closes at once (not at the end of
@@ -64,7 +65,7 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 	var closedAt time.Time
 	s.expectExpiry(&closedAt)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: RefundReasonOrderClosed,
+		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: string(flashsale.OrderClosed),
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var out PaymentOutcome
 	s.pay(payBy.Sub(start)+time.Second,
@@ -73,10 +74,10 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: StatusExpired,
-		Refund: RefundRequired, Reason: RefundReasonOrderClosed}
+	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: flashsale.StatusExpired,
+		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}
 	s.Equal(refunded, out)
-	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.Equal(payBy.Add(time.Second).Sub(start), closedAt.Sub(start), "closed when the late money came")
 	s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
 }
@@ -93,8 +94,8 @@ func (s *orderSuite) TestUnpaidOrderExpiresAfterTheArrivalGrace() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusPendingPayment, during.Status, "still open inside the grace")
-	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(flashsale.StatusPendingPayment, during.Status, "still open inside the grace")
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.Equal(payBy.Add(arrivalGrace).Sub(start), closedAt.Sub(start))
 }
 
@@ -112,9 +113,9 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}, out)
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, out)
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
+	s.Equal(flashsale.StatusPaid, v.Status)
 	s.Len(v.Payments, 1)
 	s.env.AssertNumberOfCalls(s.T(), "ConfirmPayment", 1)
 	s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
@@ -124,9 +125,9 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 // receipt of txn, received at: it refuses to close.
 func (s *orderSuite) closeFindsReceipt(txn string, at time.Time) {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
 	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
-		activities.ErrTypePaymentReceived, nil, activities.PaymentReceivedDetails{
+		activities.TypeFor(flashsale.PaymentReceived), nil, activities.PaymentReceivedDetails{
 			TransactionID: txn, Amount: testAmount, ReceivedAt: at,
 		})).Once()
 }
@@ -142,8 +143,8 @@ func (s *orderSuite) TestPaymentFoundAtCloseIsApplied() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
-	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t-lost", Status: StatusPaid}}, v.Payments)
+	s.Equal(flashsale.StatusPaid, v.Status)
+	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t-lost", Status: flashsale.StatusPaid}}, v.Payments)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
 	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
 }
@@ -157,18 +158,18 @@ func (s *orderSuite) TestPaymentFoundAtCloseButNotAppliedStillCloses() {
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-stuck")).
 		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout, IgnoreReceipts: true,
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout), IgnoreReceipts: true,
 	}).Return(activities.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: RefundReasonOrderClosed,
+		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: string(flashsale.OrderClosed),
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
+	s.Equal(flashsale.StatusExpired, v.Status)
 	s.Require().Len(v.Payments, 1)
 	s.Equal(RefundRequired, v.Payments[0].Refund)
 }

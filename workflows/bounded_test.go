@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
@@ -16,11 +17,11 @@ import (
 // however it fails, holds an order past its deadline, and compensation that
 // cannot finish shows the order STALLED instead of hiding.
 
-var captured = activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}
+var captured = activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}
 
 func conflictErr(txn, recordedFor string) error {
 	return temporal.NewNonRetryableApplicationError("transaction "+txn+" is recorded for order "+recordedFor,
-		activities.ErrTypeTransactionConflict, nil,
+		activities.TypeFor(flashsale.TransactionConflict), nil,
 		activities.TransactionConflictDetails{TransactionID: txn, RecordedFor: recordedFor})
 }
 
@@ -32,7 +33,7 @@ func confirmInput(txn string) activities.ConfirmPaymentInput {
 // nobody waiting, ReleaseStock) and notes when CloseOrder ran in closedAt.
 func (s *orderSuite) expectExpiry(closedAt *time.Time) {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
 	}).Run(func(mock.Arguments) { *closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
@@ -64,16 +65,16 @@ func (s *orderSuite) TestTransactionConflictThenFreshTransactionPays() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	conflict := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPendingPayment,
-		Conflict: true, Reason: PaymentReasonTransactionConflict}
+	conflict := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
+		Conflict: true, Reason: string(flashsale.TransactionConflict)}
 	s.Equal(conflict, first)
-	s.Equal(StatusPendingPayment, between.Status)
+	s.Equal(flashsale.StatusPendingPayment, between.Status)
 	s.Equal([]PaymentOutcome{conflict}, between.Payments, "operators see the conflict in the status query")
 	// The repeat carries the same update id, so it gets the stored answer.
 	s.Equal(conflict, again)
-	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t2", Status: StatusPaid}, second)
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t2", Status: flashsale.StatusPaid}, second)
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
+	s.Equal(flashsale.StatusPaid, v.Status)
 	s.Equal([]PaymentOutcome{conflict, second}, v.Payments)
 	s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
 	s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
@@ -89,7 +90,7 @@ func (s *orderSuite) TestTransactionConflictThenExpires() {
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	var closedAt time.Time
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
 	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
@@ -98,10 +99,10 @@ func (s *orderSuite) TestTransactionConflictThenExpires() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
-	s.Equal(ReasonPaymentTimeout, v.Reason)
-	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: StatusPendingPayment,
-		Conflict: true, Reason: PaymentReasonTransactionConflict}}, v.Payments)
+	s.Equal(flashsale.StatusExpired, v.Status)
+	s.Equal(string(flashsale.PaymentTimeout), v.Reason)
+	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
+		Conflict: true, Reason: string(flashsale.TransactionConflict)}}, v.Payments)
 	s.Equal(payBy.Add(arrivalGrace).Sub(start), closedAt.Sub(start), "closed on its deadline, after the arrival grace")
 }
 
@@ -113,7 +114,7 @@ func (s *orderSuite) TestLateTransactionOfAnotherOrderIsAConflict() {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: RefundReasonOrderClosed,
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.OrderClosed),
 	}).Return(activities.RecordRefundResult{}, conflictErr("t1", "o-other")).Once()
 	var late PaymentOutcome
 	s.pay(20*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { late = o })
@@ -124,11 +125,11 @@ func (s *orderSuite) TestLateTransactionOfAnotherOrderIsAConflict() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	want := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusExpired,
-		Conflict: true, Reason: PaymentReasonTransactionConflict}
+	want := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusExpired,
+		Conflict: true, Reason: string(flashsale.TransactionConflict)}
 	s.Equal(want, late)
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
+	s.Equal(flashsale.StatusExpired, v.Status)
 	s.Equal([]PaymentOutcome{want}, v.Payments)
 }
 
@@ -143,7 +144,7 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 	var closedAt time.Time
 	s.expectExpiry(&closedAt)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: RefundReasonOrderClosed,
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.OrderClosed),
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+59*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
@@ -152,11 +153,11 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 
 	s.False(closedAt.Before(payBy), "not closed before the deadline: %v", closedAt.Sub(start))
 	s.LessOrEqual(closedAt.Sub(start), payBy.Add(paymentGrace).Sub(start), "closed by pay_by + grace")
-	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusExpired,
-		Refund: RefundRequired, Reason: RefundReasonOrderClosed}
+	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusExpired,
+		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}
 	s.Equal(refunded, outcome)
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
+	s.Equal(flashsale.StatusExpired, v.Status)
 	s.Equal([]PaymentOutcome{refunded}, v.Payments)
 }
 
@@ -168,19 +169,19 @@ func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).
 		Return(activities.ConfirmPaymentResult{}, errors.New("i/o timeout"))
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{},
-		temporal.NewNonRetryableApplicationError("order already paid", activities.ErrTypeOrderPaid, nil)).Once()
+		temporal.NewNonRetryableApplicationError("order already paid", activities.TypeFor(flashsale.AlreadyPaid), nil)).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: RefundReasonAlreadyPaid,
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.AlreadyPaid),
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentCaptured, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+30*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	paid := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}
+	paid := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}
 	s.Equal(paid, outcome)
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
+	s.Equal(flashsale.StatusPaid, v.Status)
 	s.Equal("", v.Reason)
 	s.Equal([]PaymentOutcome{paid}, v.Payments)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
@@ -192,9 +193,9 @@ func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 func (s *orderSuite) TestPermanentPaymentFailureIsRefundedAndOrderStaysOpen() {
 	s.expectReserved()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(activities.ConfirmPaymentResult{},
-		temporal.NewNonRetryableApplicationError("permanent database error: Error 4025", activities.ErrTypeInvalid, nil)).Once()
+		temporal.NewNonRetryableApplicationError("permanent database error: Error 4025", activities.TypeFor(flashsale.Invalid), nil)).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: RefundReasonPaymentFailed,
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.PaymentFailed),
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t2")).Return(captured, nil).Once()
 	var first PaymentOutcome
@@ -203,9 +204,9 @@ func (s *orderSuite) TestPermanentPaymentFailureIsRefundedAndOrderStaysOpen() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPendingPayment,
-		Refund: RefundRequired, Reason: RefundReasonPaymentFailed}, first)
-	s.Equal(StatusPaid, s.result().Status)
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
+		Refund: RefundRequired, Reason: string(flashsale.PaymentFailed)}, first)
+	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
 
 // Compensation that cannot complete keeps retrying, shows the order STALLED
@@ -244,15 +245,15 @@ func (s *orderSuite) TestCompensationStallIsVisibleThenCompletes() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusPendingPayment, beforeStall.Status)
-	s.Equal(StatusStalled, stalled.Status)
-	s.Equal(ReasonPaymentTimeout, stalled.Reason)
-	s.Equal(StatusStalled, stillStalled.Status, "MySQL closed the order, Redis has not the units back yet")
-	s.False(StatusStalled.Closed())
+	s.Equal(flashsale.StatusPendingPayment, beforeStall.Status)
+	s.Equal(flashsale.StatusStalled, stalled.Status)
+	s.Equal(string(flashsale.PaymentTimeout), stalled.Reason)
+	s.Equal(flashsale.StatusStalled, stillStalled.Status, "MySQL closed the order, Redis has not the units back yet")
+	s.False(flashsale.StatusStalled.Closed())
 	s.False(releasedAt.Before(releaseFailsUntil))
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
-	s.Equal(ReasonPaymentTimeout, v.Reason)
+	s.Equal(flashsale.StatusExpired, v.Status)
+	s.Equal(string(flashsale.PaymentTimeout), v.Reason)
 }
 
 // A cancel that arrives while a payment is being applied waits for it, and
@@ -261,7 +262,7 @@ func (s *orderSuite) TestCancelDuringSlowPayment() {
 	s.expectReserved()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).After(30*time.Second).
 		Return(activities.ConfirmPaymentResult{}, conflictErr("t1", "o-other")).Once()
-	s.expectCompensation(orderdb.StatusCancelled)
+	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
@@ -272,10 +273,10 @@ func (s *orderSuite) TestCancelDuringSlowPayment() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusCancelled, v.Status)
-	s.Equal(ReasonBuyerCancelled, v.Reason)
-	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: StatusPendingPayment,
-		Conflict: true, Reason: PaymentReasonTransactionConflict}}, v.Payments)
+	s.Equal(flashsale.StatusCancelled, v.Status)
+	s.Equal(string(flashsale.CancelledByUser), v.Reason)
+	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
+		Conflict: true, Reason: string(flashsale.TransactionConflict)}}, v.Payments)
 }
 
 // A cancel during a payment that cannot be applied: the payment holds the
@@ -286,9 +287,9 @@ func (s *orderSuite) TestCancelDuringStuckPayment() {
 	payBy := s.expectReserved()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).
 		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
-	s.expectCompensation(orderdb.StatusCancelled)
+	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: RefundReasonOrderClosed,
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.OrderClosed),
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
@@ -300,8 +301,8 @@ func (s *orderSuite) TestCancelDuringStuckPayment() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusCancelled, v.Status)
+	s.Equal(flashsale.StatusCancelled, v.Status)
 	s.LessOrEqual(s.env.Now().Sub(start), payBy.Add(paymentGrace).Sub(start))
-	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: StatusCancelled,
-		Refund: RefundRequired, Reason: RefundReasonOrderClosed}}, v.Payments)
+	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusCancelled,
+		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}}, v.Payments)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
@@ -16,7 +17,7 @@ func (s *orderSuite) expectDegraded(created activities.CreateOrderResult, err er
 	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
 		Return(activities.ReserveStockResult{Degraded: true, DegradedReason: "redis unreachable"}, nil).Once()
 	s.env.OnActivity(a.CreateOrder, mock.Anything, activities.CreateOrderInput{
-		OrderID: testOrderID, UserID: "u1", Items: []activities.Item{{SKU: "1001", Quantity: 1}}, Degraded: true,
+		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Degraded: true,
 	}).Return(created, err).Once()
 }
 
@@ -27,7 +28,7 @@ func (s *orderSuite) expectDegraded(created activities.CreateOrderResult, err er
 func (s *orderSuite) TestDegradedOrderExpires() {
 	s.expectDegraded(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: orderdb.StatusExpired, Reason: ReasonPaymentTimeout,
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
 	}).Return(activities.CloseOrderResult{}, nil).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
 	var answered Reservation
@@ -35,9 +36,9 @@ func (s *orderSuite) TestDegradedOrderExpires() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusPendingPayment, answered.Status)
+	s.Equal(flashsale.StatusPendingPayment, answered.Status)
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
+	s.Equal(flashsale.StatusExpired, v.Status)
 	s.True(v.Degraded)
 	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
 }
@@ -46,7 +47,7 @@ func (s *orderSuite) TestDegradedOrderExpires() {
 func (s *orderSuite) TestDegradedOrderPaid() {
 	s.expectDegraded(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
@@ -54,7 +55,7 @@ func (s *orderSuite) TestDegradedOrderPaid() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
+	s.Equal(flashsale.StatusPaid, v.Status)
 	s.True(v.Degraded)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
 }
@@ -63,7 +64,7 @@ func (s *orderSuite) TestDegradedOrderPaid() {
 // Redis release, which may have to wait for Redis to come back.
 func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
 	s.expectDegraded(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("sku 1001: want 1, available 0", activities.ErrTypeSoldOut, nil))
+		temporal.NewNonRetryableApplicationError("sku 1001: want 1, available 0", activities.TypeFor(flashsale.SoldOut), nil))
 	// Redis is still down for the first attempts of the release.
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).
 		Return(activities.ReleaseStockResult{}, temporal.NewApplicationError("dial tcp: connection refused", "")).Times(3)
@@ -75,11 +76,11 @@ func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(Reservation{OrderID: testOrderID, Status: StatusRejected, Reason: ReasonSoldOut}, answered)
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: string(flashsale.SoldOut)}, answered)
 	s.Equal(start, answeredAt, "answered before the release's retries")
 	v := s.result()
-	s.Equal(StatusRejected, v.Status)
-	s.Equal(ReasonSoldOut, v.Reason)
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.SoldOut), v.Reason)
 	s.Less(start, s.env.Now(), "the release retried until Redis answered")
 }
 
@@ -87,12 +88,12 @@ func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
 // as drift: Redis took nothing.
 func (s *orderSuite) TestDegradedLimitExceeded() {
 	s.expectDegraded(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("limit", activities.ErrTypeLimitExceeded, nil))
+		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil))
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusRejected, v.Status)
-	s.Equal(ReasonLimitExceeded, v.Reason)
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.LimitExceeded), v.Reason)
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -37,9 +38,9 @@ func (s *orderSuite) SetupTest() {
 
 func (s *orderSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
-func input(items ...Item) OrderInput {
+func input(items ...flashsale.Item) OrderInput {
 	if len(items) == 0 {
-		items = []Item{{SKU: "1001", Quantity: 1}}
+		items = []flashsale.Item{{SKU: "1001", Quantity: 1}}
 	}
 	return OrderInput{OrderID: testOrderID, UserID: "u1", Items: items}
 }
@@ -63,15 +64,15 @@ func (s *orderSuite) expectNobodyWaiting() {
 	}).Return(activities.OfferToWaitlistResult{}, nil).Once()
 }
 
-func (s *orderSuite) expectCompensation(status orderdb.Status) {
+func (s *orderSuite) expectCompensation(status flashsale.Status) {
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: status, Reason: map[orderdb.Status]string{
-			orderdb.StatusExpired: ReasonPaymentTimeout, orderdb.StatusCancelled: ReasonBuyerCancelled,
+		OrderID: testOrderID, Status: status, Reason: map[flashsale.Status]string{
+			flashsale.StatusExpired: string(flashsale.PaymentTimeout), flashsale.StatusCancelled: string(flashsale.CancelledByUser),
 		}[status],
 	}).Return(activities.CloseOrderResult{}, nil).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
-		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}},
+		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
 	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 }
 
@@ -115,7 +116,7 @@ func (s *orderSuite) TestPaidOrder() {
 	payBy := s.expectReserved()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, activities.ConfirmPaymentInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount,
-	}).Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	}).Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
@@ -124,43 +125,43 @@ func (s *orderSuite) TestPaidOrder() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(Reservation{OrderID: testOrderID, Status: StatusPendingPayment, Amount: testAmount, PayBy: payBy}, answered)
-	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: StatusPaid}, outcome)
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}, answered)
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, outcome)
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
+	s.Equal(flashsale.StatusPaid, v.Status)
 	s.Equal(testAmount, v.Amount)
 }
 
 func (s *orderSuite) TestPaymentTimeout() {
 	start := s.env.Now()
 	s.expectReserved()
-	s.expectCompensation(orderdb.StatusExpired)
+	s.expectCompensation(flashsale.StatusExpired)
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
-	s.Equal(ReasonPaymentTimeout, v.Reason)
+	s.Equal(flashsale.StatusExpired, v.Status)
+	s.Equal(string(flashsale.PaymentTimeout), v.Reason)
 	// Time skipping ran the whole 15-minute deadline.
 	s.GreaterOrEqual(s.env.Now().Sub(start), 15*time.Minute)
 }
 
 func (s *orderSuite) TestBuyerCancels() {
 	s.expectReserved()
-	s.expectCompensation(orderdb.StatusCancelled)
+	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalCancel, CancelRequest{Reason: "changed mind"})
 	}, 2*time.Minute)
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusCancelled, s.result().Status)
+	s.Equal(flashsale.StatusCancelled, s.result().Status)
 }
 
 func (s *orderSuite) TestOperatorCancelsWorkflow() {
 	s.expectReserved()
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.MatchedBy(func(in activities.CloseOrderInput) bool {
-		return in.Status == orderdb.StatusCancelled
+		return in.Status == flashsale.StatusCancelled
 	})).Return(activities.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
@@ -168,7 +169,7 @@ func (s *orderSuite) TestOperatorCancelsWorkflow() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusCancelled, s.result().Status)
+	s.Equal(flashsale.StatusCancelled, s.result().Status)
 }
 
 // A payment signal landing exactly on the deadline must end in exactly one
@@ -177,7 +178,7 @@ func (s *orderSuite) TestOperatorCancelsWorkflow() {
 func (s *orderSuite) TestPaymentRacesDeadline() {
 	s.expectReserved()
 	confirm := s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Maybe()
+		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Maybe()
 	closeOrder := s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Maybe()
 	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, mock.Anything).Return(activities.OfferToWaitlistResult{}, nil).Maybe()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Maybe()
@@ -190,11 +191,11 @@ func (s *orderSuite) TestPaymentRacesDeadline() {
 
 	v := s.result()
 	switch v.Status {
-	case StatusPaid:
+	case flashsale.StatusPaid:
 		s.env.AssertNumberOfCalls(s.T(), "ConfirmPayment", 1)
 		s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
 		s.env.AssertNotCalled(s.T(), "RecordRefund", mock.Anything, mock.Anything)
-	case StatusExpired:
+	case flashsale.StatusExpired:
 		s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
 		s.env.AssertNumberOfCalls(s.T(), "CloseOrder", 1)
 		s.env.AssertNumberOfCalls(s.T(), "RecordRefund", 1)
@@ -209,9 +210,9 @@ func (s *orderSuite) TestPaymentRacesDeadline() {
 func (s *orderSuite) TestDuplicateAndSecondPayment() {
 	s.expectReserved()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: RefundReasonAlreadyPaid,
+		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: string(flashsale.AlreadyPaid),
 	}).Return(activities.RecordRefundResult{}, nil).Once()
 
 	for _, txn := range []string{"t1", "t1", "t2", "t1"} {
@@ -222,7 +223,7 @@ func (s *orderSuite) TestDuplicateAndSecondPayment() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusPaid, v.Status)
+	s.Equal(flashsale.StatusPaid, v.Status)
 	s.Require().Len(v.Payments, 2)
 	s.Equal("", v.Payments[0].Refund)
 	s.Equal(RefundRequired, v.Payments[1].Refund)
@@ -231,10 +232,10 @@ func (s *orderSuite) TestDuplicateAndSecondPayment() {
 func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 	s.expectReserved()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: RefundReasonAmountMismatch,
+		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: string(flashsale.AmountMismatch),
 	}).Return(activities.RecordRefundResult{}, nil).Once()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 
 	var first PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "short", Amount: 1}, func(o PaymentOutcome) { first = o })
@@ -242,9 +243,9 @@ func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	s.Equal(RefundRequired, first.Refund)
-	s.Equal(RefundReasonAmountMismatch, first.Reason)
-	s.Equal(StatusPendingPayment, first.Status)
-	s.Equal(StatusPaid, s.result().Status)
+	s.Equal(string(flashsale.AmountMismatch), first.Reason)
+	s.Equal(flashsale.StatusPendingPayment, first.Status)
+	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
 
 // A payment that arrives while the expired order is being compensated is
@@ -256,7 +257,7 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: RefundReasonOrderClosed,
+		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: string(flashsale.OrderClosed),
 	}).Return(activities.RecordRefundResult{}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "late", Amount: testAmount})
@@ -265,23 +266,23 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusExpired, v.Status)
+	s.Equal(flashsale.StatusExpired, v.Status)
 	s.Require().Len(v.Payments, 1)
-	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: StatusExpired,
-		Refund: RefundRequired, Reason: RefundReasonOrderClosed}, v.Payments[0])
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: flashsale.StatusExpired,
+		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}, v.Payments[0])
 	s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
 }
 
 func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
 	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{},
-		temporal.NewNonRetryableApplicationError("1001: sold out", activities.ErrTypeSoldOut, nil)).Once()
+		temporal.NewNonRetryableApplicationError("1001: sold out", activities.TypeFor(flashsale.SoldOut), nil)).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(Reservation{OrderID: testOrderID, Status: StatusRejected, Reason: ReasonSoldOut}, answered)
-	s.Equal(StatusRejected, s.result().Status)
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: string(flashsale.SoldOut)}, answered)
+	s.Equal(flashsale.StatusRejected, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
 }
 
@@ -290,17 +291,17 @@ func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
 func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
 	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
 	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("insufficient stock", activities.ErrTypeStockDrift, nil,
+		temporal.NewNonRetryableApplicationError("insufficient stock", activities.TypeFor(flashsale.StockDrift), nil,
 			activities.StockDriftDetails{DriftedSKUs: []string{"2002"}})).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
-		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}},
+		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
 	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(Item{SKU: "1001", Quantity: 1}, Item{SKU: "2002", Quantity: 2}))
+	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
 	v := s.result()
-	s.Equal(StatusRejected, v.Status)
-	s.Equal(ReasonStockDrift, v.Reason)
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.StockDrift), v.Reason)
 }
 
 // MySQL refused the order for the buyer's per-user limit: the Redis units are
@@ -309,19 +310,19 @@ func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
 	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
 	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("sku 1001: user u1 holds 1, wants 1 more, limit 1",
-			activities.ErrTypeLimitExceeded, nil)).Once()
+			activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
-		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}, {SKU: "2002", Quantity: 2}},
+		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}, {SKU: "2002", Quantity: 2}},
 	}).Return(activities.ReleaseStockResult{Released: 3}, nil).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(Item{SKU: "1001", Quantity: 1}, Item{SKU: "2002", Quantity: 2}))
+	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
-	s.Equal(Reservation{OrderID: testOrderID, Status: StatusRejected, Reason: ReasonLimitExceeded}, answered)
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: string(flashsale.LimitExceeded)}, answered)
 	v := s.result()
-	s.Equal(StatusRejected, v.Status)
-	s.Equal(ReasonLimitExceeded, v.Reason)
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.LimitExceeded), v.Reason)
 	s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
 }
 
@@ -335,14 +336,14 @@ func (s *orderSuite) TestTransientFailuresAreRetried() {
 	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).Return(activities.ConfirmPaymentResult{}, errors.New("deadlock")).Once()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusPaid, s.result().Status)
+	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
 
 // When Redis stays down past the reservation's retry budget, whatever was
@@ -355,54 +356,54 @@ func (s *orderSuite) TestRedisDownRejectsAndReleases() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusRejected, v.Status)
-	s.Equal(ReasonUnavailable, v.Reason)
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.Unavailable), v.Reason)
 	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
 }
 
 func (s *orderSuite) TestInvalidInputTouchesNothing() {
 	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: testOrderID, UserID: "u1",
-		Items: []Item{{SKU: "1001", Quantity: 0}}})
+		Items: []flashsale.Item{{SKU: "1001", Quantity: 0}}})
 
 	v := s.result()
-	s.Equal(StatusRejected, v.Status)
-	s.Equal(ReasonInvalid, v.Reason)
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.Invalid), v.Reason)
 	s.env.AssertNotCalled(s.T(), "ReserveStock", mock.Anything, mock.Anything)
 }
 
 func (s *orderSuite) TestStatusQueryWhilePending() {
 	payBy := s.expectReserved()
-	s.expectCompensation(orderdb.StatusExpired)
+	s.expectCompensation(flashsale.StatusExpired)
 	s.env.RegisterDelayedCallback(func() {
 		res, err := s.env.QueryWorkflow(QueryStatus)
 		s.Require().NoError(err)
 		var v OrderView
 		s.Require().NoError(res.Get(&v))
-		s.Equal(OrderView{OrderID: testOrderID, UserID: "u1", Items: []Item{{SKU: "1001", Quantity: 1}},
-			Status: StatusPendingPayment, Amount: testAmount, PayBy: payBy}, v)
+		s.Equal(OrderView{OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
+			Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}, v)
 	}, 5*time.Minute)
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
-	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 }
 
 func TestValidateInput(t *testing.T) {
-	long := string(make([]byte, MaxIDLength+1))
-	ok := Item{SKU: "1001", Quantity: 1}
+	long := string(make([]byte, flashsale.MaxIDLength+1))
+	ok := flashsale.Item{SKU: "1001", Quantity: 1}
 	tests := []struct {
 		name    string
 		in      OrderInput
 		wantErr string
 	}{
-		{"valid", OrderInput{OrderID: "o", UserID: "u", Items: []Item{ok}}, ""},
-		{"no order id", OrderInput{UserID: "u", Items: []Item{ok}}, "order_id"},
-		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []Item{ok}}, "user_id"},
+		{"valid", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}}, ""},
+		{"no order id", OrderInput{UserID: "u", Items: []flashsale.Item{ok}}, "order_id"},
+		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []flashsale.Item{ok}}, "user_id"},
 		{"no items", OrderInput{OrderID: "o", UserID: "u"}, "items"},
-		{"zero quantity", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{SKU: "1", Quantity: 0}}}, "quantity"},
-		{"negative quantity", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{SKU: "1", Quantity: -3}}}, "quantity"},
-		{"absurd quantity", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{SKU: "1", Quantity: 1 << 40}}}, "quantity"},
-		{"duplicate sku", OrderInput{OrderID: "o", UserID: "u", Items: []Item{ok, ok}}, "twice"},
-		{"empty sku", OrderInput{OrderID: "o", UserID: "u", Items: []Item{{Quantity: 1}}}, "sku_id"},
+		{"zero quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 0}}}, "quantity"},
+		{"negative quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: -3}}}, "quantity"},
+		{"absurd quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 1 << 40}}}, "quantity"},
+		{"duplicate sku", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok, ok}}, "twice"},
+		{"empty sku", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{Quantity: 1}}}, "sku_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,7 +423,7 @@ var _ = context.Background
 // refused by the validator; the buyer's own repeat is answered.
 func (s *orderSuite) TestReserveFromAnotherUserIsRefused() {
 	s.expectReserved()
-	s.expectCompensation(orderdb.StatusExpired)
+	s.expectCompensation(flashsale.StatusExpired)
 	var refused error
 	var own Reservation
 	s.env.RegisterDelayedCallback(func() {
@@ -443,5 +444,5 @@ func (s *orderSuite) TestReserveFromAnotherUserIsRefused() {
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(refused, &appErr)
 	s.Equal(ErrTypeOrderOfAnotherUser, appErr.Type())
-	s.Equal(StatusPendingPayment, own.Status)
+	s.Equal(flashsale.StatusPendingPayment, own.Status)
 }

@@ -3,14 +3,13 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
 // boundedPaymentChangeID versions the bounds on an open order: payment
@@ -133,7 +132,7 @@ func localSettle(ctx workflow.Context) workflow.Context {
 func (o *order) settle(ctx workflow.Context, summary string, activity, in, out any, run func(workflow.Context) error) error {
 	if o.rev >= settleInTask {
 		err := workflow.ExecuteLocalActivity(localSettle(ctx), activity, in).Get(ctx, out)
-		if err == nil || businessType(err) != "" || ctx.Err() != nil {
+		if err == nil || answered(err) || ctx.Err() != nil {
 			return err
 		}
 		o.logger.Warn(summary+": no answer inside the workflow task; continuing as an activity", "error", err)
@@ -193,7 +192,7 @@ func (o *order) execPaymentActivity(ctx workflow.Context, bounded bool, summary 
 	for {
 		err := workflow.ExecuteActivity(o.paymentOptions(ctx, bounded, summary, started), activity, in).Get(ctx, out)
 		switch {
-		case err == nil, !bounded, businessType(err) != "":
+		case err == nil, !bounded, answered(err):
 			return err
 		case workflow.Now(ctx).Before(o.view.PayBy) && ctx.Err() == nil:
 			o.logger.Warn(summary+": no answer yet, trying again before the deadline", "error", err)
@@ -205,16 +204,6 @@ func (o *order) execPaymentActivity(ctx workflow.Context, bounded bool, summary 
 	}
 }
 
-// businessType is the type of one of the activities' non-retryable
-// business answers in err, or "".
-func businessType(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && slices.Contains(activities.NonRetryableErrorTypes, appErr.Type()) {
-		return appErr.Type()
-	}
-	return ""
-}
-
 // applyPayment handles one payment while the order is open. It reports
 // false when a bounded order's payment got no answer in time: nothing is
 // known about it then, and the caller closes the order, whose CloseOrder
@@ -223,7 +212,7 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 	bounded := o.bounded(ctx)
 	if p.Amount != o.view.Amount {
 		o.logger.Warn("payment amount mismatch", "transaction_id", p.TransactionID, "paid", p.Amount, "amount", o.view.Amount)
-		return o.refund(ctx, bounded, p, RefundReasonAmountMismatch)
+		return o.refund(ctx, bounded, p, flashsale.AmountMismatch)
 	}
 	var res activities.ConfirmPaymentResult
 	err := o.execPayment(ctx, bounded, "confirm payment "+p.TransactionID, a.ConfirmPayment,
@@ -231,30 +220,30 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 	switch {
 	case errors.Is(err, errNotInTime):
 		return false, nil
-	case businessType(err) == activities.ErrTypeTransactionConflict:
+	case codeOf(err) == flashsale.TransactionConflict:
 		o.conflict(p, err)
 		return true, nil
-	case businessType(err) == activities.ErrTypeInvalid:
+	case codeOf(err) == flashsale.Invalid:
 		// The database refused the payment for good and rolled it back:
 		// nothing is captured, the money goes back. The order stays open.
 		o.logger.Error("payment refused by the database for good; recording it for refund",
 			"transaction_id", p.TransactionID, "error", err)
-		return o.refund(ctx, bounded, p, RefundReasonPaymentFailed)
+		return o.refund(ctx, bounded, p, flashsale.PaymentFailed)
 	case err != nil:
 		return false, fmt.Errorf("confirm payment %s: %w", p.TransactionID, err)
 	}
-	out := PaymentOutcome{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: StatusPaid}
-	if res.PaymentStatus == orderdb.PaymentRefundRequired {
+	out := PaymentOutcome{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: flashsale.StatusPaid}
+	if res.RefundRequired() {
 		// The database saw the order closed or paid by someone else; it
 		// recorded the refund. Should not happen while the workflow owns
 		// the order, but the database is the guard.
-		out.Status = Status(res.OrderStatus)
+		out.Status = res.OrderStatus
 		out.Refund, out.Reason = RefundRequired, res.Reason
 		o.record(out)
 		return true, nil
 	}
 	o.record(out)
-	o.setStatus(ctx, StatusPaid, "")
+	o.setStatus(ctx, flashsale.StatusPaid, "")
 	return true, nil
 }
 
@@ -262,40 +251,40 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 // what the database stored. bounded is applyPayment's: false for late
 // settles, which retry until the database answers (the order is closed,
 // its units are back; only the answer waits).
-func (o *order) refund(ctx workflow.Context, bounded bool, p Payment, reason string) (bool, error) {
+func (o *order) refund(ctx workflow.Context, bounded bool, p Payment, reason flashsale.Code) (bool, error) {
 	var res activities.RecordRefundResult
 	err := o.execPayment(ctx, bounded, "record refund "+p.TransactionID, a.RecordRefund,
-		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: reason}, &res)
+		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: string(reason)}, &res)
 	out := PaymentOutcome{
 		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
-		Refund: RefundRequired, Reason: reason,
+		Refund: RefundRequired, Reason: string(reason),
 	}
 	switch {
 	case errors.Is(err, errNotInTime):
 		return false, nil
-	case businessType(err) == activities.ErrTypeTransactionConflict:
+	case codeOf(err) == flashsale.TransactionConflict:
 		o.conflict(p, err)
 		return true, nil
-	case businessType(err) == activities.ErrTypeInvalid:
+	case codeOf(err) == flashsale.Invalid:
 		// Still answered as a refund: the money must go back. The record
 		// of it is this workflow's history (the order's Payments).
 		o.logger.Error("refund refused by the database for good; only this workflow records it",
 			"transaction_id", p.TransactionID, "error", err)
-		out.Reason = RefundReasonPaymentFailed
+		out.Reason = string(flashsale.PaymentFailed)
 		o.record(out)
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("record refund %s: %w", p.TransactionID, err)
 	}
-	if res.PaymentStatus == orderdb.PaymentCaptured {
+	if res.Captured() {
 		// The transaction paid this very order: a ConfirmPayment the
 		// workflow stopped waiting for committed, and CloseOrder found the
 		// order PAID. The money is kept.
-		if o.view.Status != StatusPaid {
+		if o.view.Status != flashsale.StatusPaid {
 			o.logger.Error("transaction captured for an order the workflow does not see paid",
 				"transaction_id", p.TransactionID, "status", o.view.Status)
 		}
-		out.Status, out.Refund, out.Reason = StatusPaid, "", ""
+		out.Status, out.Refund, out.Reason = flashsale.StatusPaid, "", ""
 	}
 	o.record(out)
 	return true, nil
@@ -317,7 +306,7 @@ func (o *order) conflict(p Payment, err error) {
 		"transaction_id", p.TransactionID, "recorded_for", d.RecordedFor, "status", o.view.Status)
 	o.record(PaymentOutcome{
 		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
-		Conflict: true, Reason: PaymentReasonTransactionConflict,
+		Conflict: true, Reason: string(flashsale.TransactionConflict),
 	})
 }
 
@@ -333,9 +322,9 @@ func (o *order) settleLate(ctx workflow.Context, p Payment) error {
 	if _, ok := o.outcomes[p.TransactionID]; ok {
 		return nil // a repeat of a payment already handled
 	}
-	reason := RefundReasonOrderClosed
-	if o.view.Status == StatusPaid {
-		reason = RefundReasonAlreadyPaid
+	reason := flashsale.OrderClosed
+	if o.view.Status == flashsale.StatusPaid {
+		reason = flashsale.AlreadyPaid
 	}
 	_, err := o.refund(ctx, false, p, reason)
 	return err

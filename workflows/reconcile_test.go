@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 )
 
@@ -118,7 +119,7 @@ func TestReconcileWorkflow(t *testing.T) {
 			first:  []activities.StockObservation{obs("a", 3, 7), obs("b", 1, 2)},
 			second: []activities.StockObservation{obs("a", 3, 7), obs("b", 1, 2)},
 			correct: []correction{
-				{sku: "a", delta: 3, fence: 7, err: temporal.NewNonRetryableApplicationError("gone", activities.ErrTypeUnknownSKU, nil)},
+				{sku: "a", delta: 3, fence: 7, err: temporal.NewNonRetryableApplicationError("gone", activities.TypeFor(flashsale.UnknownSKU), nil)},
 				{sku: "b", delta: 1, fence: 2, res: activities.CorrectStockResult{Claimed: true, Applied: 1}},
 			},
 			want:    map[string]ReconcileAction{"a": ActionFailed, "b": ActionCorrected},

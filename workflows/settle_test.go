@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
 // Tests of settleInTask: an order settles inside the workflow task that
@@ -39,7 +39,7 @@ func (s *orderSuite) TestPaymentIsConfirmedInsideTheTask() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusPaid, s.result().Status)
+	s.Equal(flashsale.StatusPaid, s.result().Status)
 	s.Equal(map[string][]string{
 		"ReserveStock": {"local"}, "CreateOrder": {"local"}, "ConfirmPayment": {"local"},
 	}, ran)
@@ -48,11 +48,11 @@ func (s *orderSuite) TestPaymentIsConfirmedInsideTheTask() {
 func (s *orderSuite) TestExpiryIsCompensatedInsideTheTask() {
 	ran := s.ranAs()
 	s.expectReserved()
-	s.expectCompensation(orderdb.StatusExpired)
+	s.expectCompensation(flashsale.StatusExpired)
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.Equal(map[string][]string{
 		"ReserveStock": {"local"}, "CreateOrder": {"local"},
 		"CloseOrder": {"local"}, "OfferToWaitlist": {"local"}, "ReleaseStock": {"local"},
@@ -79,7 +79,7 @@ func (s *orderSuite) TestCompensationFallsBackToAnActivity() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.GreaterOrEqual(s.env.Now().Sub(start), down.Sub(start))
 	// Local attempts for their budget, then the activity's, never back.
 	closes := ran["CloseOrder"]

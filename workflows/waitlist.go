@@ -1,14 +1,13 @@
 package workflows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 )
 
@@ -16,25 +15,6 @@ import (
 // recorded before it (workflows/testdata) released their units straight
 // after CloseOrder; replaying them must not find an offer activity there.
 const waitlistChangeID = "waitlist-offer"
-
-// WaitlistOrderID is the order id of the offer made with the units of
-// releasedOrderID. It is derived from the released order alone, so the
-// parent's retries and replays can only ever start one offer per release.
-// An offer of an offer's units would grow the id past MaxIDLength, so a
-// long id is replaced by a hash of it (still deterministic).
-func WaitlistOrderID(releasedOrderID string) string {
-	id := WaitlistOrderPrefix + releasedOrderID
-	if len(id) <= MaxIDLength {
-		return id
-	}
-	sum := sha256.Sum256([]byte(releasedOrderID))
-	return WaitlistOrderPrefix + hex.EncodeToString(sum[:16])
-}
-
-// WaitlistOrderPrefix starts every waitlist offer's order id. Buyers may
-// not choose ids with it (the HTTP API refuses them): a buyer's order under
-// an offer's id would take the offer's workflow id and database row.
-const WaitlistOrderPrefix = "wl-"
 
 // waitlistEligible says whether this order's units may be offered to a
 // waiting buyer. A waitlist join names no quantity (a buyer waits for one
@@ -85,8 +65,8 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 	}
 
 	child := OrderInput{
-		OrderID: WaitlistOrderID(o.in.OrderID), UserID: offer.UserID,
-		Items: []Item{it}, PaymentTimeout: o.in.PaymentTimeout, FromOrder: o.in.OrderID,
+		OrderID: flashsale.WaitlistOrderID(o.in.OrderID), UserID: offer.UserID,
+		Items: []flashsale.Item{it}, PaymentTimeout: o.in.PaymentTimeout, FromOrder: o.in.OrderID,
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        OrderWorkflowID(child.OrderID),
@@ -94,8 +74,8 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		// Set on start, like the starters do, so the offer is findable in
 		// the Web UI by buyer and SKU without an extra event.
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			UserIDKey.ValueSet(child.UserID), SKUIDsKey.ValueSet(SKUs(child.Items)),
-			OrderStatusKey.ValueSet(string(StatusReserving)),
+			UserIDKey.ValueSet(child.UserID), SKUIDsKey.ValueSet(sortedSKUs(child.Order())),
+			OrderStatusKey.ValueSet(string(flashsale.StatusReserving)),
 		),
 		StaticSummary: "waitlist offer of the unit released by order " + o.in.OrderID,
 	})

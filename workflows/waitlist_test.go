@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -22,7 +23,7 @@ func (s *orderSuite) mockOfferChild(child OrderInput) {
 		return in.FromOrder == ""
 	})).Return(OrderWorkflow)
 	s.env.OnWorkflow(OrderWorkflow, mock.Anything, child).
-		Return(OrderView{OrderID: child.OrderID, Status: StatusPendingPayment}, nil).Once()
+		Return(OrderView{OrderID: child.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
 }
 
 func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
@@ -31,7 +32,7 @@ func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
 		ReleasedOrderID: testOrderID, SKU: "1001",
 	}).Return(activities.OfferToWaitlistResult{UserID: "u2"}, nil).Once()
-	child := OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
+	child := OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
 	s.mockOfferChild(child)
 	var started workflow.Info
 	s.env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
@@ -42,7 +43,7 @@ func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusCancelled, v.Status)
+	s.Equal(flashsale.StatusCancelled, v.Status)
 	s.Equal("wl-"+testOrderID, v.OfferedTo)
 	s.Equal(OrderWorkflowID("wl-"+testOrderID), started.WorkflowExecution.ID)
 	// The units went to the offer, not to open sale.
@@ -51,13 +52,13 @@ func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 
 func (s *orderSuite) TestNobodyWaitingReleasesToOpenSale() {
 	s.expectReserved()
-	s.expectCompensation(orderdb.StatusCancelled)
+	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalCancel, CancelRequest{}) }, time.Minute)
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	v := s.result()
-	s.Equal(StatusCancelled, v.Status)
+	s.Equal(flashsale.StatusCancelled, v.Status)
 	s.Empty(v.OfferedTo)
 }
 
@@ -70,18 +71,18 @@ func (s *orderSuite) TestMultiUnitReleaseSkipsWaitlist() {
 		Return(activities.CreateOrderResult{Amount: 2 * testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
-		OrderID: testOrderID, Items: []activities.Item{{SKU: "1001", Quantity: 2}},
+		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 2}},
 	}).Return(activities.ReleaseStockResult{Released: 2}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(Item{SKU: "1001", Quantity: 2}))
+	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 2}))
 
-	s.Equal(StatusExpired, s.result().Status)
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
 }
 
 // offerInput is the order a waitlist offer starts.
 func offerInput() OrderInput {
-	return OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
+	return OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
 }
 
 // The offer takes the released order's units over (ReserveStock with
@@ -91,12 +92,12 @@ func offerInput() OrderInput {
 func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	in := offerInput()
 	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
-		OrderID: in.OrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
+		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
 	}).Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("limit", activities.ErrTypeLimitExceeded, nil)).Once()
+		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
-		OrderID: in.OrderID, Items: []activities.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
+		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
 	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
@@ -104,10 +105,10 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	s.env.ExecuteWorkflow(OrderWorkflow, in)
 
 	v := s.result()
-	s.Equal(StatusRejected, v.Status)
-	s.Equal(ReasonLimitExceeded, v.Reason)
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.LimitExceeded), v.Reason)
 	s.Equal(testOrderID, v.FromOrder)
-	s.Equal(StatusRejected, answered.Status)
+	s.Equal(flashsale.StatusRejected, answered.Status)
 }
 
 // The offer is paid like any order: nothing is released.
@@ -119,19 +120,19 @@ func (s *orderSuite) TestWaitlistOrderPaid() {
 	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
 		Return(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute)}, nil).Once()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: orderdb.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 	s.pay(time.Minute, Payment{TransactionID: "t-wl", Amount: testAmount}, func(PaymentOutcome) {})
 
 	s.env.ExecuteWorkflow(OrderWorkflow, in)
 
-	s.Equal(StatusPaid, s.result().Status)
+	s.Equal(flashsale.StatusPaid, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
 }
 
 func (s *orderSuite) TestWaitlistOrderID() {
-	s.Equal("wl-A1", WaitlistOrderID("A1"))
-	long := WaitlistOrderID(strings.Repeat("x", MaxIDLength))
-	s.LessOrEqual(len(long), MaxIDLength)
-	s.Equal(long, WaitlistOrderID(strings.Repeat("x", MaxIDLength)), "deterministic")
-	s.NotEqual(long, WaitlistOrderID(strings.Repeat("y", MaxIDLength)))
+	s.Equal("wl-A1", flashsale.WaitlistOrderID("A1"))
+	long := flashsale.WaitlistOrderID(strings.Repeat("x", flashsale.MaxIDLength))
+	s.LessOrEqual(len(long), flashsale.MaxIDLength)
+	s.Equal(long, flashsale.WaitlistOrderID(strings.Repeat("x", flashsale.MaxIDLength)), "deterministic")
+	s.NotEqual(long, flashsale.WaitlistOrderID(strings.Repeat("y", flashsale.MaxIDLength)))
 }

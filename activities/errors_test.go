@@ -1,0 +1,75 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale"
+)
+
+// The type strings are in recorded histories and in the retry policies of
+// running orders: this pins them, and the list the retry policies carry.
+func TestErrorTypesNeverChange(t *testing.T) {
+	for code, typ := range map[flashsale.Code]string{
+		flashsale.SoldOut:             "SoldOut",
+		flashsale.UnknownSKU:          "UnknownSKU",
+		flashsale.StockDrift:          "StockDrift",
+		flashsale.AmountMismatch:      "AmountMismatch",
+		flashsale.AlreadyPaid:         "OrderPaid",
+		flashsale.OrderClosed:         "OrderClosed",
+		flashsale.Invalid:             "InvalidRequest",
+		flashsale.Permanent:           "InvalidRequest",
+		flashsale.LimitExceeded:       "LimitExceeded",
+		flashsale.TransactionConflict: "TransactionConflict",
+		flashsale.PaymentReceived:     "PaymentReceived",
+		flashsale.AlreadyReleased:     "SoldOut",
+	} {
+		require.Equal(t, typ, TypeFor(code), code)
+	}
+	require.Empty(t, TypeFor(flashsale.Internal), "an unknown failure stays retryable")
+	require.Equal(t, []string{
+		"SoldOut", "UnknownSKU", "StockDrift", "AmountMismatch", "OrderPaid", "OrderClosed",
+		"InvalidRequest", "LimitExceeded", "TransactionConflict", "PaymentReceived",
+	}, NonRetryableErrorTypes)
+}
+
+func TestRefuseRoundTrip(t *testing.T) {
+	store := fmt.Errorf("reserve: %w", flashsale.Errorf(flashsale.SoldOut, "sold out"))
+	err := refuse("reserve 1001 for order o-1", store, SoldOutDetails{SKU: "1001"})
+
+	appErr, ok := errors.AsType[*temporal.ApplicationError](err)
+	require.True(t, ok)
+	require.True(t, appErr.NonRetryable())
+	require.Equal(t, "SoldOut", appErr.Type())
+	require.Equal(t, "reserve 1001 for order o-1", appErr.Message())
+	require.ErrorIs(t, err, store, "the store's error is the cause")
+	var d SoldOutDetails
+	require.NoError(t, appErr.Details(&d))
+	require.Equal(t, "1001", d.SKU)
+
+	code, ok := CodeOf(fmt.Errorf("activity: %w", err))
+	require.True(t, ok)
+	require.Equal(t, flashsale.SoldOut, code)
+
+	// One-way rows come back as the code their type names first.
+	code, _ = CodeOf(refuse("create order o-1", flashsale.Errorf(flashsale.Permanent, "check constraint")))
+	require.Equal(t, flashsale.Invalid, code)
+
+	_, ok = CodeOf(errors.New("connection refused"))
+	require.False(t, ok)
+	_, ok = CodeOf(temporal.NewApplicationError("other", "SomethingElse"))
+	require.False(t, ok)
+}
+
+// A code with no type must not become a retryable error that hides it:
+// it says so.
+func TestRefuseWithoutATypeSaysSo(t *testing.T) {
+	err := refuse("op", flashsale.Errorf(flashsale.Busy, "busy"))
+	_, isApp := errors.AsType[*temporal.ApplicationError](err)
+	require.False(t, isApp)
+	require.ErrorContains(t, err, "has no activity error type")
+}

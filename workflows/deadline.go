@@ -1,0 +1,111 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale"
+)
+
+// How an unpaid order ends; compensate gives back what it held.
+var (
+	expired             = outcome{status: flashsale.StatusExpired, reason: string(flashsale.PaymentTimeout)}
+	cancelledByBuyer    = outcome{status: flashsale.StatusCancelled, reason: string(flashsale.CancelledByUser)}
+	cancelledByOperator = outcome{status: flashsale.StatusCancelled, reason: "workflow cancelled by operator"}
+)
+
+// awaitPayment waits for money, a cancel or the deadline, whichever comes
+// first, then settles the order.
+func (o *order) awaitPayment(ctx workflow.Context) error {
+	closeAt := o.view.PayBy
+	byArrival := o.settleVersion(ctx) >= judgedByArrival
+	if byArrival {
+		closeAt = closeAt.Add(arrivalGrace)
+	}
+	for {
+		remaining := closeAt.Sub(workflow.Now(ctx))
+		ok := false
+		var err error
+		if remaining > 0 {
+			ok, err = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+				Timeout:      remaining,
+				TimerOptions: workflow.TimerOptions{Summary: "payment deadline"},
+			}, func() bool { return len(o.pending) > 0 || o.cancelRequested })
+		}
+		if temporal.IsCanceledError(err) {
+			// An operator cancelled the workflow: treat it as a cancel
+			// (compensate runs on a disconnected context, so it still
+			// runs).
+			return o.compensate(ctx, cancelledByOperator)
+		}
+		if err != nil {
+			return fmt.Errorf("await payment: %w", err)
+		}
+		switch {
+		case len(o.pending) > 0:
+			if byArrival {
+				p := o.pending[0]
+				if _, done := o.outcomes[p.TransactionID]; done {
+					// The same payment twice: the API's pay update and
+					// the signal it falls back to when the update is
+					// slow. The first was applied; nobody waits on this.
+					o.pending = o.pending[1:]
+					continue
+				}
+				if o.arrivedLate(ctx, p) {
+					// Money after the deadline: the order is over. It
+					// closes now rather than at closeAt, and finish()
+					// records the payment for refund.
+					o.logger.Info("payment received after the deadline", "transaction_id", p.TransactionID,
+						"received_at", p.ReceivedAt, "pay_by", o.view.PayBy)
+					return o.closeUnpaid(ctx)
+				}
+			}
+			if o.bounded(ctx) && !o.takesPayments(ctx) {
+				// Payments kept the order open past pay_by until its
+				// bound: no new one starts. Close; finish() settles the
+				// rest late.
+				return o.closeUnpaid(ctx)
+			}
+			// Money first: a payment that arrived together with a cancel
+			// or the deadline wins, because the buyer has paid.
+			p := o.pending[0]
+			o.pending = o.pending[1:]
+			applied, err := o.applyPayment(ctx, p)
+			if err != nil {
+				return err
+			}
+			if o.view.Status == flashsale.StatusPaid {
+				return nil
+			}
+			if !applied {
+				// The database did not answer by the payment's bound.
+				// The payment stays pending; CloseOrder's compare-and-set
+				// under the order lock decides whether it landed after
+				// all (the order is PAID) or not (finish() records it for
+				// refund).
+				o.pending = slices.Insert(o.pending, 0, p)
+				if ctx.Err() != nil {
+					return o.compensate(ctx, cancelledByOperator)
+				}
+				return o.closeUnpaid(ctx)
+			}
+		case o.cancelRequested:
+			return o.compensate(ctx, cancelledByBuyer)
+		case !ok:
+			return o.compensate(ctx, expired)
+		}
+	}
+}
+
+// closeUnpaid closes an order whose deadline has passed without payment:
+// cancelled if the buyer asked meanwhile, expired otherwise.
+func (o *order) closeUnpaid(ctx workflow.Context) error {
+	if o.cancelRequested {
+		return o.compensate(ctx, cancelledByBuyer)
+	}
+	return o.compensate(ctx, expired)
+}

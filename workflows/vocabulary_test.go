@@ -1,0 +1,138 @@
+package workflows
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities"
+)
+
+// TestRecordedPayloadsKeepTheirShape decodes every recorded order's input
+// and result into today's types and encodes them again: the bytes must be
+// the ones in the history, so the flashsale vocabulary (flashsale.Item with
+// its unit_price, flashsale.Status) changed no JSON a running order or a
+// reader of the Web UI sees.
+func TestRecordedPayloadsKeepTheirShape(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			require.NoError(t, err)
+			var h struct {
+				Events []struct {
+					Started *struct {
+						Input payloads `json:"input"`
+					} `json:"workflowExecutionStartedEventAttributes"`
+					Completed *struct {
+						Result payloads `json:"result"`
+					} `json:"workflowExecutionCompletedEventAttributes"`
+				} `json:"events"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &h))
+			checked := 0
+			for _, e := range h.Events {
+				if e.Started != nil {
+					requireSameJSON[OrderInput](t, e.Started.Input)
+					checked++
+				}
+				if e.Completed != nil {
+					requireSameJSON[OrderView](t, e.Completed.Result)
+					checked++
+				}
+			}
+			require.Positive(t, checked)
+		})
+	}
+}
+
+type payloads struct {
+	Payloads []struct {
+		Data string `json:"data"`
+	} `json:"payloads"`
+}
+
+func requireSameJSON[T any](t *testing.T, p payloads) {
+	t.Helper()
+	require.Len(t, p.Payloads, 1)
+	recorded, err := base64.StdEncoding.DecodeString(p.Payloads[0].Data)
+	require.NoError(t, err)
+	var v T
+	require.NoError(t, json.Unmarshal(recorded, &v))
+	again, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.Equal(t, string(recorded), string(again))
+}
+
+func TestOrderInputValidate(t *testing.T) {
+	long := string(make([]byte, flashsale.MaxIDLength+1))
+	ok := flashsale.Item{SKU: "1001", Quantity: 1}
+	tests := []struct {
+		name    string
+		in      OrderInput
+		wantErr string
+	}{
+		{"valid", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}}, ""},
+		{"no order id", OrderInput{UserID: "u", Items: []flashsale.Item{ok}}, "order_id"},
+		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []flashsale.Item{ok}}, "user_id"},
+		{"no items", OrderInput{OrderID: "o", UserID: "u"}, "items"},
+		{"zero quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 0}}}, "quantity"},
+		{"absurd quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 1 << 40}}}, "quantity"},
+		{"duplicate sku", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok, ok}}, "twice"},
+		{"negative timeout", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}, PaymentTimeout: -1}, "payment_timeout"},
+		{"reserved prefix", OrderInput{OrderID: "wl-o", UserID: "u", Items: []flashsale.Item{ok}}, "reserved"},
+		{"space in id", OrderInput{OrderID: "o 1", UserID: "u", Items: []flashsale.Item{ok}}, "order_id"},
+		{"offer", OrderInput{OrderID: flashsale.WaitlistOrderID("o"), UserID: "u", Items: []flashsale.Item{ok}, FromOrder: "o"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.in.Validate()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+			require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err))
+		})
+	}
+}
+
+// A buyer's order under a waitlist offer's id is refused before any stock
+// moves: the stricter rule, recorded with its version marker.
+func (s *orderSuite) TestReservedPrefixIsRejected() {
+	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "wl-x", UserID: "u1",
+		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}})
+
+	v := s.result()
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.Invalid), v.Reason)
+	s.env.AssertNotCalled(s.T(), "ReserveStock", mock.Anything, mock.Anything)
+}
+
+// The same order started before the stricter rule (no marker in its
+// history) is judged as it was then: by lengths, so it reserves.
+func (s *orderSuite) TestReservedPrefixBeforeTheChangeGoesOn() {
+	s.env.OnGetVersion(validateChangeID, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
+		Return(activities.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
+		Return(activities.CreateOrderResult{}, temporal.NewNonRetryableApplicationError("sold out", activities.TypeFor(flashsale.SoldOut), nil)).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "wl-x", UserID: "u1",
+		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}})
+
+	v := s.result()
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(string(flashsale.SoldOut), v.Reason, "reserved, then refused by MySQL: the old path")
+}
