@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
 // StockObservation compares one SKU's Redis buckets with MySQL.
@@ -179,8 +178,8 @@ func (r *Reconciler) observeOnce(ctx context.Context, sku string) (StockObservat
 
 // countedByMySQL says whether MySQL already accounts for an order's units
 // outside available (frozen or sold), so Redis holding them is in step.
-func countedByMySQL(s orderdb.Status) bool {
-	return flashsale.Status(s) == flashsale.StatusPendingPayment || flashsale.Status(s) == flashsale.StatusPaid
+func countedByMySQL(s flashsale.Status) bool {
+	return s == flashsale.StatusPendingPayment || s == flashsale.StatusPaid
 }
 
 // orderRunning reports whether the order's workflow is still running, and

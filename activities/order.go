@@ -43,10 +43,6 @@ type CreateOrderResult struct {
 // is logged and counted in Redis for reconciliation, and the workflow must
 // NOT put those units back into Redis.
 func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (CreateOrderResult, error) {
-	items := make([]orderdb.Item, len(in.Items))
-	for i, it := range in.Items {
-		items[i] = orderdb.Item{SKU: it.SKU, Quantity: it.Quantity}
-	}
 	timeout := in.PaymentTimeout
 	if timeout <= 0 {
 		timeout = a.PaymentTimeout
@@ -64,7 +60,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 		defer a.slots().Release(1)
 	}
 	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{
-		OrderID: in.OrderID, UserID: in.UserID, Items: items, PayBy: payBy, Degraded: in.Degraded,
+		OrderID: in.OrderID, UserID: in.UserID, Items: in.Items, PayBy: payBy, Degraded: in.Degraded,
 	})
 	if err == nil {
 		// Checked first: building the logger costs allocations per order,
@@ -149,14 +145,13 @@ type CloseOrderResult struct{}
 func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
 	var o orderdb.Order
 	var err error
-	to := orderdb.Status(in.Status)
 	switch {
 	case in.Abandon:
 		o, err = a.Orders.AbandonOrder(ctx, in.OrderID, in.Reason)
 	case in.IgnoreReceipts:
-		o, err = a.Orders.CloseOrderIgnoringReceipts(ctx, in.OrderID, to, in.Reason)
+		o, err = a.Orders.CloseOrderIgnoringReceipts(ctx, in.OrderID, in.Status, in.Reason)
 	default:
-		o, err = a.Orders.CloseOrder(ctx, in.OrderID, to, in.Reason)
+		o, err = a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
 	}
 	if err == nil {
 		if o.Degraded {

@@ -49,7 +49,7 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in ConfirmPaymentInput)
 		return ConfirmPaymentResult{}, paymentError(fmt.Sprintf("confirm payment %s of order %s", in.TransactionID, in.OrderID), err)
 	}
 	return ConfirmPaymentResult{
-		OrderStatus: flashsale.Status(r.Order.Status), PaymentStatus: r.Payment.Status,
+		OrderStatus: r.Order.Status, PaymentStatus: r.Payment.Status,
 		Reason: r.Payment.Reason, Duplicate: r.Duplicate,
 	}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/metrics"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // extraInterceptors is empty in a production build. The fault-injection
@@ -84,11 +85,11 @@ func run(logger *slog.Logger) error {
 	defer b.Close()
 	interceptors := extraInterceptors
 	if mx != nil {
-		acts := backend.NewActivityMetrics()
-		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(acts)); err != nil {
+		activityMetrics := backend.NewActivityMetrics()
+		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(activityMetrics)); err != nil {
 			return fmt.Errorf("register metrics: %w", err)
 		}
-		interceptors = append([]interceptor.WorkerInterceptor{acts.Interceptor()}, interceptors...)
+		interceptors = append([]interceptor.WorkerInterceptor{activityMetrics.Interceptor()}, interceptors...)
 	}
 
 	// Before polling: an order started without its search attributes
@@ -96,7 +97,8 @@ func run(logger *slog.Logger) error {
 	if err := backend.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	w := b.NewWorker(interceptors...)
+	acts := workflows.NewActivities(b.Temporal, cfg, b.Stock, b.Orders, b.Guard, logger)
+	w := workflows.NewWorker(b.Temporal, cfg, acts, interceptors...)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

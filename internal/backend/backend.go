@@ -1,7 +1,7 @@
 // Package backend connects a flashsale process to the services it runs on:
 // Temporal, Redis and MySQL. The worker, the starter and the HTTP API all
-// build their dependencies here, so they agree on pools, timeouts and
-// registration.
+// build their connections here, so they agree on pools and timeouts. What
+// runs on a worker is the workflows package's to say (workflows/worker.go).
 package backend
 
 import (
@@ -12,18 +12,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/redisguard"
 	"github.com/flashsale/flashsale/internal/requestid"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // Backend holds open connections. Close releases them.
@@ -121,54 +117,4 @@ func (b *Backend) Close() {
 			b.Logger.Warn("close redis", "error", err)
 		}
 	}
-}
-
-// Activities returns the order activities bound to this backend.
-func (b *Backend) Activities() *activities.Activities {
-	return &activities.Activities{
-		Stock: b.Stock, Orders: b.Orders, Logger: b.Logger,
-		PaymentTimeout:      b.Config.PaymentTimeout,
-		Guard:               b.Guard,
-		DegradedConcurrency: b.Config.DegradedConcurrency,
-		RequestResync:       b.RequestResync,
-	}
-}
-
-// RequestResync starts the SKU's resync workflow, or signals the one
-// running (Signal-With-Start), after a degraded order moved its units.
-func (b *Backend) RequestResync(ctx context.Context, sku string) error {
-	id := workflows.ResyncWorkflowID(sku)
-	_, err := b.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalResyncRequested, nil,
-		client.StartWorkflowOptions{ID: id, TaskQueue: b.Config.TaskQueue},
-		workflows.ResyncWorkflow, workflows.ResyncInput{SKU: sku})
-	if err != nil {
-		return fmt.Errorf("signal-with-start %s: %w", id, err)
-	}
-	return nil
-}
-
-// NewWorker returns a worker for the order task queue with the workflow and
-// activities registered. The caller starts and stops it. Interceptors wrap
-// every workflow and activity, local ones included; the fault-injection
-// build of the worker passes its fault injectors here.
-func (b *Backend) NewWorker(interceptors ...interceptor.WorkerInterceptor) worker.Worker {
-	w := worker.New(b.Temporal, b.Config.TaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:      b.Config.WorkerConcurrency,
-		MaxConcurrentLocalActivityExecutionSize: b.Config.WorkerConcurrency,
-		MaxConcurrentWorkflowTaskExecutionSize:  b.Config.WorkerConcurrency,
-		// request_id on the workflows' and activities' loggers first, so
-		// the other interceptors' log lines carry it too.
-		Interceptors: append([]interceptor.WorkerInterceptor{requestid.NewWorkerInterceptor()}, interceptors...),
-	})
-	Register(w, b.Activities())
-	return w
-}
-
-// Register puts the order workflow and its activities on a worker.
-func Register(w worker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflow(workflows.OrderWorkflow)
-	w.RegisterActivity(acts)
-	w.RegisterWorkflow(workflows.ReconcileWorkflow)
-	w.RegisterWorkflow(workflows.ResyncWorkflow)
-	w.RegisterActivity(&activities.Reconciler{Stock: acts.Stock, Orders: acts.Orders, Logger: acts.Logger, OrderWorkflowID: workflows.OrderWorkflowID})
 }
