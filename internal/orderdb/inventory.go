@@ -12,6 +12,25 @@ import (
 	"gorm.io/gorm"
 )
 
+// validateSKU is the store's check of a definition: the id and bucket count
+// as everywhere, amounts only as far as the columns need. flashsale.SKU's
+// Validate bounds amounts further for input from outside; the store keeps
+// accepting what its columns hold, so its overflow guards stay reachable.
+func validateSKU(k flashsale.SKU) error {
+	if err := flashsale.CheckID("sku_id", k.ID, flashsale.MaxIDLength); err != nil {
+		return err
+	}
+	switch {
+	case k.Total < 0:
+		return invalidf("total %d is negative", k.Total)
+	case k.Price < 0:
+		return invalidf("price %d is negative", k.Price)
+	case k.PerUserLimit < 1:
+		return invalidf("per-user limit %d is below 1", k.PerUserLimit)
+	}
+	return flashsale.CheckBuckets(k.Buckets)
+}
+
 // PutSKU creates a SKU, or resets an existing one before a sale: available =
 // total, frozen = sold = 0, with the new price, bucket count and per-user
 // limit. Sold units are forgotten by the row but stay in the journal.
@@ -19,8 +38,8 @@ import (
 // It refuses with SKUInUse while unpaid orders hold units (frozen > 0):
 // zeroing frozen would let a later payment or expiry of those orders move
 // units that no longer exist, breaking the stock invariants.
-func (s *Store) PutSKU(ctx context.Context, sku SKU) (Inventory, error) {
-	if err := sku.Validate(); err != nil {
+func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error) {
+	if err := validateSKU(sku); err != nil {
 		return Inventory{}, fmt.Errorf("put sku %s: %w", sku.ID, err)
 	}
 	ts := now()
