@@ -55,11 +55,11 @@ func DescribeCost(ctx context.Context, c client.Client, workflowID string) (Work
 	// The result (or failure) itself is not the question: only that the
 	// workflow has closed, so its counts are final.
 	_ = c.GetWorkflow(ctx, workflowID, "").Get(ctx, nil)
-	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	d, err := c.DescribeWorkflow(ctx, workflowID, "")
 	if err != nil {
 		return WorkflowCost{}, fmt.Errorf("describe %s: %w", workflowID, err)
 	}
-	info := d.GetWorkflowExecutionInfo()
+	info := d.RawResponse.GetWorkflowExecutionInfo()
 	if info.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return WorkflowCost{}, fmt.Errorf("describe %s: still running: %w", workflowID, ctx.Err())
 	}
