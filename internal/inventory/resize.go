@@ -38,9 +38,10 @@ type ResizeResult struct {
 }
 
 // Resize changes sku's bucket count to buckets while the sale runs, moving
-// no unit out of Redis and losing none; see docs/design/buckets.md. It is safe to retry: a retry finishes what a crashed call left in
-// transit. Error codes: UnknownSKU (never preheated), Invalid, ResizeBusy
-// (another Resize held the lock for resizeLockWait).
+// no unit out of Redis and losing none; see docs/design/buckets.md. It is
+// safe to retry: a retry finishes what a crashed call left in transit.
+// Error codes: UnknownSKU (never preheated), Invalid, ResizeBusy (another
+// Resize held the lock for resizeLockWait).
 func (s *Store) Resize(ctx context.Context, sku string, buckets int) (ResizeResult, error) {
 	if err := validateSKU(sku); err != nil {
 		return ResizeResult{}, fmt.Errorf("resize %s: %w", sku, err)
