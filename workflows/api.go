@@ -3,8 +3,15 @@
 // for payment until a deadline, and compensates when the money never comes.
 //
 // This file is the contract that the worker, the starter and the HTTP API
-// share: names, inputs, results and statuses. Each type is a struct so a
-// field can be added without breaking running histories.
+// share: names, inputs and results. The nouns inside them (an item, a
+// status, a reason code) are the flashsale root's. Each type is a struct so
+// a field can be added without breaking running histories.
+//
+// One file per job: order.go is the workflow's shape (setup, run, the
+// reservation), handlers.go its query, updates and signals, deadline.go the
+// wait for money, payment.go applying it, compensate.go the undo list,
+// waitlist.go the offer to a waiting buyer, codes.go reading activities'
+// answers, validate.go the input check, worker.go registration.
 package workflows
 
 import (
@@ -107,7 +114,8 @@ type ReserveRequest struct {
 // Reservation is the answer to UpdateReserve.
 type Reservation struct {
 	OrderID string `json:"order_id"`
-	// Status is PENDING_PAYMENT (reserved) or REJECTED.
+	// Status is PENDING_PAYMENT (reserved) or REJECTED, with the
+	// flashsale code of the refusal as Reason.
 	Status flashsale.Status `json:"status"`
 	Amount int64            `json:"amount"`
 	PayBy  time.Time        `json:"pay_by,omitzero"`
