@@ -33,7 +33,7 @@ type Restocked struct {
 // A request id reused with another quantity is an Invalid error; a SKU
 // MySQL does not know is UnknownSKU.
 func (c Catalog) Restock(ctx context.Context, sku, requestID string, qty int64) (Restocked, error) {
-	if err := checkRestock(sku, requestID, qty); err != nil {
+	if err := CheckRestock(sku, requestID, qty); err != nil {
 		return Restocked{}, err
 	}
 	res, err := c.DB.Restock(ctx, sku, qty, requestID)
@@ -56,7 +56,8 @@ func (c Catalog) Restock(ctx context.Context, sku, requestID string, qty int64) 
 	return out, nil
 }
 
-func checkRestock(sku, requestID string, qty int64) error {
+// CheckRestock is Restock's check of its input, as Invalid errors.
+func CheckRestock(sku, requestID string, qty int64) error {
 	if err := flashsale.CheckID("sku id", sku, flashsale.MaxIDLength); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	fsmetrics "github.com/flashsale/flashsale/internal/metrics"
 )
@@ -84,7 +85,7 @@ func (a *admission) tryPlace() (permit, error) {
 	p, ok := a.limiter.TryAcquirePermit()
 	if !ok {
 		a.rejected.Inc()
-		return permit{}, &edge.RetryError{Err: edge.ErrBusy, After: edge.DefaultBusyRetryAfter}
+		return permit{}, &edge.RetryError{Err: &flashsale.Error{Code: flashsale.Busy}, After: edge.DefaultBusyRetryAfter}
 	}
 	return permit{p: p}, nil
 }

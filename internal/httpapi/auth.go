@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/identity"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // caller is who sent a buyer request: a buyer, named by their token's
@@ -33,7 +33,7 @@ func (s *Server) authenticate(r *http.Request, allowAdmin bool) (caller, error) 
 	}
 	// The subject becomes Redis keys, MySQL rows and workflow search
 	// attributes: it must obey the same alphabet as a body's user_id did.
-	if !validID(buyer, workflows.MaxIDLength) {
+	if !flashsale.ValidID(buyer, flashsale.MaxIDLength) {
 		return caller{}, errUnauthenticated("the token's subject is not a usable buyer id")
 	}
 	return caller{buyer: buyer}, nil
@@ -43,13 +43,11 @@ func (s *Server) authenticate(r *http.Request, allowAdmin bool) (caller, error) 
 // only repeat the token's subject.
 func (c caller) claimedUser(bodyUserID string) error {
 	if bodyUserID != "" && bodyUserID != c.buyer {
-		return &apiError{Status: http.StatusForbidden, Code: codeUserMismatch,
-			Message: "user_id differs from the buyer the token names; leave it out or send your own"}
+		return &flashsale.Error{Code: flashsale.UserMismatch}
 	}
 	return nil
 }
 
 func errUnauthenticated(msg string) error {
-	return &apiError{Status: http.StatusUnauthorized, Code: codeUnauthenticated, Message: msg,
-		challenge: `Bearer realm="flashsale"`}
+	return refuse(flashsale.Unauthenticated, msg)
 }

@@ -9,8 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/workflows"
+	"github.com/flashsale/flashsale"
 )
 
 // maxBodyBytes caps every request body. The largest legitimate one (an
@@ -18,23 +17,12 @@ import (
 // bug, and reading it would cost memory per connection.
 const maxBodyBytes = 64 << 10
 
-// Input bounds beyond workflows' (ids, items, quantities).
-const (
-	maxTxnIDLength = 128
-	maxSKUTotal    = 1_000_000_000
-	// maxPrice keeps price x MaxItemQuantity x MaxItems far inside int64.
-	maxPrice        = 1_000_000_000_000
-	maxPerUserLimit = 1_000_000
-	defaultBuckets  = 16
-)
-
-// readBody reads at most maxBodyBytes; a larger body is a
-// *http.MaxBytesError, which classify answers with 413.
+// readBody reads at most maxBodyBytes; a larger body is PayloadTooLarge.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, err
+			return nil, fmt.Errorf("read body: %w: %w", &flashsale.Error{Code: flashsale.PayloadTooLarge}, err)
 		}
 		return nil, invalid("could not read the request body")
 	}
@@ -95,34 +83,9 @@ func jsonKind(kind string) string {
 	return "of another type"
 }
 
-// validID accepts the ids this API hands to Temporal, Redis and MySQL: 1 to
-// max characters of [A-Za-z0-9._:@-], not "." or "..". The narrow alphabet
-// keeps out what the layers below treat differently (trailing spaces MySQL
-// ignores, braces that break Redis hash tags, control characters, invalid
-// UTF-8); the dot segments would be resolved away in a URL path, so an order
-// named "." could be created but never read or cancelled.
-func validID(s string, max int) bool {
-	if len(s) == 0 || len(s) > max || s == "." || s == ".." {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '_', c == ':', c == '@', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func checkID(field, v string, max int) error {
-	if !validID(v, max) {
-		return invalid(fmt.Sprintf("%s must be 1-%d characters of A-Z a-z 0-9 . _ : @ - (not . or ..)", field, max))
-	}
-	return nil
-}
+// checkID is flashsale.CheckID for an id this door takes from a path or a
+// header.
+func checkID(field, v string, max int) error { return flashsale.CheckID(field, v, max) }
 
 // orderRequest is the POST /api/v1/orders body.
 type orderRequest struct {
@@ -137,46 +100,35 @@ type itemRequest struct {
 	Quantity int64  `json:"quantity"`
 }
 
-// decodeOrder turns a buy request body into a validated order input. The
-// order id is empty when the client did not choose one.
-func decodeOrder(body []byte) (workflows.OrderInput, error) {
+// decodeOrder turns a buy request body into an order, checked by the one
+// validation of an order (flashsale.Order.Validate). The order id is empty
+// when the client did not choose one, the user id when the body names
+// none (the token's subject is the buyer; createOrder fills both in).
+func decodeOrder(body []byte) (flashsale.Order, error) {
 	var req orderRequest
 	if err := decodeJSON(body, &req); err != nil {
-		return workflows.OrderInput{}, err
+		return flashsale.Order{}, err
 	}
-	in := workflows.OrderInput{UserID: req.UserID}
+	o := flashsale.Order{UserID: req.UserID}
 	if req.OrderID != nil {
-		if err := checkID("order_id", *req.OrderID, workflows.MaxIDLength); err != nil {
-			return workflows.OrderInput{}, err
-		}
-		in.OrderID = *req.OrderID
-	}
-	// user_id is optional: the buyer is the token's subject, and a body
-	// that names one must name the same (createOrder checks).
-	if req.UserID != "" {
-		if err := checkID("user_id", req.UserID, workflows.MaxIDLength); err != nil {
-			return workflows.OrderInput{}, err
-		}
+		// Present but empty is refused: the client meant to choose one.
+		o.OrderID = *req.OrderID
 	}
 	for _, it := range req.Items {
-		if err := checkID("sku_id", it.SKU, workflows.MaxIDLength); err != nil {
-			return workflows.OrderInput{}, err
-		}
-		in.Items = append(in.Items, workflows.Item{SKU: it.SKU, Quantity: it.Quantity})
+		o.Items = append(o.Items, flashsale.Item{SKU: it.SKU, Quantity: it.Quantity})
 	}
-	// The workflow's own rules (item count, quantities, duplicates), with
-	// placeholders for what the server fills in.
-	check := in
-	if check.OrderID == "" {
+	// What the server fills in gets a placeholder for the check.
+	check := o
+	if req.OrderID == nil {
 		check.OrderID = "placeholder"
 	}
 	if check.UserID == "" {
 		check.UserID = "placeholder"
 	}
-	if err := workflows.ValidateInput(check); err != nil {
-		return workflows.OrderInput{}, invalid(err.Error())
+	if err := check.Validate(); err != nil {
+		return flashsale.Order{}, err
 	}
-	return in, nil
+	return o, nil
 }
 
 // Callback statuses a payment provider reports.
@@ -198,10 +150,10 @@ func decodeCallback(body []byte) (callbackRequest, error) {
 	if err := decodeJSON(body, &cb); err != nil {
 		return callbackRequest{}, err
 	}
-	if err := checkID("order_id", cb.OrderID, workflows.MaxIDLength); err != nil {
+	if err := checkID("order_id", cb.OrderID, flashsale.MaxIDLength); err != nil {
 		return callbackRequest{}, err
 	}
-	if err := checkID("transaction_id", cb.TransactionID, maxTxnIDLength); err != nil {
+	if err := checkID("transaction_id", cb.TransactionID, flashsale.MaxTransactionIDLength); err != nil {
 		return callbackRequest{}, err
 	}
 	if cb.Amount <= 0 {
@@ -223,40 +175,31 @@ type skuRequest struct {
 	PerUserLimit *int   `json:"per_user_limit"`
 }
 
-type skuInput struct {
-	Total, Price          int64
-	Buckets, PerUserLimit int
-}
-
-func decodeSKU(body []byte) (skuInput, error) {
+// decodeSKU reads the definition of sku; its ranges are checked by
+// flashsale.SKU.Validate where it is defined (catalog.Define).
+func decodeSKU(body []byte) (flashsale.SKU, error) {
 	var req skuRequest
 	if err := decodeJSON(body, &req); err != nil {
-		return skuInput{}, err
+		return flashsale.SKU{}, err
 	}
-	in := skuInput{Buckets: defaultBuckets, PerUserLimit: 1}
 	switch {
-	case req.Total == nil || *req.Total < 0 || *req.Total > maxSKUTotal:
-		return skuInput{}, invalid(fmt.Sprintf("total is required, 0-%d", maxSKUTotal))
-	case req.Price == nil || *req.Price < 0 || *req.Price > maxPrice:
-		return skuInput{}, invalid(fmt.Sprintf("price is required, 0-%d minor units", maxPrice))
+	case req.Total == nil:
+		return flashsale.SKU{}, invalid(fmt.Sprintf("total is required, 0-%d", flashsale.MaxSKUTotal))
+	case req.Price == nil:
+		return flashsale.SKU{}, invalid(fmt.Sprintf("price is required, 0-%d minor units", flashsale.MaxPrice))
 	}
-	in.Total, in.Price = *req.Total, *req.Price
+	in := flashsale.SKU{Total: *req.Total, Price: *req.Price, Buckets: flashsale.DefaultBuckets, PerUserLimit: 1}
 	if req.Buckets != nil {
 		in.Buckets = *req.Buckets
-	}
-	if in.Buckets < 1 || in.Buckets > inventory.MaxBuckets {
-		return skuInput{}, invalid(fmt.Sprintf("buckets must be 1-%d", inventory.MaxBuckets))
 	}
 	if req.PerUserLimit != nil {
 		in.PerUserLimit = *req.PerUserLimit
 	}
-	if in.PerUserLimit < 1 || in.PerUserLimit > maxPerUserLimit {
-		return skuInput{}, invalid(fmt.Sprintf("per_user_limit must be 1-%d", maxPerUserLimit))
-	}
 	return in, nil
 }
 
-// restockRequest is the POST /api/v1/admin/skus/{sku}/restock body.
+// restockRequest is the POST /api/v1/admin/skus/{sku}/restock body; it is
+// checked by catalog.Restock.
 type restockRequest struct {
 	Quantity  int64  `json:"quantity"`
 	RequestID string `json:"request_id"`
@@ -264,14 +207,22 @@ type restockRequest struct {
 
 func decodeRestock(body []byte) (restockRequest, error) {
 	var req restockRequest
+	return req, decodeJSON(body, &req)
+}
+
+// bucketsRequest is the POST /api/v1/admin/skus/{sku}/buckets body.
+type bucketsRequest struct {
+	Buckets *int `json:"buckets"`
+}
+
+// decodeBuckets reads the new bucket count; catalog.Resize checks its range.
+func decodeBuckets(body []byte) (int, error) {
+	var req bucketsRequest
 	if err := decodeJSON(body, &req); err != nil {
-		return restockRequest{}, err
+		return 0, err
 	}
-	if req.Quantity < 1 || req.Quantity > maxSKUTotal {
-		return restockRequest{}, invalid(fmt.Sprintf("quantity must be 1-%d", maxSKUTotal))
+	if req.Buckets == nil {
+		return 0, invalid(fmt.Sprintf("buckets is required, 1-%d", flashsale.MaxBuckets))
 	}
-	if err := checkID("request_id", req.RequestID, workflows.MaxIDLength); err != nil {
-		return restockRequest{}, err
-	}
-	return req, nil
+	return *req.Buckets, nil
 }

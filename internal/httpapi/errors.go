@@ -13,128 +13,133 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
-	"github.com/flashsale/flashsale/internal/orders"
-	"github.com/flashsale/flashsale/workflows"
 )
 
-// Error codes the API answers with. Stable: clients branch on them.
-const (
-	codeInvalid         = "INVALID_REQUEST"
-	codeTooLarge        = "PAYLOAD_TOO_LARGE"
-	codeUnauthorized    = "UNAUTHORIZED"
-	codeBadSignature    = "BAD_SIGNATURE"
-	codeNotFound        = "NOT_FOUND"
-	codeMethod          = "METHOD_NOT_ALLOWED"
-	codeUnknownSKU      = "UNKNOWN_SKU"
-	codeOrderNotFound   = "ORDER_NOT_FOUND"
-	codeSoldOut         = "SOLD_OUT"
-	codeOrderClosed     = "ORDER_CLOSED"
-	codeOrderIDConflict = "ORDER_ID_CONFLICT"
-	codeSKUInUse        = "SKU_IN_USE"
-	codePreheatMismatch = "PREHEAT_MISMATCH"
-	codeResizeBusy      = "RESIZE_IN_PROGRESS"
-	codeLimitExceeded   = "LIMIT_EXCEEDED"
-	codeAmountMismatch  = "AMOUNT_MISMATCH"
-	codeRateLimited     = "RATE_LIMITED"
-	codeBusy            = "BUSY"
-	codeUnavailable     = "UNAVAILABLE"
-	codeInternal        = "INTERNAL"
-	codeNotSoldOut      = "NOT_SOLD_OUT"
-	// Buyer identity (internal/identity) and the waitlist's bounds.
-	codeUnauthenticated     = "UNAUTHENTICATED"
-	codeUserMismatch        = "USER_MISMATCH"
-	codeWaitlistFull        = "WAITLIST_FULL"
-	codeNotOnWaitlist       = "NOT_ON_WAITLIST"
-	codeTransactionConflict = "TRANSACTION_CONFLICT"
-)
-
-// apiError is an answer the client may see in full. Handlers return it for
-// failures they have already put into words (bad input); everything else
-// goes through classify.
-type apiError struct {
-	Status     int
-	Code       string
-	Message    string
-	RetryAfter time.Duration
+// answer is what a client is told for a code: the status, when to retry,
+// and the message. An error's own message is shown when this door wrote it
+// (refuse) or when the code's messages are written for the client
+// (showOwn); otherwise the code's one fixed message is, so ids, SQL and
+// hosts in the layers' texts stay in the log.
+type answer struct {
+	status int
+	// message is the code's words; with showOwn, only for an error that
+	// has none of its own.
+	message string
+	showOwn bool
+	// as is the code the client sees when it is not the error's own.
+	as         flashsale.Code
+	retryAfter time.Duration
 	// challenge is the WWW-Authenticate header of a 401.
 	challenge string
-}
-
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
-
-func invalid(msg string) error {
-	return &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Message: msg}
 }
 
 // unavailableRetry is the Retry-After of a 503: dependencies recover in
 // seconds or not at all, and clients retrying at once only add load.
 const unavailableRetry = 2 * time.Second
 
-// classify turns any error into what the client sees. It is the only place
-// that maps errors to statuses. Messages are fixed per code: the error's own
-// text (ids, SQL, hosts) stays in the log. Anything unrecognised is a 500
-// with a generic message.
-func classify(err error) *apiError {
-	if ae, ok := errors.AsType[*apiError](err); ok {
-		return ae
-	}
-	e := func(status int, code, msg string) *apiError {
-		return &apiError{Status: status, Code: code, Message: msg}
-	}
-	var retryAfter time.Duration
-	if re, ok := errors.AsType[*edge.RetryError](err); ok {
-		retryAfter = re.After
-	}
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return e(http.StatusRequestEntityTooLarge, codeTooLarge, "request body larger than 64 KiB")
-	}
-	switch {
-	case errors.Is(err, edge.ErrRateLimited):
-		return &apiError{Status: http.StatusTooManyRequests, Code: codeRateLimited,
-			Message: "too many buy requests from this user; retry later", RetryAfter: retryAfter}
-	case errors.Is(err, edge.ErrBusy):
-		return &apiError{Status: http.StatusTooManyRequests, Code: codeBusy,
-			Message: "units remain but many buyers are ahead of you; retry shortly", RetryAfter: retryAfter}
-	case errors.Is(err, inventory.ErrNotSoldOut):
-		return e(http.StatusConflict, codeNotSoldOut, "units are on sale; buy one instead of waiting")
-	case errors.Is(err, inventory.ErrWaitlistFull):
-		return e(http.StatusConflict, codeWaitlistFull, "the waitlist of this sku is full")
-	case errors.Is(err, inventory.ErrNotWaiting):
-		return e(http.StatusNotFound, codeNotOnWaitlist, "you are not on this sku's waitlist and hold no offer from it")
-	case errors.Is(err, edge.ErrSoldOut):
-		return e(http.StatusConflict, codeSoldOut, "sold out")
-	case errors.Is(err, edge.ErrUnknownSKU), errors.Is(err, orderdb.ErrUnknownSKU), errors.Is(err, inventory.ErrUnknownSKU):
-		return e(http.StatusNotFound, codeUnknownSKU, "unknown sku")
-	case errors.Is(err, edge.ErrIDConflict), errors.Is(err, orders.ErrIDConflict):
-		return e(http.StatusConflict, codeOrderIDConflict, "order id already used by another order")
-	case errors.Is(err, orders.ErrNotFound), errors.Is(err, orderdb.ErrNotFound):
-		return e(http.StatusNotFound, codeOrderNotFound, "order not found")
-	case errors.Is(err, orders.ErrClosed):
-		return e(http.StatusConflict, codeOrderClosed, "order already paid, expired, cancelled or rejected")
-	case errors.Is(err, orderdb.ErrSKUInUse):
-		return e(http.StatusConflict, codeSKUInUse, "unpaid orders hold units of this sku; wait for them to close")
-	case errors.Is(err, inventory.ErrResizeBusy):
-		return e(http.StatusConflict, codeResizeBusy, "another bucket resize of this sku is running; retry when it ends")
-	case errors.Is(err, inventory.ErrPreheatMismatch):
-		return e(http.StatusConflict, codePreheatMismatch, "redis stock does not match the database after preheat; retry when no sale is running")
-	case errors.Is(err, orders.ErrInvalid), errors.Is(err, orderdb.ErrInvalidArgument), errors.Is(err, inventory.ErrInvalidArgument):
-		// Input validation runs before any of these layers, so this is
-		// rare (e.g. a restock request id reused with another quantity).
-		return e(http.StatusBadRequest, codeInvalid, "request refused as invalid")
-	case dependencyDown(err):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
-			Message: "service temporarily unavailable; retry", RetryAfter: unavailableRetry}
-	}
-	return e(http.StatusInternalServerError, codeInternal, "internal error")
+// answers is the HTTP door's one mapping of codes. A code that is not here
+// (and an error without a code) is 500 INTERNAL "internal error".
+var answers = map[flashsale.Code]answer{
+	// Input validation runs before any layer below, and every Invalid
+	// message is written for the client (the one validation of an order,
+	// a restock request id reused with another quantity).
+	flashsale.Invalid:          {status: http.StatusBadRequest, message: "request refused as invalid", showOwn: true},
+	flashsale.PayloadTooLarge:  {status: http.StatusRequestEntityTooLarge, message: "request body larger than 64 KiB"},
+	flashsale.NotFound:         {status: http.StatusNotFound, message: "no such endpoint"},
+	flashsale.MethodNotAllowed: {status: http.StatusMethodNotAllowed, message: "method not allowed"},
+	flashsale.Unauthenticated: {status: http.StatusUnauthorized, message: "missing, expired or invalid buyer token",
+		challenge: `Bearer realm="flashsale"`},
+	flashsale.Unauthorized: {status: http.StatusUnauthorized, message: "missing or wrong admin bearer token",
+		challenge: `Bearer realm="flashsale-admin"`},
+	flashsale.UserMismatch: {status: http.StatusForbidden,
+		message: "user_id differs from the buyer the token names; leave it out or send your own"},
+	flashsale.BadSignature: {status: http.StatusUnauthorized, message: "bad signature"},
+
+	flashsale.RateLimited: {status: http.StatusTooManyRequests, message: "too many buy requests from this user; retry later"},
+	flashsale.Busy:        {status: http.StatusTooManyRequests, message: "units remain but many buyers are ahead of you; retry shortly"},
+	flashsale.Unavailable: {status: http.StatusServiceUnavailable, message: "service temporarily unavailable; retry",
+		retryAfter: unavailableRetry},
+
+	flashsale.SoldOut: {status: http.StatusConflict, message: "sold out"},
+	// Drift means Redis offered a unit MySQL did not have: to the buyer it
+	// is sold out.
+	flashsale.StockDrift:      {status: http.StatusConflict, message: "sold out", as: flashsale.SoldOut},
+	flashsale.LimitExceeded:   {status: http.StatusUnprocessableEntity, message: "you already hold as many units of this sku as one buyer may"},
+	flashsale.UnknownSKU:      {status: http.StatusNotFound, message: "unknown sku"},
+	flashsale.OrderIDConflict: {status: http.StatusConflict, message: "order id already used by another order"},
+	flashsale.OrderNotFound:   {status: http.StatusNotFound, message: "order not found"},
+	flashsale.OrderClosed:     {status: http.StatusConflict, message: "order already paid, expired, cancelled or rejected"},
+	flashsale.AmountMismatch: {status: http.StatusUnprocessableEntity,
+		message: "amount differs from the order's; the payment is recorded for refund and the order stays payable"},
+	flashsale.TransactionConflict: {status: http.StatusConflict,
+		message: "transaction_id was already used for another order; nothing was recorded for this one"},
+
+	flashsale.SKUInUse:        {status: http.StatusConflict, message: "unpaid orders hold units of this sku; wait for them to close"},
+	flashsale.ResizeBusy:      {status: http.StatusConflict, message: "another bucket resize of this sku is running; retry when it ends"},
+	flashsale.PreheatMismatch: {status: http.StatusConflict, message: "redis stock does not match the database after preheat; retry when no sale is running"},
+
+	flashsale.NotSoldOut:    {status: http.StatusConflict, message: "units are on sale; buy one instead of waiting"},
+	flashsale.WaitlistFull:  {status: http.StatusConflict, message: "the waitlist of this sku is full"},
+	flashsale.NotOnWaitlist: {status: http.StatusNotFound, message: "you are not on this sku's waitlist and hold no offer from it"},
 }
 
-// dependencyDown recognises a dependency that did not answer in time or at
-// all: Temporal overloaded or unreachable, a dropped Redis or MySQL
-// connection, a request out of time. That is a 503 with Retry-After (the
-// client may retry; every write is idempotent), not a 500.
+// internalAnswer is every code the table does not name.
+var internalAnswer = answer{status: http.StatusInternalServerError, message: "internal error", as: flashsale.Internal}
+
+// refusal is an answer this door put into words itself: its message is
+// shown whatever the code, and a 5xx among them (not ready, shutting down)
+// is an answer, not a failure to log.
+type refusal struct{ err *flashsale.Error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+func refuse(code flashsale.Code, msg string) error {
+	return &refusal{&flashsale.Error{Code: code, Message: msg}}
+}
+
+func invalid(msg string) error { return refuse(flashsale.Invalid, msg) }
+
+// errorBody is every error answer.
+type errorBody struct {
+	Code    flashsale.Code `json:"code"`
+	Message string         `json:"message"`
+}
+
+// answerFor looks err's code up in answers and puts the answer into the
+// body the client sees.
+func answerFor(err error) (answer, errorBody) {
+	code := flashsale.ErrorCode(err)
+	if code == flashsale.Internal && dependencyDown(err) {
+		code = flashsale.Unavailable
+	}
+	a, ok := answers[code]
+	if !ok {
+		a = internalAnswer
+	}
+	body := errorBody{Code: code, Message: a.message}
+	if a.as != "" {
+		body.Code = a.as
+	}
+	_, own := errors.AsType[*refusal](err)
+	if e, ok := errors.AsType[*flashsale.Error](err); ok && (own || a.showOwn) && e.Message != "" {
+		body.Message = e.Message
+	}
+	// The edge says when a shed buyer may come back.
+	if re, ok := errors.AsType[*edge.RetryError](err); ok && re.After > 0 {
+		a.retryAfter = re.After
+	}
+	return a, body
+}
+
+// dependencyDown recognises a dependency's own "did not answer" among the
+// errors a layer below returned without a code: Temporal overloaded or
+// unreachable, a dropped Redis or MySQL connection, a request out of time.
+// That is 503 UNAVAILABLE with Retry-After (the client may retry; every
+// write is idempotent), not a 500. The order client codes Temporal's
+// answers itself (internal/orders); this is for what the stores pass on.
 func dependencyDown(err error) bool {
 	if _, ok := errors.AsType[*serviceerror.Unavailable](err); ok {
 		return true
@@ -148,30 +153,8 @@ func dependencyDown(err error) bool {
 	if _, ok := errors.AsType[net.Error](err); ok {
 		return true
 	}
-	return errors.Is(err, edge.ErrUnavailable) || errors.Is(err, orders.ErrUnavailable) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
-}
-
-// rejection maps a REJECTED reservation's reason to an answer.
-func rejection(reason string) *apiError {
-	switch reason {
-	case workflows.ReasonSoldOut, workflows.ReasonStockDrift:
-		// Drift means Redis offered a unit MySQL did not have: to the buyer
-		// it is sold out.
-		return &apiError{Status: http.StatusConflict, Code: codeSoldOut, Message: "sold out"}
-	case workflows.ReasonLimitExceeded:
-		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeLimitExceeded,
-			Message: "you already hold as many units of this sku as one buyer may"}
-	case workflows.ReasonUnknownSKU:
-		return &apiError{Status: http.StatusNotFound, Code: codeUnknownSKU, Message: "unknown sku"}
-	case workflows.ReasonInvalid:
-		return &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Message: "order refused as invalid"}
-	case workflows.ReasonUnavailable:
-		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
-			Message: "stock service unavailable; nothing was reserved, retry", RetryAfter: unavailableRetry}
-	}
-	return &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "internal error"}
 }
 
 // writeError answers with err's code and logs what the client does not see.
@@ -182,31 +165,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		return
 	}
-	ae := classify(err)
-	_, answered := errors.AsType[*apiError](err)
-	switch {
-	// An apiError is an answer a handler chose (and logged if it mattered);
-	// a 5xx from anything else is a failure somebody must look at.
-	case ae.Status >= 500 && !answered:
+	a, body := answerFor(err)
+	if _, answered := errors.AsType[*refusal](err); a.status >= 500 && !answered {
+		// A failure of a dependency or of the code: somebody must look.
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
-			"status", ae.Status, "code", ae.Code, "request_id", requestID(r), "error", err)
-	default:
+			"status", a.status, "code", body.Code, "request_id", requestID(r), "error", err)
+	} else {
 		s.log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path,
-			"status", ae.Status, "code", ae.Code, "error", err)
+			"status", a.status, "code", body.Code, "error", err)
 	}
-	if ae.challenge != "" {
-		w.Header().Set("WWW-Authenticate", ae.challenge)
+	if a.challenge != "" {
+		w.Header().Set("WWW-Authenticate", a.challenge)
 	}
-	if ae.RetryAfter > 0 {
+	if a.retryAfter > 0 {
 		// Whole seconds, rounded up: "0" would invite an instant retry.
-		w.Header().Set("Retry-After", formatSeconds(ae.RetryAfter))
+		w.Header().Set("Retry-After", formatSeconds(a.retryAfter))
 	}
-	s.writeJSON(w, r, ae.Status, errorBody{Code: ae.Code, Message: ae.Message})
-}
-
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	s.writeJSON(w, r, a.status, body)
 }
 
 func formatSeconds(d time.Duration) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -47,7 +49,7 @@ func TestClassify(t *testing.T) {
 		{wrap(inventory.ErrNotSoldOut), 409, "NOT_SOLD_OUT", ""},
 		{wrap(inventory.ErrResizeBusy), 409, "RESIZE_IN_PROGRESS", ""},
 		{wrap(orders.ErrInvalid), 400, "INVALID_REQUEST", ""},
-		{wrap(&http.MaxBytesError{Limit: maxBodyBytes}), 413, "PAYLOAD_TOO_LARGE", ""},
+		{wrap(tooLarge(t)), 413, "PAYLOAD_TOO_LARGE", ""},
 		{wrap(edge.ErrUnavailable), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewResourceExhausted(0, "rps limit")), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewUnavailable("frontend down")), 503, "UNAVAILABLE", "2"},
@@ -74,15 +76,97 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// tooLarge is what readBody returns for a body over the cap.
+func tooLarge(t *testing.T) error {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(strings.Repeat("x", maxBodyBytes+1)))
+	_, err := readBody(httptest.NewRecorder(), r)
+	require.Error(t, err)
+	return err
+}
+
+// A rejected order's reason is a code, answered through the same table.
 func TestRejectionReasons(t *testing.T) {
-	for reason, code := range map[string]string{
-		workflows.ReasonSoldOut: "SOLD_OUT", workflows.ReasonStockDrift: "SOLD_OUT",
-		workflows.ReasonLimitExceeded: "LIMIT_EXCEEDED", workflows.ReasonUnknownSKU: "UNKNOWN_SKU",
-		workflows.ReasonInvalid: "INVALID_REQUEST", workflows.ReasonUnavailable: "UNAVAILABLE",
-		"SOMETHING_NEW": "INTERNAL",
+	for reason, want := range map[string]pinnedAnswer{
+		workflows.ReasonSoldOut:       {409, "", "SOLD_OUT", "sold out"},
+		workflows.ReasonStockDrift:    {409, "", "SOLD_OUT", "sold out"},
+		workflows.ReasonLimitExceeded: {422, "", "LIMIT_EXCEEDED", "you already hold as many units of this sku as one buyer may"},
+		workflows.ReasonUnknownSKU:    {404, "", "UNKNOWN_SKU", "unknown sku"},
+		// Before issue 10 these two had words of their own ("order refused
+		// as invalid", "stock service unavailable; nothing was reserved,
+		// retry"); they now get their code's, like any other error.
+		workflows.ReasonInvalid:     {400, "", "INVALID_REQUEST", "request refused as invalid"},
+		workflows.ReasonUnavailable: {503, "2", "UNAVAILABLE", "service temporarily unavailable; retry"},
+		"SOMETHING_NEW":             {500, "", "INTERNAL", "internal error"},
 	} {
-		require.Equal(t, code, rejection(reason).Code, reason)
+		require.Equal(t, want, answerOf(t, refuse(flashsale.Code(reason), "")), reason)
 	}
+}
+
+// TestAnswersTable checks every entry of the table as a client sees it, and
+// that a code the table does not name is 500 INTERNAL without its words.
+func TestAnswersTable(t *testing.T) {
+	const detail = "order o-1 on db 10.0.0.7"
+	for code, a := range answers {
+		t.Run(string(code), func(t *testing.T) {
+			s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			w := httptest.NewRecorder()
+			s.writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), fmt.Errorf("op: %w", &flashsale.Error{Code: code, Message: detail}))
+			require.Equal(t, a.status, w.Code)
+			require.GreaterOrEqual(t, a.status, 400)
+			var body map[string]string
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+			want := code
+			if a.as != "" {
+				want = a.as
+			}
+			require.Equal(t, string(want), body["code"])
+			require.NotEmpty(t, a.message)
+			if a.showOwn {
+				require.Equal(t, detail, body["message"], "the code's messages are written for the client")
+			} else {
+				require.Equal(t, a.message, body["message"])
+			}
+			require.Equal(t, a.challenge, w.Header().Get("WWW-Authenticate"))
+			if a.challenge != "" {
+				require.Equal(t, http.StatusUnauthorized, a.status, "a challenge belongs to a 401")
+			}
+			if a.retryAfter > 0 {
+				require.Equal(t, formatSeconds(a.retryAfter), w.Header().Get("Retry-After"))
+			} else {
+				require.Empty(t, w.Header().Get("Retry-After"))
+			}
+		})
+	}
+	// A caller's token is refused with the scheme it must use (a payment
+	// provider's bad signature names none: it signs, it has no token).
+	require.NotEmpty(t, answers[flashsale.Unauthenticated].challenge)
+	require.NotEmpty(t, answers[flashsale.Unauthorized].challenge)
+	for _, code := range []flashsale.Code{flashsale.Internal, flashsale.Permanent, flashsale.AlreadyPaid,
+		flashsale.AlreadyReleased, flashsale.PaymentReceived, flashsale.PaymentTimeout, flashsale.CancelledByUser,
+		flashsale.UnknownOrder, flashsale.PaymentFailed, "SOMETHING_NEW"} {
+		require.NotContains(t, answers, code)
+		require.Equal(t, pinnedAnswer{500, "", "INTERNAL", "internal error"},
+			answerOf(t, &flashsale.Error{Code: code, Message: detail}), code)
+	}
+}
+
+// A refusal this door words itself shows its words, whatever the code,
+// and a 5xx among them is not logged as a failure.
+func TestRefusalShowsItsWords(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))}
+	w := httptest.NewRecorder()
+	s.writeError(w, httptest.NewRequest(http.MethodGet, "/readyz", nil), refuse(flashsale.Unavailable, "not ready: mysql unreachable"))
+	require.Equal(t, http.StatusServiceUnavailable, w.Code)
+	require.JSONEq(t, `{"code":"UNAVAILABLE","message":"not ready: mysql unreachable"}`, w.Body.String())
+	require.Empty(t, logs.String())
+
+	// The same code from a layer below is a failure to look at, in fixed words.
+	w = httptest.NewRecorder()
+	s.writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), fmt.Errorf("read 10.0.0.7: %w", &flashsale.Error{Code: flashsale.Unavailable, Message: "redis 10.0.0.7 down"}))
+	require.JSONEq(t, `{"code":"UNAVAILABLE","message":"service temporarily unavailable; retry"}`, w.Body.String())
+	require.Contains(t, logs.String(), "redis 10.0.0.7 down")
 }
 
 func TestDecodeMessagesDoNotEchoInput(t *testing.T) {

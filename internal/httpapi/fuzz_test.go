@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashsale/flashsale/workflows"
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/catalog"
 )
 
 // Run a target with e.g.
@@ -21,9 +22,9 @@ import (
 // mustRefuse checks that a decoding failure is a 400 the client may see.
 func mustRefuse(t *testing.T, err error) {
 	t.Helper()
-	ae, ok := errors.AsType[*apiError](err)
-	if !ok || ae.Status != http.StatusBadRequest || ae.Code != codeInvalid || ae.Message == "" {
-		t.Fatalf("refusal is not a 400 INVALID_REQUEST: %#v", err)
+	a, body := answerFor(err)
+	if a.status != http.StatusBadRequest || body.Code != flashsale.Invalid || body.Message == "" || body.Message == a.message {
+		t.Fatalf("refusal is not a 400 INVALID_REQUEST in words of its own: %#v", err)
 	}
 }
 
@@ -48,14 +49,14 @@ func FuzzDecodeOrder(f *testing.F) {
 			return
 		}
 		// Whatever is accepted is safe for every layer below.
-		if in.OrderID != "" && !validID(in.OrderID, workflows.MaxIDLength) {
+		if in.OrderID != "" && !flashsale.ValidID(in.OrderID, flashsale.MaxIDLength) {
 			t.Fatalf("accepted order id %q", in.OrderID)
 		}
-		if !validID(in.UserID, workflows.MaxIDLength) {
+		if !flashsale.ValidID(in.UserID, flashsale.MaxIDLength) {
 			t.Fatalf("accepted user id %q", in.UserID)
 		}
 		for _, it := range in.Items {
-			if !validID(it.SKU, workflows.MaxIDLength) || it.Quantity < 1 || it.Quantity > workflows.MaxItemQuantity {
+			if !flashsale.ValidID(it.SKU, flashsale.MaxIDLength) || it.Quantity < 1 || it.Quantity > flashsale.MaxItemQuantity {
 				t.Fatalf("accepted item %+v", it)
 			}
 		}
@@ -63,7 +64,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		if check.OrderID == "" {
 			check.OrderID = "x"
 		}
-		if err := workflows.ValidateInput(check); err != nil {
+		if err := check.Validate(); err != nil {
 			t.Fatalf("accepted an order the workflow refuses: %v", err)
 		}
 		// Re-encoding what was accepted decodes to the same order.
@@ -81,7 +82,7 @@ func FuzzDecodeOrder(f *testing.F) {
 	})
 }
 
-func equalOrders(a, b workflows.OrderInput) bool {
+func equalOrders(a, b flashsale.Order) bool {
 	if a.OrderID != b.OrderID || a.UserID != b.UserID || len(a.Items) != len(b.Items) {
 		return false
 	}
@@ -119,19 +120,30 @@ func FuzzDecodeAdminAndCallback(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if cb, err := decodeCallback(body); err != nil {
 			mustRefuse(t, err)
-		} else if !validID(cb.OrderID, workflows.MaxIDLength) || !validID(cb.TransactionID, maxTxnIDLength) ||
+		} else if !flashsale.ValidID(cb.OrderID, flashsale.MaxIDLength) || !flashsale.ValidID(cb.TransactionID, flashsale.MaxTransactionIDLength) ||
 			cb.Amount <= 0 || (cb.Status != callbackSuccess && cb.Status != callbackFailed) {
 			t.Fatalf("accepted callback %+v", cb)
 		}
-		if sku, err := decodeSKU(body); err != nil {
+		// The door decodes; the use case checks (Define validates the SKU,
+		// Restock its input): together they refuse as before.
+		sku, err := decodeSKU(body)
+		if err == nil {
+			sku.ID = "s"
+			err = sku.Validate()
+		}
+		if err != nil {
 			mustRefuse(t, err)
-		} else if sku.Total < 0 || sku.Total > maxSKUTotal || sku.Price < 0 || sku.Price > maxPrice ||
-			sku.Buckets < 1 || sku.Buckets > 1024 || sku.PerUserLimit < 1 || sku.PerUserLimit > maxPerUserLimit {
+		} else if sku.Total < 0 || sku.Total > flashsale.MaxSKUTotal || sku.Price < 0 || sku.Price > flashsale.MaxPrice ||
+			sku.Buckets < 1 || sku.Buckets > 1024 || sku.PerUserLimit < 1 || sku.PerUserLimit > flashsale.MaxPerUserLimit {
 			t.Fatalf("accepted sku %+v", sku)
 		}
-		if rs, err := decodeRestock(body); err != nil {
+		rs, err := decodeRestock(body)
+		if err == nil {
+			err = catalog.CheckRestock("s", rs.RequestID, rs.Quantity)
+		}
+		if err != nil {
 			mustRefuse(t, err)
-		} else if rs.Quantity < 1 || rs.Quantity > maxSKUTotal || !validID(rs.RequestID, workflows.MaxIDLength) {
+		} else if rs.Quantity < 1 || rs.Quantity > flashsale.MaxSKUTotal || !flashsale.ValidID(rs.RequestID, flashsale.MaxIDLength) {
 			t.Fatalf("accepted restock %+v", rs)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/inventory"
 	fsmetrics "github.com/flashsale/flashsale/internal/metrics"
@@ -241,8 +242,8 @@ func (r *recentSKUs) list(now time.Time) []string {
 
 // noteSKUs records the request's SKUs when the edge's answer shows they
 // are on sale (admitted, or shed for a reason that needs a known SKU).
-func (s *Server) noteSKUs(items []edge.Item, admitErr error) {
-	if admitErr != nil && !errors.Is(admitErr, edge.ErrSoldOut) && !errors.Is(admitErr, edge.ErrBusy) {
+func (s *Server) noteSKUs(items []flashsale.Item, admitErr error) {
+	if code := flashsale.ErrorCode(admitErr); code != "" && code != flashsale.SoldOut && code != flashsale.Busy {
 		return
 	}
 	s.recent.note(items, time.Now())

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"embed"
-	"errors"
 	"html/template"
 	"math"
 	"net/http"
@@ -15,7 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
@@ -153,7 +152,7 @@ func (b *saleBoard) page(w http.ResponseWriter, r *http.Request) {
 func (b *saleBoard) asset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
 	if !saleAssets[name] {
-		b.s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: "no such endpoint"})
+		b.s.writeError(w, r, &flashsale.Error{Code: flashsale.NotFound})
 		return
 	}
 	w.Header().Set("Cache-Control", "public, max-age=300")
@@ -177,12 +176,10 @@ func (b *saleBoard) live(w http.ResponseWriter, r *http.Request) {
 	b.s.writeJSON(w, r, http.StatusOK, snap)
 }
 
-func isUnknownSKU(err error) bool {
-	return errors.Is(err, orderdb.ErrUnknownSKU) || errors.Is(err, inventory.ErrUnknownSKU)
-}
+func isUnknownSKU(err error) bool { return flashsale.ErrorCode(err) == flashsale.UnknownSKU }
 
 // errLiveBusy: every read slot is taken and the caller gave up waiting.
-var errLiveBusy = &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Message: "sale page busy, retry in a second"}
+var errLiveBusy = refuse(flashsale.Unavailable, "sale page busy, retry in a second")
 
 // snapshot returns sku's snapshot no older than liveCacheFor, reading it
 // once for all the callers that find it stale together.
@@ -266,7 +263,7 @@ func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 	} else {
 		st, err := b.s.deps.Stock.Stock(ctx, sku)
 		switch {
-		case errors.Is(err, inventory.ErrUnknownSKU):
+		case isUnknownSKU(err):
 			// Defined but never preheated: nothing on sale from Redis.
 			out.SoldOut = true
 		case err != nil:

@@ -3,9 +3,10 @@
 // (internal/edge) before it may start an order workflow; everything else
 // talks to the workflow (internal/orders) or the stores directly.
 //
-// Errors are JSON {"code","message"}, mapped from Go errors in one place
-// (classify in errors.go); unexpected ones become 500 INTERNAL with a
-// generic message, the detail going to the log only.
+// Errors are JSON {"code","message"}: every failure is a *flashsale.Error
+// whose code is mapped to a status in one table (answers in errors.go); an
+// error without a code is 500 INTERNAL with a generic message, the detail
+// going to the log only.
 package httpapi
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/identity"
@@ -141,12 +143,10 @@ func dbAvailable(store *orderdb.Store) func(context.Context, string) (int64, err
 		return nil
 	}
 	return func(ctx context.Context, sku string) (int64, error) {
+		// An unknown SKU keeps its UnknownSKU code through the wrap.
 		inv, err := store.Inventory(ctx, sku)
-		if errors.Is(err, orderdb.ErrUnknownSKU) {
-			return 0, fmt.Errorf("%w: %w", edge.ErrUnknownSKU, err)
-		}
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("mysql stock of %s: %w", sku, err)
 		}
 		return inv.Available, nil
 	}
@@ -206,8 +206,7 @@ func (s *Server) routes() http.Handler {
 		// other methods: a JSON 405 instead of the mux's plain-text one.
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.writeError(w, r, &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethod,
-				Message: "method not allowed; use " + strings.Join(allow, ", ")})
+			s.writeError(w, r, refuse(flashsale.MethodNotAllowed, "method not allowed; use "+strings.Join(allow, ", ")))
 		})
 	}
 	route("/api/v1/orders", map[string]http.HandlerFunc{http.MethodPost: s.createOrder})
@@ -229,7 +228,7 @@ func (s *Server) routes() http.Handler {
 	route("/static/sale/{file}", map[string]http.HandlerFunc{http.MethodGet: sale.asset})
 	route("/api/v1/skus/{sku}/live", map[string]http.HandlerFunc{http.MethodGet: sale.live})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: "no such endpoint"})
+		s.writeError(w, r, &flashsale.Error{Code: flashsale.NotFound})
 	})
 	return s.middleware(mux)
 }
@@ -249,7 +248,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		// r is replaced, not shadowed: the deferred logging below must see
 		// the request the mux filled in (its Pattern).
 		id := r.Header.Get(requestIDHeader)
-		if !validID(id, maxRequestIDLength) {
+		if !flashsale.ValidID(id, maxRequestIDLength) {
 			id = uuid.NewString()
 		}
 		w.Header().Set(requestIDHeader, id)
@@ -359,9 +358,7 @@ func (s *Server) isAdmin(token string) bool {
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.isAdmin(identity.BearerToken(r.Header.Get("Authorization"))) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="flashsale-admin"`)
-			s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Code: codeUnauthorized,
-				Message: "missing or wrong admin bearer token"})
+			s.writeError(w, r, &flashsale.Error{Code: flashsale.Unauthorized})
 			return
 		}
 		h(w, r)
@@ -376,7 +373,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // readyTimeout. The failed ones are named; why they failed is logged.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		s.writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Message: "shutting down"})
+		s.writeError(w, r, refuse(flashsale.Unavailable, "shutting down"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
@@ -410,8 +407,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(failed) > 0 {
-		s.writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
-			Message: "not ready: " + strings.Join(failed, ", ") + " unreachable"})
+		s.writeError(w, r, refuse(flashsale.Unavailable, "not ready: "+strings.Join(failed, ", ")+" unreachable"))
 		return
 	}
 	if redisErr != nil {

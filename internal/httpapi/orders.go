@@ -1,0 +1,196 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// orderCreated is the 201 answer to a buy request.
+type orderCreated struct {
+	OrderID string           `json:"order_id"`
+	Status  flashsale.Status `json:"status"`
+	Amount  int64            `json:"amount"`
+	PayBy   time.Time        `json:"pay_by"`
+}
+
+// createOrder is POST /api/v1/orders: authenticate, validate, pass the
+// edge, then place the order with Update-with-Start and answer with its
+// reservation. The buyer is the token's subject.
+func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	c, err := s.authenticate(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in, err := decodeOrder(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := c.claimedUser(in.UserID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in.UserID = c.buyer
+	clientID := in.OrderID != ""
+	if !clientID {
+		// Time-ordered, so ids sort by creation in the database index.
+		id, err := uuid.NewV7()
+		if err != nil {
+			s.writeError(w, r, fmt.Errorf("new order id: %w", err))
+			return
+		}
+		in.OrderID = id.String()
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), placeTimeout)
+	defer cancel()
+	ticket, err := s.gate.Admit(ctx, edge.Request{OrderID: in.OrderID, ClientOrderID: clientID, UserID: in.UserID, Items: in.Items})
+	s.noteSKUs(in.Items, err)
+	if err != nil {
+		s.writeError(w, r, err)
+		s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())
+		return
+	}
+	var hold permit
+	if !ticket.Duplicate {
+		if hold, err = s.admit.tryPlace(); err != nil {
+			ticket.Done(ctx, false)
+			s.writeError(w, r, err)
+			s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())
+			return
+		}
+		s.metrics.workflowsStarted.Add(1)
+		s.prom.started.Inc()
+	}
+	res, err := s.deps.Orders.PlaceOrder(ctx, in)
+	if !ticket.Duplicate {
+		hold.done(err == nil)
+	}
+	s.prom.placements.WithLabelValues(placementResult(res, err)).Inc()
+	defer func() { s.prom.buy.WithLabelValues(buyAdmitted).Observe(time.Since(start).Seconds()) }()
+	// The gate learns the outcome even if the buyer has gone: its slot must
+	// be freed, and a sold-out answer is worth caching for the next buyer.
+	rejected := err == nil && res.Status == flashsale.StatusRejected
+	ticket.Done(ctx, rejected && flashsale.Code(res.Reason) == flashsale.SoldOut)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if rejected {
+		// The reason is a code, answered with the code's own words; a
+		// rejection is the order's answer, not a failure of this request.
+		s.writeError(w, r, refuse(flashsale.Code(res.Reason), ""))
+		return
+	}
+	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: res.OrderID, Status: res.Status, Amount: res.Amount, PayBy: res.PayBy})
+}
+
+// orderResponse is GET /api/v1/orders/{id}.
+type orderResponse struct {
+	OrderID string           `json:"order_id"`
+	UserID  string           `json:"user_id"`
+	Items   []flashsale.Item `json:"items"`
+	Status  flashsale.Status `json:"status"`
+	Amount  int64            `json:"amount"`
+	PayBy   time.Time        `json:"pay_by,omitzero"`
+	Reason  string           `json:"reason,omitempty"`
+	// Refund is REQUIRED when money received for the order must go back.
+	Refund   string                     `json:"refund,omitempty"`
+	Payments []workflows.PaymentOutcome `json:"payments,omitempty"`
+}
+
+func (s *Server) orderID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	return id, checkID("order id", id, flashsale.MaxIDLength)
+}
+
+// ownOrder authenticates the request (admin token allowed) and reads the
+// order it names. Another buyer's order answers 404 ORDER_NOT_FOUND, as an
+// unknown id does, so nobody learns which ids exist.
+func (s *Server) ownOrder(ctx context.Context, r *http.Request) (workflows.OrderView, error) {
+	c, err := s.authenticate(r, true)
+	if err != nil {
+		return workflows.OrderView{}, err
+	}
+	id, err := s.orderID(r)
+	if err != nil {
+		return workflows.OrderView{}, err
+	}
+	view, err := s.deps.Orders.Status(ctx, id)
+	if err != nil {
+		return workflows.OrderView{}, err
+	}
+	if !c.owns(view.UserID) {
+		return workflows.OrderView{}, fmt.Errorf("order %s of another buyer: %w", id, &flashsale.Error{Code: flashsale.OrderNotFound})
+	}
+	return view, nil
+}
+
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	view, err := s.ownOrder(ctx, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := orderResponse{
+		OrderID: view.OrderID, UserID: view.UserID, Items: view.Items, Status: view.Status,
+		Amount: view.Amount, PayBy: view.PayBy, Reason: view.Reason, Payments: view.Payments,
+	}
+	for _, p := range view.Payments {
+		if p.Refund == workflows.RefundRequired {
+			out.Refund = workflows.RefundRequired
+		}
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+type statusResponse struct {
+	OrderID string           `json:"order_id"`
+	Status  flashsale.Status `json:"status"`
+	Refund  string           `json:"refund,omitempty"`
+}
+
+// cancelOrder is POST /api/v1/orders/{id}/cancel. An order that is already
+// closed, including one already cancelled, answers 409 ORDER_CLOSED: the
+// buyer learns this request changed nothing.
+func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	// orders.Service.Cancel treats a repeated cancel as success (the CLI
+	// relies on that); the API reports it, so look first (which also
+	// checks the order is the caller's). Two cancels racing may both get
+	// 200; both asked for what happened.
+	view, err := s.ownOrder(ctx, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := view.OrderID
+	if view.Status.Closed() {
+		s.writeError(w, r, fmt.Errorf("order %s is %s: %w", id, view.Status, &flashsale.Error{Code: flashsale.OrderClosed}))
+		return
+	}
+	view, err = s.deps.Orders.Cancel(ctx, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, statusResponse{OrderID: id, Status: view.Status})
+}

@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// paymentQueuedResponse is the 202 answer to a callback the order took as
+// a signal (see orders.Service.Pay).
+type paymentQueuedResponse struct {
+	OrderID       string `json:"order_id"`
+	TransactionID string `json:"transaction_id"`
+	Payment       string `json:"payment"`
+}
+
+// paymentProcessing is paymentQueuedResponse.Payment: accepted, outcome to
+// follow on the order.
+const paymentProcessing = "PROCESSING"
+
+// paymentCallback is POST /api/v1/payments/callback, the payment provider's
+// webhook. The raw body is verified before it is parsed, so unsigned input
+// never reaches the JSON decoder, let alone Temporal.
+func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
+	// The order judges the payment by when it reached us, not by when its
+	// workflow got to it: stamped before anything else can delay it.
+	received := s.now()
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := VerifySignature(r.Header.Get(SignatureHeader), body, s.cfg.WebhookSecrets, s.now()); err != nil {
+		s.writeError(w, r, refuse(flashsale.BadSignature, err.Error()))
+		return
+	}
+	cb, err := decodeCallback(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+
+	if cb.Status == callbackFailed {
+		// A failed payment moves no money: acknowledge it with what the
+		// order is now, and leave the order to its deadline.
+		view, err := s.deps.Orders.Snapshot(ctx, cb.OrderID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeJSON(w, r, http.StatusOK, statusResponse{OrderID: cb.OrderID, Status: view.Status})
+		return
+	}
+
+	out, err := s.deps.Orders.Pay(ctx, cb.OrderID, workflows.Payment{
+		TransactionID: cb.TransactionID, Amount: cb.Amount, ReceivedAt: received,
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if out.Queued {
+		// The order was too busy to answer at once; the payment is in its
+		// history now, judged by the time it reached us, and will be
+		// captured or recorded for refund exactly once. A 2xx, so the
+		// provider does not retry; GET /api/v1/orders/{id} shows the result.
+		s.writeJSON(w, r, http.StatusAccepted, paymentQueuedResponse{
+			OrderID: cb.OrderID, TransactionID: cb.TransactionID, Payment: paymentProcessing,
+		})
+		return
+	}
+	if out.Conflict {
+		// The transaction id already belongs to another order: nothing was
+		// recorded for this one (which stays payable and still expires on
+		// time), and no refund may be issued on the strength of this answer,
+		// since the money is the other order's.
+		s.writeError(w, r, &flashsale.Error{Code: flashsale.TransactionConflict})
+		return
+	}
+	if out.Refund == workflows.RefundRequired && out.Reason == workflows.RefundReasonAmountMismatch {
+		s.writeError(w, r, &flashsale.Error{Code: flashsale.AmountMismatch})
+		return
+	}
+	// Paid, a repeat of a handled transaction, or money that came after
+	// the order closed (or for an order already paid): acknowledged with
+	// 200, because a provider retries anything else for a day; the refund
+	// is recorded exactly once in the payments table.
+	s.writeJSON(w, r, http.StatusOK, statusResponse{OrderID: cb.OrderID, Status: out.Status, Refund: out.Refund})
+}

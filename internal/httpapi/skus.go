@@ -1,0 +1,194 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/catalog"
+)
+
+// The SKU endpoints decode, call the catalog's use case (the same the CLI
+// calls) and encode; the catalog checks the input and owns the steps.
+
+func (s *Server) catalog() catalog.Catalog {
+	return catalog.Catalog{DB: s.deps.Store, Redis: s.deps.Stock, Temporal: s.deps.Temporal}
+}
+
+// readSKURequest reads what every SKU-addressed request with a body needs: the
+// SKU id from the path, then the body (size-capped), decoded strictly.
+func readSKURequest[T any](w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (string, T, error) {
+	var zero T
+	sku, err := skuParam(r)
+	if err != nil {
+		return "", zero, err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return "", zero, err
+	}
+	in, err := decode(body)
+	if err != nil {
+		return "", zero, err
+	}
+	return sku, in, nil
+}
+
+func skuParam(r *http.Request) (string, error) {
+	sku := r.PathValue("sku")
+	return sku, checkID("sku id", sku, flashsale.MaxIDLength)
+}
+
+// inventoryResponse is GET /api/v1/inventory/{sku}: Redis (available,
+// is_sold_out, bucket_count) beside MySQL (the rest).
+type inventoryResponse struct {
+	SKU         string `json:"sku_id"`
+	Total       int64  `json:"total"`
+	Available   int64  `json:"available"`
+	DBAvailable int64  `json:"db_available"`
+	Frozen      int64  `json:"frozen"`
+	Sold        int64  `json:"sold"`
+	IsSoldOut   bool   `json:"is_sold_out"`
+	BucketCount int    `json:"bucket_count"`
+}
+
+func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
+	sku, err := skuParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	st, err := s.catalog().Stock(ctx, sku)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, inventoryResponse{
+		SKU: st.SKU, Total: st.Total, Available: st.Available, DBAvailable: st.DBAvailable, Frozen: st.Frozen,
+		Sold: st.Sold, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount,
+	})
+}
+
+// skuResponse is PUT /api/v1/admin/skus/{sku}.
+type skuResponse struct {
+	SKU          string `json:"sku_id"`
+	Total        int64  `json:"total"`
+	Price        int64  `json:"price"`
+	Buckets      int    `json:"buckets"`
+	PerUserLimit int    `json:"per_user_limit"`
+	RedisTotal   int64  `json:"redis_total"`
+	DBAvailable  int64  `json:"db_available"`
+	Verified     bool   `json:"verified"`
+}
+
+// putSKU creates or resets a SKU before a sale: the database row, then the
+// Redis buckets loaded from it, so Redis never keeps selling a previous
+// sale's stock.
+func (s *Server) putSKU(w http.ResponseWriter, r *http.Request) {
+	sku, in, err := readSKURequest(w, r, decodeSKU)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in.ID = sku
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	d, err := s.catalog().Define(ctx, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	inv, pre := d.Inventory, d.Preheat
+	// On sale from now: its stock gauges show before the first buyer.
+	s.noteSKU(sku)
+	s.writeJSON(w, r, http.StatusOK, skuResponse{
+		SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit,
+		RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
+	})
+}
+
+type preheatResponse struct {
+	SKU         string `json:"sku_id"`
+	RedisTotal  int64  `json:"redis_total"`
+	DBAvailable int64  `json:"db_available"`
+	Verified    bool   `json:"verified"`
+}
+
+// preheat reloads a SKU's Redis buckets from the database's available stock
+// and verifies the sum (a mismatch is 409 PREHEAT_MISMATCH).
+func (s *Server) preheat(w http.ResponseWriter, r *http.Request) {
+	sku, err := skuParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	d, err := s.catalog().Preheat(ctx, sku)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, preheatResponse{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal,
+		DBAvailable: d.Inventory.Available, Verified: true})
+}
+
+type restockResponse struct {
+	SKU       string `json:"sku_id"`
+	RequestID string `json:"request_id"`
+	Quantity  int64  `json:"quantity"`
+	// Added is false when this request id had been applied before.
+	Added       bool  `json:"added"`
+	Total       int64 `json:"total"`
+	DBAvailable int64 `json:"db_available"`
+	// OnSale is false when the SKU was never preheated: the units are in
+	// the database and the next preheat puts them on sale.
+	OnSale bool `json:"on_sale"`
+}
+
+// restock adds units mid-sale, idempotent by request_id (catalog.Restock).
+func (s *Server) restock(w http.ResponseWriter, r *http.Request) {
+	sku, req, err := readSKURequest(w, r, decodeRestock)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	res, err := s.catalog().Restock(ctx, sku, req.RequestID, req.Quantity)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, restockResponse{
+		SKU: res.SKU, RequestID: res.RequestID, Quantity: res.Quantity, Added: res.Added,
+		Total: res.Inventory.Total, DBAvailable: res.Inventory.Available, OnSale: res.OnSale,
+	})
+}
+
+// bucketsResponse answers POST /api/v1/admin/skus/{sku}/buckets.
+type bucketsResponse struct {
+	SKU        string `json:"sku_id"`
+	Buckets    int    `json:"buckets"`
+	RedisTotal int64  `json:"redis_total"`
+}
+
+// resizeBuckets changes a SKU's Redis bucket count while its sale runs
+// (catalog.Resize).
+func (s *Server) resizeBuckets(w http.ResponseWriter, r *http.Request) {
+	sku, n, err := readSKURequest(w, r, decodeBuckets)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	res, err := s.catalog().Resize(ctx, sku, n)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, bucketsResponse{SKU: res.SKU, Buckets: res.Buckets, RedisTotal: res.RedisTotal})
+}
