@@ -3,15 +3,9 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 
 	"github.com/flashsale/flashsale/internal/audit"
 )
-
-// codeViolated is the error code of a check that found violations. The
-// report itself is still printed on stdout, so a script gets both the exit
-// status and the details.
-const codeViolated = "INVARIANT_VIOLATED"
 
 // runCheck runs the invariant checker. A report with violations is returned
 // together with an error: run prints the report on stdout and exits 1.
@@ -37,5 +31,7 @@ func runCheck(ctx context.Context, args []string) (any, error) {
 	if rep.OK {
 		return rep, nil
 	}
-	return rep, &cliError{Code: codeViolated, Message: fmt.Sprintf("%d invariant violations", len(rep.Violations))}
+	// The report itself is still printed on stdout, so a script gets both
+	// the exit status and the details.
+	return rep, violations(len(rep.Violations))
 }

@@ -2,69 +2,53 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
-	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale"
 )
 
-// Stable error codes, the same the HTTP API uses.
+// The CLI's own codes, beside the house's (flashsale): a command line it
+// cannot run, and a check that found violations.
 const (
-	codeUsage           = "USAGE"
-	codeInvalid         = "INVALID_REQUEST"
-	codeUnknownSKU      = "UNKNOWN_SKU"
-	codeOrderNotFound   = "ORDER_NOT_FOUND"
-	codeOrderClosed     = "ORDER_CLOSED"
-	codeOrderIDConflict = "ORDER_ID_CONFLICT"
-	codeSKUInUse        = "SKU_IN_USE"
-	codePreheatMismatch = "PREHEAT_MISMATCH"
-	codeInternal        = "INTERNAL"
+	codeUsage    flashsale.Code = "USAGE"
+	codeViolated flashsale.Code = "INVARIANT_VIOLATED"
 )
 
-// cliError is an error with a stable code.
-type cliError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *cliError) Error() string { return e.Code + ": " + e.Message }
-
-func usageError(msg string) error { return &cliError{Code: codeUsage, Message: msg} }
+func usageError(msg string) error { return &flashsale.Error{Code: codeUsage, Message: msg} }
 
 func invalid(format string, args ...any) error {
-	return &cliError{Code: codeInvalid, Message: fmt.Sprintf(format, args...)}
+	return flashsale.Errorf(flashsale.Invalid, format, args...)
 }
 
-// classify maps the errors of the packages underneath to codes. The CLI is
-// an operator's tool, so the message keeps the full error text.
-func classify(err error) *cliError {
-	var ce *cliError
-	if errors.As(err, &ce) {
-		return ce
-	}
-	code := codeInternal
-	switch {
-	case errors.Is(err, orders.ErrInvalid):
-		code = codeInvalid
-	case errors.Is(err, orders.ErrNotFound), errors.Is(err, orderdb.ErrNotFound):
-		code = codeOrderNotFound
-	case errors.Is(err, orders.ErrClosed):
-		code = codeOrderClosed
-	case errors.Is(err, orders.ErrIDConflict):
-		code = codeOrderIDConflict
-	case errors.Is(err, orderdb.ErrUnknownSKU), errors.Is(err, inventory.ErrUnknownSKU):
-		code = codeUnknownSKU
-	case errors.Is(err, orderdb.ErrSKUInUse):
-		code = codeSKUInUse
-	case errors.Is(err, inventory.ErrPreheatMismatch):
-		code = codePreheatMismatch
-	}
-	return &cliError{Code: code, Message: err.Error()}
+// errorOut is what a failed command prints on stderr: the code and message
+// every door shows (flashsale.ErrorCode, flashsale.ErrorMessage) and, since
+// the CLI is an operator's tool, the whole error with the operation that
+// failed, when it says more.
+type errorOut struct {
+	Code    flashsale.Code `json:"code"`
+	Message string         `json:"message"`
+	Error   string         `json:"error,omitempty"`
 }
 
 func writeError(w io.Writer, err error) {
-	_ = json.NewEncoder(w).Encode(classify(err))
+	out := errorOut{Code: flashsale.ErrorCode(err), Message: flashsale.ErrorMessage(err)}
+	if full := err.Error(); full != out.Message {
+		out.Error = full
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// exitCode is the status a failed command exits with: 2 for a command line
+// it could not run, 1 for anything else.
+func exitCode(err error) int {
+	if flashsale.ErrorCode(err) == codeUsage {
+		return 2
+	}
+	return 1
+}
+
+// violations is the error of a check that found n violations.
+func violations(n int) error {
+	return &flashsale.Error{Code: codeViolated, Message: fmt.Sprintf("%d invariant violations", n)}
 }

@@ -88,6 +88,8 @@ func TestHelp(t *testing.T) {
 			"sku create":         {"-sku", "-stock", "-price", "-buckets", "-limit"},
 			"sku preheat":        {"-sku"},
 			"stock":              {"-sku"},
+			"restock":            {"-sku", "-qty", "-request-id"},
+			"buckets":            {"-sku", "-buckets"},
 			"order":              {"-user", "-sku", "-qty", "-order-id"},
 			"pay":                {"-order", "-txn", "-amount", "-via-api", "-status"},
 			"cancel":             {"-order"},

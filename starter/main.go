@@ -6,6 +6,8 @@
 //	starter sku create --sku ID --stock N --price MINOR [--buckets N] [--limit N]
 //	starter sku preheat --sku ID
 //	starter stock --sku ID
+//	starter restock --sku ID --qty N [--request-id ID]
+//	starter buckets --sku ID --buckets N
 //	starter order --user U --sku ID [--qty N] [--order-id ID]
 //	starter pay --order ID --txn T --amount MINOR [--via-api URL [--status SUCCESS|FAILED]]
 //	starter cancel --order ID
@@ -20,7 +22,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,6 +46,8 @@ func commands() []command {
 		{"migrate", "apply the database migrations", runMigrate},
 		{"sku", "sku create|preheat: set up a SKU before a sale", runSKU},
 		{"stock", "show a SKU's stock in Redis and MySQL", runStock},
+		{"restock", "add units to a SKU mid-sale (idempotent by --request-id)", runRestock},
+		{"buckets", "change a SKU's Redis bucket count mid-sale", runBuckets},
 		{"order", "place an order and print the reservation answer", runOrder},
 		{"pay", "pay an order", runPay},
 		{"cancel", "cancel an unpaid order", runCancel},
@@ -89,11 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				_ = json.NewEncoder(stdout).Encode(out)
 			}
 			writeError(stderr, err)
-			var ue *cliError
-			if errors.As(err, &ue) && ue.Code == codeUsage {
-				return 2
-			}
-			return 1
+			return exitCode(err)
 		}
 		if t, ok := out.(texter); ok {
 			if text, human := t.Text(); human {

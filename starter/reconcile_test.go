@@ -103,7 +103,7 @@ func TestCheckCommand(t *testing.T) {
 			require.Equal(t, tt.wantOK, rep.OK)
 			if !tt.wantOK {
 				require.Equal(t, audit.KindRedisOver, rep.Violations[0].Kind)
-				var cerr cliError
+				var cerr errorOut
 				require.NoError(t, json.Unmarshal(stderr, &cerr))
 				require.Equal(t, codeViolated, cerr.Code)
 			}

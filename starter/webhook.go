@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/httpapi"
 )
 
@@ -68,11 +69,12 @@ func payViaAPI(ctx context.Context, base string, cb callback) (any, error) {
 		return nil, fmt.Errorf("read callback answer: %w", err)
 	}
 	if resp.StatusCode >= 300 {
-		var apiErr cliError
+		// The API's {code, message}, passed on as the coded error it is.
+		var apiErr flashsale.Error
 		if err := json.Unmarshal(raw, &apiErr); err != nil || apiErr.Code == "" {
 			return nil, fmt.Errorf("callback answered %s: %q", resp.Status, raw)
 		}
-		return nil, &apiErr
+		return nil, fmt.Errorf("callback answered %s: %w", resp.Status, &apiErr)
 	}
 	var out map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {

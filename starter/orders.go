@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/google/uuid"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// The order commands: what a buyer and a payment provider do, through the
+// same order client (internal/orders) as the HTTP API.
+
+func orderService(b *backend.Backend) *orders.Service {
+	return &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders}
+}
+
+func runOrder(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("order", flag.ContinueOnError)
+	user := fs.String("user", "", "buyer's user id")
+	sku := fs.String("sku", "", "SKU id")
+	qty := fs.Int64("qty", 1, "units")
+	orderID := fs.String("order-id", "", "order id; repeat it to retry safely (default: a new UUIDv7)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("user", *user); err != nil {
+		return nil, err
+	}
+	if err := required("sku", *sku); err != nil {
+		return nil, err
+	}
+	if *orderID == "" {
+		*orderID = uuid.Must(uuid.NewV7()).String()
+	}
+	o := flashsale.Order{OrderID: *orderID, UserID: *user, Items: []flashsale.Item{{SKU: *sku, Quantity: *qty}}}
+	// The one validation of an order, before any connection: a bad order
+	// fails fast and the same way as through the API.
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		res, err := orderService(b).PlaceOrder(ctx, o)
+		if err != nil {
+			// No reservation to show: a zero one on stdout would read as
+			// an answer.
+			return nil, err
+		}
+		return res, nil
+	})
+}
+
+func runPay(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("pay", flag.ContinueOnError)
+	orderID := fs.String("order", "", "order id")
+	txn := fs.String("txn", "", "payment provider's transaction id")
+	amount := fs.Int64("amount", 0, "amount paid in minor units")
+	viaAPI := fs.String("via-api", "", "base URL of the HTTP API (e.g. http://localhost:8080): send the payment as the provider's signed webhook instead of calling Temporal")
+	status := fs.String("status", "SUCCESS", "with --via-api: the provider's verdict, SUCCESS or FAILED")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("order", *orderID); err != nil {
+		return nil, err
+	}
+	if err := required("txn", *txn); err != nil {
+		return nil, err
+	}
+	if *amount <= 0 {
+		return nil, usageError("--amount must be positive")
+	}
+	if *viaAPI != "" {
+		return payViaAPI(ctx, *viaAPI, callback{OrderID: *orderID, TransactionID: *txn, Amount: *amount, Status: *status})
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orderService(b).Pay(ctx, *orderID, workflows.Payment{TransactionID: *txn, Amount: *amount})
+	})
+}
+
+func runCancel(ctx context.Context, args []string) (any, error) {
+	orderID, err := idFlag("cancel", "order", "order id", args)
+	if err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orderService(b).Cancel(ctx, orderID)
+	})
+}
+
+func runStatus(ctx context.Context, args []string) (any, error) {
+	orderID, err := idFlag("status", "order", "order id", args)
+	if err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orderService(b).Status(ctx, orderID)
+	})
+}

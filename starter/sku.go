@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/catalog"
+)
+
+// The SKU commands: the operators' use cases (internal/catalog), the same
+// the admin API calls.
+
+func catalogOf(b *backend.Backend) catalog.Catalog {
+	return catalog.Catalog{DB: b.Orders, Redis: b.Stock, Temporal: b.Temporal}
+}
+
+func runSKU(ctx context.Context, args []string) (any, error) {
+	if len(args) == 0 {
+		return nil, usageError("usage: starter sku create|preheat [flags]")
+	}
+	if isHelp(args[0]) {
+		return nil, subcommandHelp("sku", "create", "preheat")
+	}
+	switch args[0] {
+	case "create":
+		return runSKUCreate(ctx, args[1:])
+	case "preheat":
+		return runSKUPreheat(ctx, args[1:])
+	}
+	return nil, usageError(fmt.Sprintf("unknown sku command %q: want create or preheat", args[0]))
+}
+
+// runSKUCreate creates or resets a SKU in MySQL and preheats Redis from it
+// in the same step, so Redis never keeps selling a previous sale's buckets.
+func runSKUCreate(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("sku create", flag.ContinueOnError)
+	sku := fs.String("sku", "", "SKU id")
+	stock := fs.Int64("stock", -1, "units for sale")
+	price := fs.Int64("price", -1, "unit price in minor units (cents)")
+	buckets := fs.Int("buckets", flashsale.DefaultBuckets, "Redis buckets the stock is split into")
+	limit := fs.Int("limit", 1, "units one user may buy")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("sku", *sku); err != nil {
+		return nil, err
+	}
+	if *stock < 0 || *price < 0 {
+		return nil, usageError("--stock and --price are required and must not be negative")
+	}
+	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit}
+	if err := def.Validate(); err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return catalogOf(b).Define(ctx, def)
+	})
+}
+
+// preheatResult is the output of sku preheat.
+type preheatResult struct {
+	SKU         string `json:"sku_id"`
+	RedisTotal  int64  `json:"redis_total"`
+	DBAvailable int64  `json:"db_available"`
+	Buckets     int    `json:"buckets"`
+	Verified    bool   `json:"verified"`
+}
+
+func runSKUPreheat(ctx context.Context, args []string) (any, error) {
+	sku, err := idFlag("sku preheat", "sku", "SKU id", args)
+	if err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		d, err := catalogOf(b).Preheat(ctx, sku)
+		if err != nil {
+			return nil, err
+		}
+		return preheatResult{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal, DBAvailable: d.Inventory.Available,
+			Buckets: d.Preheat.Buckets, Verified: true}, nil
+	})
+}
+
+// runStock prints catalog.Stock: Redis beside MySQL, so drift shows at a
+// glance.
+func runStock(ctx context.Context, args []string) (any, error) {
+	sku, err := idFlag("stock", "sku", "SKU id", args)
+	if err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return catalogOf(b).Stock(ctx, sku)
+	})
+}
+
+// runRestock adds units to a SKU mid-sale (catalog.Restock). The request id
+// makes it safe to repeat: the same id again adds nothing.
+func runRestock(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("restock", flag.ContinueOnError)
+	sku := fs.String("sku", "", "SKU id")
+	qty := fs.Int64("qty", 0, "units to add")
+	requestID := fs.String("request-id", "", "idempotency key; repeat it to retry safely (default: a new UUIDv7, printed)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("sku", *sku); err != nil {
+		return nil, err
+	}
+	if *qty <= 0 {
+		return nil, usageError("--qty is required and must be positive")
+	}
+	if *requestID == "" {
+		*requestID = uuid.Must(uuid.NewV7()).String()
+	}
+	if err := catalog.CheckRestock(*sku, *requestID, *qty); err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return catalogOf(b).Restock(ctx, *sku, *requestID, *qty)
+	})
+}
+
+// runBuckets changes a SKU's Redis bucket count mid-sale (catalog.Resize).
+func runBuckets(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("buckets", flag.ContinueOnError)
+	sku := fs.String("sku", "", "SKU id")
+	n := fs.Int("buckets", 0, fmt.Sprintf("the new bucket count, 1-%d", flashsale.MaxBuckets))
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("sku", *sku); err != nil {
+		return nil, err
+	}
+	if *n == 0 {
+		return nil, usageError("--buckets is required")
+	}
+	if err := flashsale.CheckBuckets(*n); err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return catalogOf(b).Resize(ctx, *sku, *n)
+	})
+}
