@@ -17,12 +17,14 @@ import (
 // step that takes something pushes, right after it, the step that gives it
 // back, and compensate runs them last first. An order holds at most two:
 //
-//	units in redis     pushed once ReserveStock ran (even a failed attempt
-//	                   may have taken units); gives them to the first buyer
-//	                   on the SKU's waitlist when the order closed unpaid,
-//	                   back on open sale otherwise
-//	order in database  pushed once CreateOrder answered (CloseOrder) or
-//	                   failed without an answer (CloseOrder with Abandon)
+//	units in redis     pushed once ReserveStock ran, unless it refused the
+//	                   whole order (even a failed attempt may have taken
+//	                   units); gives them to the first buyer on the SKU's
+//	                   waitlist when the order closed unpaid, back on open
+//	                   sale otherwise (giveBackUnits)
+//	order in database  pushed once CreateOrder wrote the order (CloseOrder,
+//	                   closeInDatabase) or failed without an answer
+//	                   (CloseOrder with Abandon, abandonInDatabase)
 //
 // so the database is undone before Redis: Redis never offers a unit MySQL
 // still holds frozen.
@@ -119,6 +121,7 @@ func (o *order) runUndo(ctx workflow.Context, end outcome) error {
 		if step.what == undoRedis && answerFirst {
 			show()
 		}
+		o.logger.Debug("compensating", "undo", step.what, "status", end.status)
 		if err := step.run(ctx, end); err != nil {
 			if errors.Is(err, errFoundPaid) {
 				return nil
