@@ -19,6 +19,15 @@ func catalogOf(b *backend.Backend) catalog.Catalog {
 	return catalog.Catalog{DB: b.Orders, Redis: b.Stock, Temporal: b.Temporal}
 }
 
+// orNothing drops the zero result of a use case that failed: on stdout it
+// would read as an answer.
+func orNothing[T any](v T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 func runSKU(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
 		return nil, usageError("usage: starter sku create|preheat [flags]")
@@ -58,7 +67,7 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return catalogOf(b).Define(ctx, def)
+		return orNothing(catalogOf(b).Define(ctx, def))
 	})
 }
 
@@ -94,7 +103,7 @@ func runStock(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return catalogOf(b).Stock(ctx, sku)
+		return orNothing(catalogOf(b).Stock(ctx, sku))
 	})
 }
 
@@ -121,7 +130,7 @@ func runRestock(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return catalogOf(b).Restock(ctx, *sku, *requestID, *qty)
+		return orNothing(catalogOf(b).Restock(ctx, *sku, *requestID, *qty))
 	})
 }
 
@@ -143,6 +152,6 @@ func runBuckets(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return catalogOf(b).Resize(ctx, *sku, *n)
+		return orNothing(catalogOf(b).Resize(ctx, *sku, *n))
 	})
 }
