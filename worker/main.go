@@ -85,7 +85,7 @@ func run(logger *slog.Logger) error {
 	defer b.Close()
 	interceptors := extraInterceptors
 	if mx != nil {
-		activityMetrics := backend.NewActivityMetrics()
+		activityMetrics := NewActivityMetrics()
 		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(activityMetrics)); err != nil {
 			return fmt.Errorf("register metrics: %w", err)
 		}

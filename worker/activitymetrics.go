@@ -1,4 +1,4 @@
-package backend
+package main
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/metrics"
-	"github.com/flashsale/flashsale/internal/orderdb"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // ActivityMetrics counts what this worker's activities did, read off their
@@ -46,8 +45,8 @@ func NewActivityMetrics() *ActivityMetrics {
 		Help: "Orders this worker's activities moved to each status (REJECTED, PENDING_PAYMENT, PAID, EXPIRED, CANCELLED).",
 	}, []string{"status"})
 	// Every status shows from the start, so rate() has a zero to begin at.
-	for _, s := range []workflows.Status{workflows.StatusRejected, workflows.StatusPendingPayment,
-		workflows.StatusPaid, workflows.StatusExpired, workflows.StatusCancelled} {
+	for _, s := range []flashsale.Status{flashsale.StatusRejected, flashsale.StatusPendingPayment,
+		flashsale.StatusPaid, flashsale.StatusExpired, flashsale.StatusCancelled} {
 		c.WithLabelValues(string(s))
 	}
 	corrections := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -108,30 +107,36 @@ func (a *statusActivity) ExecuteActivity(ctx context.Context, in *interceptor.Ex
 	return res, err
 }
 
+// rejects holds the refusals that reject an order outright.
+var rejects = map[flashsale.Code]bool{
+	flashsale.SoldOut: true, flashsale.UnknownSKU: true, flashsale.LimitExceeded: true, flashsale.StockDrift: true,
+}
+
 // orderStatusOf is the status an activity's outcome moved its order to, or
 // "" when it moved none.
-func orderStatusOf(name string, args []any, res any, err error) workflows.Status {
+func orderStatusOf(name string, args []any, res any, err error) flashsale.Status {
 	if err != nil {
-		var app *temporal.ApplicationError
-		if (name == "ReserveStock" || name == "CreateOrder") && errors.As(err, &app) && app.NonRetryable() {
-			switch app.Type() {
-			case activities.ErrTypeSoldOut, activities.ErrTypeUnknownSKU, activities.ErrTypeLimitExceeded, activities.ErrTypeStockDrift:
-				return workflows.StatusRejected
+		// Only a business refusal of the order (not a retryable failure, not
+		// a timeout) rejects it.
+		if name == "ReserveStock" || name == "CreateOrder" {
+			app, isApp := errors.AsType[*temporal.ApplicationError](err)
+			if code, ok := activities.CodeOf(err); ok && isApp && app.NonRetryable() && rejects[code] {
+				return flashsale.StatusRejected
 			}
 		}
 		return ""
 	}
 	switch name {
 	case "CreateOrder":
-		return workflows.StatusPendingPayment
+		return flashsale.StatusPendingPayment
 	case "ConfirmPayment":
-		if r, ok := res.(activities.ConfirmPaymentResult); ok && !r.Duplicate && r.OrderStatus == orderdb.StatusPaid {
-			return workflows.StatusPaid
+		if r, ok := res.(activities.ConfirmPaymentResult); ok && !r.Duplicate && r.OrderStatus == flashsale.StatusPaid {
+			return flashsale.StatusPaid
 		}
 	case "CloseOrder":
 		if len(args) == 1 {
 			if in, ok := args[0].(activities.CloseOrderInput); ok && !in.Abandon {
-				return workflows.Status(in.Status)
+				return in.Status
 			}
 		}
 	}
