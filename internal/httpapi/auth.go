@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 
 	"github.com/flashsale/flashsale"
@@ -50,4 +52,23 @@ func (c caller) claimedUser(bodyUserID string) error {
 
 func errUnauthenticated(msg string) error {
 	return refuse(flashsale.Unauthenticated, msg)
+}
+
+// isAdmin reports whether token is the operators' bearer token.
+func (s *Server) isAdmin(token string) bool {
+	// Comparing hashes keeps the time independent of the token's length
+	// as well as its content.
+	got := sha256.Sum256([]byte(token))
+	return token != "" && subtle.ConstantTimeCompare(got[:], s.adminHash[:]) == 1
+}
+
+// admin guards operator endpoints with the bearer token.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.isAdmin(identity.BearerToken(r.Header.Get("Authorization"))) {
+			s.writeError(w, r, &flashsale.Error{Code: flashsale.Unauthorized})
+			return
+		}
+		h(w, r)
+	}
 }

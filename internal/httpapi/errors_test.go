@@ -18,9 +18,6 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
-	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -34,23 +31,23 @@ func TestClassify(t *testing.T) {
 		code       string
 		retryAfter string
 	}{
-		{wrap(&edge.RetryError{Err: edge.ErrBusy, After: time.Second}), 429, "BUSY", "1"},
-		{wrap(&edge.RetryError{Err: edge.ErrRateLimited, After: 150 * time.Millisecond}), 429, "RATE_LIMITED", "1"},
-		{wrap(edge.ErrSoldOut), 409, "SOLD_OUT", ""},
-		{wrap(edge.ErrUnknownSKU), 404, "UNKNOWN_SKU", ""},
-		{wrap(orderdb.ErrUnknownSKU), 404, "UNKNOWN_SKU", ""},
-		{wrap(inventory.ErrUnknownSKU), 404, "UNKNOWN_SKU", ""},
-		{wrap(edge.ErrIDConflict), 409, "ORDER_ID_CONFLICT", ""},
-		{wrap(orders.ErrIDConflict), 409, "ORDER_ID_CONFLICT", ""},
-		{wrap(orders.ErrNotFound), 404, "ORDER_NOT_FOUND", ""},
-		{wrap(orders.ErrClosed), 409, "ORDER_CLOSED", ""},
-		{wrap(orderdb.ErrSKUInUse), 409, "SKU_IN_USE", ""},
-		{wrap(inventory.ErrPreheatMismatch), 409, "PREHEAT_MISMATCH", ""},
-		{wrap(inventory.ErrNotSoldOut), 409, "NOT_SOLD_OUT", ""},
-		{wrap(inventory.ErrResizeBusy), 409, "RESIZE_IN_PROGRESS", ""},
-		{wrap(orders.ErrInvalid), 400, "INVALID_REQUEST", ""},
+		{wrap(&edge.RetryError{Err: coded(flashsale.Busy), After: time.Second}), 429, "BUSY", "1"},
+		{wrap(&edge.RetryError{Err: coded(flashsale.RateLimited), After: 150 * time.Millisecond}), 429, "RATE_LIMITED", "1"},
+		{wrap(coded(flashsale.SoldOut)), 409, "SOLD_OUT", ""},
+		{wrap(coded(flashsale.UnknownSKU)), 404, "UNKNOWN_SKU", ""},
+		{wrap(coded(flashsale.UnknownSKU)), 404, "UNKNOWN_SKU", ""},
+		{wrap(coded(flashsale.UnknownSKU)), 404, "UNKNOWN_SKU", ""},
+		{wrap(coded(flashsale.OrderIDConflict)), 409, "ORDER_ID_CONFLICT", ""},
+		{wrap(coded(flashsale.OrderIDConflict)), 409, "ORDER_ID_CONFLICT", ""},
+		{wrap(coded(flashsale.OrderNotFound)), 404, "ORDER_NOT_FOUND", ""},
+		{wrap(coded(flashsale.OrderClosed)), 409, "ORDER_CLOSED", ""},
+		{wrap(coded(flashsale.SKUInUse)), 409, "SKU_IN_USE", ""},
+		{wrap(coded(flashsale.PreheatMismatch)), 409, "PREHEAT_MISMATCH", ""},
+		{wrap(coded(flashsale.NotSoldOut)), 409, "NOT_SOLD_OUT", ""},
+		{wrap(coded(flashsale.ResizeBusy)), 409, "RESIZE_IN_PROGRESS", ""},
+		{wrap(flashsale.Errorf(flashsale.Invalid, "quantity must be 1-1000")), 400, "INVALID_REQUEST", ""},
 		{wrap(tooLarge(t)), 413, "PAYLOAD_TOO_LARGE", ""},
-		{wrap(edge.ErrUnavailable), 503, "UNAVAILABLE", "2"},
+		{wrap(coded(flashsale.Unavailable)), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewResourceExhausted(0, "rps limit")), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewUnavailable("frontend down")), 503, "UNAVAILABLE", "2"},
 		{wrap(errors.New("something nobody expected")), 500, "INTERNAL", ""},

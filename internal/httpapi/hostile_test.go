@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
@@ -236,7 +237,7 @@ func TestWaitlistIsBoundedAndOwned(t *testing.T) {
 	// The holder cancels; the unit is offered to the first in line, who
 	// finds it under /waitlist/me.
 	require.Equal(t, http.StatusOK, api.cancel(holder, orderA).status)
-	offer := workflows.WaitlistOrderID(orderA)
+	offer := flashsale.WaitlistOrderID(orderA)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r := api.waitlistMe(sku, next)
 		if assert.Equal(c, http.StatusOK, r.status) {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 )
 
@@ -216,7 +217,7 @@ func TestBusy(t *testing.T) {
 	// Another buyer's order is in flight and the window is one unit wide.
 	ctx := context.Background()
 	held, err := s.api.server.Gate().Admit(ctx, edge.Request{
-		OrderID: s.name("held"), UserID: s.name("first"), Items: []edge.Item{{SKU: sku, Quantity: 1}},
+		OrderID: s.name("held"), UserID: s.name("first"), Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
 	})
 	require.NoError(t, err)
 	r := s.api.buy(s.name("o1"), s.name("u1"), sku, 1)

@@ -89,11 +89,11 @@ func placementResult(res workflows.Reservation, err error) string {
 	switch {
 	case err != nil:
 		return "error"
-	case res.Status != workflows.StatusRejected:
+	case res.Status != flashsale.StatusRejected:
 		return "reserved"
-	case res.Reason == workflows.ReasonSoldOut:
+	case res.Reason == string(flashsale.SoldOut):
 		return "sold_out"
-	case res.Reason == workflows.ReasonLimitExceeded:
+	case res.Reason == string(flashsale.LimitExceeded):
 		return "limit_exceeded"
 	default:
 		return "rejected"
@@ -197,7 +197,7 @@ type recentSKUs struct {
 	seen sync.Map // sku -> *atomic.Int64 (unix nanoseconds last asked for)
 }
 
-func (r *recentSKUs) note(items []edge.Item, now time.Time) {
+func (r *recentSKUs) note(items []flashsale.Item, now time.Time) {
 	for _, it := range items {
 		if v, ok := r.seen.Load(it.SKU); ok {
 			v.(*atomic.Int64).Store(now.UnixNano())
@@ -250,7 +250,7 @@ func (s *Server) noteSKUs(items []flashsale.Item, admitErr error) {
 }
 
 // noteSKU records a SKU an operator put on sale.
-func (s *Server) noteSKU(sku string) { s.recent.note([]edge.Item{{SKU: sku}}, time.Now()) }
+func (s *Server) noteSKU(sku string) { s.recent.note([]flashsale.Item{{SKU: sku}}, time.Now()) }
 
 var (
 	skuRedisAvailableDesc = prometheus.NewDesc("flashsale_sku_redis_available_units",

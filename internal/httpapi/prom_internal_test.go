@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
 	"github.com/stretchr/testify/require"
-
-	"github.com/flashsale/flashsale/internal/edge"
 )
 
 // TestRecentSKUsCapped: the per-SKU gauges cover at most maxRecentSKUs
@@ -18,7 +17,7 @@ func TestRecentSKUsCapped(t *testing.T) {
 	var r recentSKUs
 	now := time.Now()
 	for i := range maxRecentSKUs + 5 {
-		r.note([]edge.Item{{SKU: fmt.Sprintf("s%02d", i)}}, now.Add(time.Duration(i)*time.Second))
+		r.note([]flashsale.Item{{SKU: fmt.Sprintf("s%02d", i)}}, now.Add(time.Duration(i)*time.Second))
 	}
 	got := r.list(now.Add(time.Minute))
 	require.Len(t, got, maxRecentSKUs)

@@ -12,21 +12,15 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
@@ -38,7 +32,6 @@ import (
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/redisguard"
-	"github.com/flashsale/flashsale/internal/requestid"
 )
 
 // Deps are the services the API uses.
@@ -231,228 +224,4 @@ func (s *Server) routes() http.Handler {
 		s.writeError(w, r, &flashsale.Error{Code: flashsale.NotFound})
 	})
 	return s.middleware(mux)
-}
-
-// statusClientClosed is nginx's 499 "client closed request": the client
-// hung up before its answer was ready, so none was sent. It appears in the
-// access log and the metrics, never on the wire.
-const statusClientClosed = 499
-
-// middleware counts answers by status, writes the access log, sets headers
-// every answer needs and turns a panic into a logged 500 instead of a
-// dropped connection.
-func (s *Server) middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w}
-		start := time.Now()
-		// r is replaced, not shadowed: the deferred logging below must see
-		// the request the mux filled in (its Pattern).
-		id := r.Header.Get(requestIDHeader)
-		if !flashsale.ValidID(id, maxRequestIDLength) {
-			id = uuid.NewString()
-		}
-		w.Header().Set(requestIDHeader, id)
-		// requestid carries it on to the order workflow's logs (a Temporal
-		// context propagator, internal/backend).
-		r = r.WithContext(requestid.NewContext(r.Context(), id))
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				s.log.ErrorContext(r.Context(), "handler panic", "panic", p, "stack", string(debug.Stack()))
-				if rec.status == 0 {
-					s.writeError(rec, r, fmt.Errorf("panic: %v", p))
-				}
-			}
-			status := rec.status
-			if status == 0 && r.Context().Err() != nil {
-				status = statusClientClosed
-			}
-			if status == 0 {
-				status = http.StatusOK
-			}
-			took := time.Since(start)
-			s.metrics.count(status)
-			s.prom.observeRequest(r, status, took)
-			s.accessLog(r, status, took)
-		}()
-		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "no-store")
-		next.ServeHTTP(rec, r)
-	})
-}
-
-// accessLog writes one line per request. Ordinary answers are DEBUG (a
-// flood is millions of lines); a client that hung up is INFO, once, because
-// it is the client's doing, not a failure (those are logged at ERROR where
-// they happen).
-func (s *Server) accessLog(r *http.Request, status int, took time.Duration) {
-	level, msg := slog.LevelDebug, "request"
-	if status == statusClientClosed {
-		level, msg = slog.LevelInfo, "client closed request"
-	}
-	s.log.Log(r.Context(), level, msg, "method", r.Method, "path", r.URL.Path, "status", status,
-		"duration_ms", took.Milliseconds(), "request_id", requestID(r))
-}
-
-// requestIDHeader names a request in the logs of every hop: taken from the
-// caller (a load balancer or the client) when it is a sane token, minted
-// otherwise, and echoed in the answer, so a buyer's complaint quoting it
-// finds the log lines.
-const requestIDHeader = "X-Request-Id"
-
-// maxRequestIDLength bounds a caller's request id; a longer one is replaced.
-const maxRequestIDLength = 128
-
-// requestID is the id the middleware gave r.
-func requestID(r *http.Request) string { return requestid.FromContext(r.Context()) }
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		s.log.ErrorContext(r.Context(), "encode response", "path", r.URL.Path, "error", err)
-		status = http.StatusInternalServerError
-		body = []byte(`{"code":"INTERNAL","message":"internal error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	if _, err := w.Write(append(body, '\n')); err != nil {
-		// The client went away; nothing left to tell it.
-		s.log.DebugContext(r.Context(), "write response", "path", r.URL.Path, "error", err)
-	}
-}
-
-// isAdmin reports whether token is the operators' bearer token.
-func (s *Server) isAdmin(token string) bool {
-	// Comparing hashes keeps the time independent of the token's length
-	// as well as its content.
-	got := sha256.Sum256([]byte(token))
-	return token != "" && subtle.ConstantTimeCompare(got[:], s.adminHash[:]) == 1
-}
-
-// admin guards operator endpoints with the bearer token.
-func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.isAdmin(identity.BearerToken(r.Header.Get("Authorization"))) {
-			s.writeError(w, r, &flashsale.Error{Code: flashsale.Unauthorized})
-			return
-		}
-		h(w, r)
-	}
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// readyz checks, in parallel, that Temporal, Redis and MySQL answer within
-// readyTimeout. The failed ones are named; why they failed is logged.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if s.draining.Load() {
-		s.writeError(w, r, refuse(flashsale.Unavailable, "shutting down"))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	defer cancel()
-	checks := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
-		{"temporal", func(ctx context.Context) error {
-			_, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
-			return err
-		}},
-		{"mysql", s.deps.Store.Ping},
-	}
-	// Redis is not among them: without it buyers are served in degraded
-	// mode (MySQL alone), and taking every instance out of the load
-	// balancer would turn a slow sale into no sale. The answer says so.
-	var redisErr error
-	errs := make([]error, len(checks))
-	var wg sync.WaitGroup
-	wg.Go(func() { redisErr = s.deps.Redis.Ping(ctx).Err() })
-	for i, c := range checks {
-		wg.Go(func() { errs[i] = c.fn(ctx) })
-	}
-	wg.Wait()
-	var failed []string
-	for i, err := range errs {
-		if err != nil {
-			failed = append(failed, checks[i].name)
-			s.log.WarnContext(r.Context(), "not ready", "dependency", checks[i].name, "error", err)
-		}
-	}
-	if len(failed) > 0 {
-		s.writeError(w, r, refuse(flashsale.Unavailable, "not ready: "+strings.Join(failed, ", ")+" unreachable"))
-		return
-	}
-	if redisErr != nil {
-		s.log.WarnContext(r.Context(), "redis unreachable: serving degraded", "error", redisErr)
-		s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "degraded", "redis": "unreachable"})
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// metrics are the API's counters; /metrics adds the edge's.
-type metrics struct {
-	workflowsStarted atomic.Int64
-	statuses         [600]atomic.Int64
-}
-
-func (m *metrics) count(status int) {
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if status > 0 && status < len(m.statuses) {
-		m.statuses[status].Add(1)
-	}
-}
-
-// MetricsSnapshot is what GET /metrics returns.
-type MetricsSnapshot struct {
-	// WorkflowsStarted counts Update-with-Start calls for new orders (not
-	// repeats of placed ones): an upper bound on order workflows started.
-	WorkflowsStarted int64            `json:"workflows_started"`
-	Responses        map[string]int64 `json:"responses"`
-	Edge             edge.Stats       `json:"edge"`
-}
-
-// Metrics returns the counters since start.
-func (s *Server) Metrics() MetricsSnapshot {
-	out := MetricsSnapshot{WorkflowsStarted: s.metrics.workflowsStarted.Load(), Responses: map[string]int64{}, Edge: s.gate.Stats()}
-	for code := range s.metrics.statuses {
-		if n := s.metrics.statuses[code].Load(); n > 0 {
-			out.Responses[strconv.Itoa(code)] = n
-		}
-	}
-	return out
-}
-
-func (s *Server) getMetrics(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, r, http.StatusOK, s.Metrics())
 }

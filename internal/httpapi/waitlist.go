@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // waitlistRequest is the POST /api/v1/skus/{sku}/waitlist body. It may be
@@ -117,7 +117,7 @@ func (s *Server) waitlistPlace(w http.ResponseWriter, r *http.Request) {
 	}
 	out := waitlistPlaceResponse{SKU: sku, UserID: c.buyer, Position: p.Position}
 	if p.OfferedFrom != "" {
-		out.OfferOrderID = workflows.WaitlistOrderID(p.OfferedFrom)
+		out.OfferOrderID = flashsale.WaitlistOrderID(p.OfferedFrom)
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 }

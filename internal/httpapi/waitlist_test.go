@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/flashsale/flashsale/workflows"
 )
 
 func (in *instance) joinWaitlist(sku, user string) response {
@@ -61,7 +60,7 @@ func TestWaitlistJoinAnswers(t *testing.T) {
 
 	// Offer ids are reserved: a buyer cannot take the one an offer of
 	// o1's unit would use.
-	r = api.buy(workflows.WaitlistOrderID(s.name("o1")), s.name("u4"), sku, 1)
+	r = api.buy(flashsale.WaitlistOrderID(s.name("o1")), s.name("u4"), sku, 1)
 	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
 	require.Equal(t, "INVALID_REQUEST", r.code(t))
 }
@@ -89,7 +88,7 @@ func TestWaitlistEndToEnd(t *testing.T) {
 	r = api.cancel(a, orderA)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 
-	offer := workflows.WaitlistOrderID(orderA)
+	offer := flashsale.WaitlistOrderID(orderA)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r := api.call(http.MethodGet, "/api/v1/orders/"+offer, nil, buyerHeader(t, b))
 		if !assert.Equal(c, http.StatusOK, r.status) {

@@ -61,7 +61,7 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 		if flashsale.ErrorCode(qerr) == flashsale.OrderNotFound {
 			// A transaction of another order records nothing here; the
 			// answer is still "no such order".
-			_, rerr := s.recordRefund(ctx, orderID, p, workflows.RefundReasonUnknownOrder)
+			_, rerr := s.recordRefund(ctx, orderID, p, string(flashsale.UnknownOrder))
 			if rerr != nil && flashsale.ErrorCode(rerr) != flashsale.TransactionConflict {
 				return workflows.PaymentOutcome{}, rerr
 			}
@@ -76,9 +76,9 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 				return prev, nil
 			}
 		}
-		reason := workflows.RefundReasonOrderClosed
+		reason := string(flashsale.OrderClosed)
 		if view.Status == flashsale.StatusPaid {
-			reason = workflows.RefundReasonAlreadyPaid
+			reason = string(flashsale.AlreadyPaid)
 		}
 		pay, rerr := s.recordRefund(ctx, orderID, p, reason)
 		if flashsale.ErrorCode(rerr) == flashsale.TransactionConflict {
@@ -87,7 +87,7 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 			// order's sale.
 			return workflows.PaymentOutcome{
 				OrderID: orderID, TransactionID: p.TransactionID, Status: view.Status,
-				Conflict: true, Reason: workflows.PaymentReasonTransactionConflict,
+				Conflict: true, Reason: string(flashsale.TransactionConflict),
 			}, nil
 		}
 		if rerr != nil {

@@ -14,7 +14,7 @@ import (
 // paid, expired, cancelled or rejected (or got paid while cancelling).
 func (s *Service) Cancel(ctx context.Context, orderID string) (workflows.OrderView, error) {
 	id := workflows.OrderWorkflowID(orderID)
-	err := s.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalCancel, workflows.CancelRequest{Reason: workflows.ReasonBuyerCancelled})
+	err := s.Temporal.SignalWorkflow(ctx, id, "", workflows.SignalCancel, workflows.CancelRequest{Reason: string(flashsale.CancelledByUser)})
 	switch {
 	case err == nil:
 	case isNotFound(err): // no such order, or it has finished

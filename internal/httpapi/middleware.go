@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/requestid"
+)
+
+// The middleware every request passes, and the one JSON writer.
+
+// statusClientClosed is nginx's 499 "client closed request": the client
+// hung up before its answer was ready, so none was sent. It appears in the
+// access log and the metrics, never on the wire.
+const statusClientClosed = 499
+
+// middleware counts answers by status, writes the access log, sets headers
+// every answer needs and turns a panic into a logged 500 instead of a
+// dropped connection.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		start := time.Now()
+		// r is replaced, not shadowed: the deferred logging below must see
+		// the request the mux filled in (its Pattern).
+		id := r.Header.Get(requestIDHeader)
+		if !flashsale.ValidID(id, maxRequestIDLength) {
+			id = uuid.NewString()
+		}
+		w.Header().Set(requestIDHeader, id)
+		// requestid carries it on to the order workflow's logs (a Temporal
+		// context propagator, internal/backend).
+		r = r.WithContext(requestid.NewContext(r.Context(), id))
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "handler panic", "panic", p, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					s.writeError(rec, r, fmt.Errorf("panic: %v", p))
+				}
+			}
+			status := rec.status
+			if status == 0 && r.Context().Err() != nil {
+				status = statusClientClosed
+			}
+			if status == 0 {
+				status = http.StatusOK
+			}
+			took := time.Since(start)
+			s.metrics.count(status)
+			s.prom.observeRequest(r, status, took)
+			s.accessLog(r, status, took)
+		}()
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// accessLog writes one line per request. Ordinary answers are DEBUG (a
+// flood is millions of lines); a client that hung up is INFO, once, because
+// it is the client's doing, not a failure (those are logged at ERROR where
+// they happen).
+func (s *Server) accessLog(r *http.Request, status int, took time.Duration) {
+	level, msg := slog.LevelDebug, "request"
+	if status == statusClientClosed {
+		level, msg = slog.LevelInfo, "client closed request"
+	}
+	s.log.Log(r.Context(), level, msg, "method", r.Method, "path", r.URL.Path, "status", status,
+		"duration_ms", took.Milliseconds(), "request_id", requestID(r))
+}
+
+// requestIDHeader names a request in the logs of every hop: taken from the
+// caller (a load balancer or the client) when it is a sane token, minted
+// otherwise, and echoed in the answer, so a buyer's complaint quoting it
+// finds the log lines.
+const requestIDHeader = "X-Request-Id"
+
+// maxRequestIDLength bounds a caller's request id; a longer one is replaced.
+const maxRequestIDLength = 128
+
+// requestID is the id the middleware gave r.
+func requestID(r *http.Request) string { return requestid.FromContext(r.Context()) }
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "encode response", "path", r.URL.Path, "error", err)
+		status = http.StatusInternalServerError
+		body = []byte(`{"code":"INTERNAL","message":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	if _, err := w.Write(append(body, '\n')); err != nil {
+		// The client went away; nothing left to tell it.
+		s.log.DebugContext(r.Context(), "write response", "path", r.URL.Path, "error", err)
+	}
+}

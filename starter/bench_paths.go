@@ -1,0 +1,225 @@
+//go:build !nodemo
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/bench"
+	"github.com/flashsale/flashsale/internal/demo"
+)
+
+// baseline sets whole durable orders against what most teams start with:
+// SELECT ... FOR UPDATE + UPDATE on one hot MySQL row.
+func (b *benchRun) baseline(ctx context.Context, st *stack, sku string) error {
+	b.logf("MySQL: %d rounds of %d hot-row orders against %d durable orders", b.p.Rounds, b.p.MySQLRound, b.p.OrderRound/2)
+	db, err := sql.Open("mysql", st.Backend.Config.MySQLDSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(b.p.Concurrency)
+	c, err := bench.Paired(ctx, "baseline without Redis and Temporal", b.p.Rounds,
+		func(ctx context.Context, n int) (bench.Stat, error) {
+			_, w := bench.Orders(ctx, st.svc, sku, 100, fmt.Sprintf("base%d", n), max(1, b.p.OrderRound/2), b.p.Concurrency)
+			return w, nil
+		},
+		func(ctx context.Context, n int) (bench.Stat, error) {
+			return bench.MySQLHotRow(ctx, db, fmt.Sprintf("%s-%d", b.run, n), b.p.MySQLRound, b.p.Concurrency)
+		}, "whole durable order vs SELECT FOR UPDATE + UPDATE on one hot row")
+	if err != nil {
+		return err
+	}
+	b.r.Comparisons = append(b.r.Comparisons, c)
+	return nil
+}
+
+// edges measures the sold-out path through HTTP against a hello-world
+// handler, by the Go load generator and by wrk, and the Redis deduct
+// against raw EVALSHA.
+func (b *benchRun) edges(ctx context.Context, st *stack) error {
+	conc := b.p.Concurrency
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}}
+	soldOut := "bench-soldout-" + b.run
+	if err := st.CreateSKU(ctx, soldOut, 0, 100, 16); err != nil {
+		return err
+	}
+	body := func(i int) []byte {
+		return fmt.Appendf(nil, `{"order_id":"so-%s-%d","items":[{"sku_id":%q,"quantity":1}]}`, b.run, i, soldOut)
+	}
+	// Many buyers, each with a token minted before the clock starts, as a
+	// crowd logged in before the sale would be; hello world gets the same
+	// headers.
+	tokens := make([]http.Header, 256)
+	wrkHeaders := make([][]string, len(tokens))
+	for i := range tokens {
+		tok, err := st.Buyers.Token(fmt.Sprintf("u-%d", i), time.Hour)
+		if err != nil {
+			return err
+		}
+		tokens[i] = http.Header{"Authorization": {"Bearer " + tok}}
+		wrkHeaders[i] = []string{"Authorization: Bearer " + tok}
+	}
+	header := func(i int) http.Header { return tokens[i%len(tokens)].Clone() }
+	url := st.URL + "/api/v1/orders"
+	// Warm, and check what the path answers: the first buyer learns "sold
+	// out", every later one is shed with 409 too. wrk counts only non-2xx,
+	// so this is where the answer itself is checked.
+	if w := bench.HTTP(ctx, "warm", hc, url, body, header, http.StatusConflict, 50, 4); w.Errors > 0 {
+		return fmt.Errorf("sold-out path: %d errors: %s", w.Errors, w.FirstError)
+	}
+	hello := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte("hello"))
+	}))
+	defer hello.Close()
+
+	b.logf("HTTP, Go load generator: %d rounds of %d sold-out requests vs hello world", b.p.Rounds, b.p.HTTPRound)
+	goPair, err := bench.Paired(ctx, "http sold-out path (Go load generator)", b.p.Rounds,
+		func(ctx context.Context, _ int) (bench.Stat, error) {
+			return bench.HTTP(ctx, "sold-out rejection via the API", hc, url, body, header, http.StatusConflict, b.p.HTTPRound, conc), nil
+		},
+		func(ctx context.Context, _ int) (bench.Stat, error) {
+			return bench.HTTP(ctx, "hello-world handler (ceiling)", hc, hello.URL, body, header, http.StatusOK, b.p.HTTPRound, conc), nil
+		}, "")
+	if err != nil {
+		return err
+	}
+
+	b.logf("HTTP, wrk: %d rounds of %s each", b.p.Rounds, b.p.WrkRound)
+	wrkRound := func(name, target string, wantNon2xx bool) bench.Round {
+		return func(ctx context.Context, _ int) (bench.Stat, error) {
+			r, err := bench.Wrk(ctx, bench.WrkOptions{Name: name, URL: target, Threads: 2, Connections: conc,
+				Duration: b.p.WrkRound, Body: string(body(0)), Headers: wrkHeaders})
+			if err != nil {
+				return bench.Stat{}, err
+			}
+			if r.SocketErrors > 0 {
+				r.Errors, r.FirstError = r.SocketErrors, "socket errors"
+			}
+			if bad := map[bool]int64{true: r.Ops - r.Non2xx, false: r.Non2xx}[wantNon2xx]; bad > 0 {
+				r.Errors += bad
+				r.FirstError = fmt.Sprintf("%d answers of the wrong class (non-2xx %d of %d)", bad, r.Non2xx, r.Ops)
+			}
+			return r.Stat, nil
+		}
+	}
+	wrkPair, err := bench.Paired(ctx, "http sold-out path (wrk)", b.p.Rounds,
+		wrkRound("sold-out rejection via the API (wrk)", url, true),
+		wrkRound("hello-world handler (wrk)", hello.URL, false), "")
+	if err != nil {
+		return err
+	}
+	// wrk only knew the answers were not 2xx: check that they are still
+	// the sold-out answer and not, say, a rate limit.
+	if w := bench.HTTP(ctx, "after", hc, url, body, header, http.StatusConflict, 50, 4); w.Errors > 0 {
+		return fmt.Errorf("sold-out path after wrk: %d errors: %s", w.Errors, w.FirstError)
+	}
+	b.r.Comparisons = append(b.r.Comparisons, wrkPair, goPair)
+	for _, g := range []struct {
+		name string
+		c    bench.Comparison
+	}{{"wrk (external)", wrkPair}, {"Go load generator (in the bench)", goPair}} {
+		b.r.HTTPSoldOut = append(b.r.HTTPSoldOut, bench.LoadGenFigure{
+			Generator: g.name, SoldOutRPS: g.c.Measured.PerSec, SoldOutP99ms: g.c.Measured.P99ms,
+			HelloRPS: g.c.Against.PerSec, HelloP99ms: g.c.Against.P99ms,
+			Ratio: *g.c.RatioSpread, P99Ratio: *g.c.P99Ratio, Rounds: g.c.Rounds,
+		})
+	}
+
+	b.logf("Redis: %d rounds of %d reservations with 1 and 16 buckets vs raw EVALSHA", b.p.Rounds, b.p.RedisRound)
+	for _, buckets := range []int{1, 16} {
+		c, err := bench.Paired(ctx, "redis deduct", b.p.Rounds,
+			func(ctx context.Context, n int) (bench.Stat, error) {
+				return bench.RedisReserve(ctx, st.Backend.Stock, fmt.Sprintf("%s-%d", b.run, n), buckets, b.p.RedisRound, conc)
+			},
+			func(ctx context.Context, n int) (bench.Stat, error) {
+				return bench.RedisRawTake(ctx, st.Backend.Stock, fmt.Sprintf("%s-%d-%d", b.run, buckets, n), b.p.RedisRound, conc)
+			}, "")
+		if err != nil {
+			return err
+		}
+		b.r.Comparisons = append(b.r.Comparisons, c)
+	}
+	return nil
+}
+
+// sale runs a flash sale through the HTTP API where every winner pays.
+func (b *benchRun) sale(ctx context.Context, st *stack) error {
+	b.logf("flash sale: %d units, %d buyers", b.p.SaleUnits, b.p.SaleBuyers)
+	s, err := st.Sale(ctx, demo.SaleOptions{
+		SKU: "bench-sale-" + b.run, Units: b.p.SaleUnits, Price: 100, Buckets: 16, Buyers: b.p.SaleBuyers,
+		Concurrency: b.p.Concurrency, PayShare: 1, PaymentTimeout: b.cfg.PaymentTimeout, DuplicateClickShare: 0.05,
+		Progress: os.Stderr, Seed: 1,
+	})
+	if err != nil {
+		return err
+	}
+	sale := &bench.Sale{
+		Units: b.p.SaleUnits, Buyers: b.p.SaleBuyers, Requests: s.Requests, Answers: s.Answers, WorkflowsStarted: s.WorkflowsStarted,
+		Reserved: s.Reserved, Sold: s.Sold, Oversold: s.Oversold, Undersold: s.Undersold,
+		TimeToReserveAll: s.TimeToReserveAll.Seconds(),
+		Decision:         bench.Summarize("buy decision", slices.Clone(s.Load.Latencies), s.Elapsed),
+		Histogram:        bench.LatencyHistogram(s.Load.Latencies),
+		ByAnswer:         map[string]bench.Stat{},
+	}
+	var admitted, shed []time.Duration
+	for answer, lat := range s.Load.ByAnswer {
+		sale.ByAnswer[answer] = bench.Summarize(answer, slices.Clone(lat), s.Elapsed)
+		switch {
+		case answer == "201":
+			admitted = append(admitted, lat...)
+		case strings.HasPrefix(answer, "409") || strings.HasPrefix(answer, "429"):
+			shed = append(shed, lat...)
+		}
+	}
+	sale.Admitted = bench.Summarize("admitted (201)", admitted, s.Elapsed)
+	sale.Shed = bench.Summarize("shed (409 SOLD_OUT, 429 BUSY)", shed, s.Elapsed)
+	for _, p := range s.Load.Timeline {
+		sale.Timeline = append(sale.Timeline, bench.Point{Seconds: p.At.Seconds(), Reserved: p.Reserved, Left: b.p.SaleUnits - p.Reserved})
+	}
+	b.r.Sale = sale
+	b.logf("sale: all reserved after %.1f s; admitted p99 %.0f ms, shed p99 %.0f ms", sale.TimeToReserveAll, sale.Admitted.P99ms, sale.Shed.P99ms)
+	return nil
+}
+
+// write saves the report and regenerates the README's tables.
+func (b *benchRun) write(out, readme string) error {
+	if err := b.r.WriteJSON(filepath.Join(out, "results.json")); err != nil {
+		return err
+	}
+	md := b.r.Markdown()
+	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if b.r.Sale != nil {
+		if err := b.r.Sale.WriteChart(filepath.Join(out, "sale.png")); err != nil {
+			return err
+		}
+	}
+	if readme != "" {
+		doc, err := os.ReadFile(readme)
+		if err != nil {
+			return err
+		}
+		next, err := bench.ReplaceBetween(string(doc), readmeBegin, readmeEnd, md)
+		if err != nil {
+			return fmt.Errorf("%s: %w", readme, err)
+		}
+		if err := os.WriteFile(readme, []byte(next), 0o644); err != nil {
+			return err
+		}
+	}
+	b.logf("wrote %s/results.json, results.md, sale.png and %s", out, readme)
+	return nil
+}
