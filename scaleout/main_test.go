@@ -81,10 +81,12 @@ func TestMain(m *testing.M) {
 			webhookSecret = v
 		case "BUYER_JWT_SECRET":
 			buyerSecret = v
+		case "TEMPORAL_UI_URL":
+			uiURL = v
 		}
 	}
-	if apiURL == "" || adminToken == "" || webhookSecret == "" || buyerSecret == "" {
-		fmt.Fprintf(os.Stderr, "scripts/cluster.sh env lacks API_URL or a secret:\n%s", out)
+	if apiURL == "" || uiURL == "" || adminToken == "" || webhookSecret == "" || buyerSecret == "" {
+		fmt.Fprintf(os.Stderr, "scripts/cluster.sh env lacks API_URL, TEMPORAL_UI_URL or a secret:\n%s", out)
 		os.Exit(1)
 	}
 	code := m.Run()

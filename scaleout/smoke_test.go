@@ -16,7 +16,9 @@ import (
 // (so CI) runs: one small sale through HAProxy on the real Temporal cluster
 // (five processes on PostgreSQL) and the Redis Cluster, two workers and two
 // APIs, then every order settled, the checker and `starter check` clean,
-// and the buyers' answers matching MySQL. TestMain brings the topology up
+// and the buyers' answers matching MySQL, and the Temporal Web UI (node
+// temporal-ui) serving its app and listing the sale's orders through its
+// HTTP API with the status Temporal and MySQL hold. TestMain brings the topology up
 // (cluster.sh up, building Temporal on first use); scripts/test.sh takes it
 // down afterwards. Winners pay or cancel at once (no payment timeout to
 // wait out), so a cancelled unit goes back on sale and is bought again:
@@ -68,4 +70,8 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("only %d reservations for %d units", c.Reserved.Load(), units)
 	}
 	progress("%d orders, %d sold, oversold %d, undersold %d", len(db), st.Sold, st.Oversold(), st.Undersold())
+
+	// The Temporal Web UI of the topology shows the sale as MySQL holds it.
+	checkUISeesSale(t, ctx, sku, db)
+	progress("web UI %s shows the sale's %d orders with their status", uiURL, len(db))
 }

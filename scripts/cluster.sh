@@ -4,10 +4,12 @@
 #   worker, two history hosts sharing 8 shards), the Redis Cluster of
 #   scripts/redis-cluster.sh (3 masters + 3 replicas), MariaDB (database
 #   flashsale_cluster), two flashsale workers, two APIs, HAProxy in front of
-#   the APIs health-checking /readyz.
+#   the APIs health-checking /readyz, and the Temporal Web UI (ui-server)
+#   against the frontend.
 #
 #   scripts/cluster.sh up         build what is missing (first run: the Temporal
-#                                 server, 4-10 min on 2 cores), start what is
+#                                 server, 4-10 min on 2 cores, and the Web UI,
+#                                 about 1.5 min), start what is
 #                                 not running, print where everything is
 #   scripts/cluster.sh down       stop what up started, by pid
 #   scripts/cluster.sh ps         node names, pids, up/down
@@ -24,7 +26,9 @@
 # (deploy/temporal/config/flashsale.yaml, a template the server renders from
 # each process's environment) and dynamic config, the schema and namespace
 # setup scripts with the search attribute list, deploy/redis/node.conf,
-# deploy/haproxy.cfg and deploy/flashsale.env.
+# deploy/haproxy.cfg, deploy/flashsale.env and the Web UI's config
+# (deploy/temporal-ui/flashsale.yaml, a template the UI server renders from
+# its environment).
 #
 # State, logs, secrets and binaries live under $FLASHSALE_CLUSTER_DIR
 # (default /tmp/flashsale-cluster). Secrets are made once (secrets.env,
@@ -38,6 +42,9 @@ LOGS=$STATE/logs
 PIDS=$STATE/pids
 TEMPORAL_VERSION=v1.29.1
 TEMPORAL_CLI_VERSION=v1.5.1 # the CLI that embeds server 1.29.1
+# The Web UI server that CLI embeds (its go.mod: ui-server/v2 v2.42.1; go
+# 1.24, no replace directive), so the UI is the one the dev server shows.
+UI_VERSION=v2.42.1
 
 PG_HOST=${PG_HOST:-127.0.0.1}
 PG_PORT=${PG_PORT:-5432}
@@ -60,6 +67,7 @@ MATCHING_GRPC=7435 MATCHING_MEMBERSHIP=6435
 TWORKER_GRPC=7439 TWORKER_MEMBERSHIP=6439
 HAPROXY_PORT=7480 HAPROXY_STATS=7489
 API1_PORT=7481 API2_PORT=7482
+UI_PORT=7440
 
 TEMPORAL_NODES=(temporal-frontend temporal-history-1 temporal-history-2 temporal-matching temporal-worker)
 APP_NODES=(worker-1 worker-2 api-1 api-2 haproxy)
@@ -82,6 +90,10 @@ pid_of() {
 	redis-*)
 		f=$REDIS_BASE/${name#redis-}/redis.pid
 		want="redis-server.*:${name#redis-}"
+		;;
+	temporal-ui)
+		f=$PIDS/$name.pid
+		want="$BIN/temporal-ui-server"
 		;;
 	temporal-*)
 		f=$PIDS/$name.pid
@@ -177,6 +189,28 @@ build_temporal() {
 	fi
 }
 
+# build_ui: the Temporal Web UI server (github.com/temporalio/ui-server/v2,
+# its assets embedded: a 150 MB binary). go install names it after its
+# package directory, "server", as the Temporal server's binary is named, so it
+# is installed into a directory of its own and moved beside the others.
+build_ui() {
+	[ -x "$BIN/temporal-ui-server" ] && return 0
+	mkdir -p "$BIN" "$LOGS"
+	local tmp=$BIN/.ui-build b t0=$SECONDS
+	rm -rf "$tmp"
+	say "building the Temporal Web UI server $UI_VERSION (first run: about 1.5 min on 2 cores; log $LOGS/build-ui.log)"
+	(cd /tmp && GOBIN=$tmp go install -v "github.com/temporalio/ui-server/v2/cmd/server@$UI_VERSION") >"$LOGS/build-ui.log" 2>&1 &
+	b=$!
+	while kill -0 "$b" 2>/dev/null; do
+		sleep 15
+		kill -0 "$b" 2>/dev/null && say "  still building the UI ($(wc -l <"$LOGS/build-ui.log") packages so far, last: $(tail -n 1 "$LOGS/build-ui.log"))"
+	done
+	wait "$b" || die "go install of the Temporal Web UI server failed; see $LOGS/build-ui.log"
+	mv -f "$tmp/server" "$BIN/temporal-ui-server"
+	rm -rf "$tmp"
+	say "built $BIN/temporal-ui-server in $((SECONDS - t0)) s"
+}
+
 # build_app [force]: the worker, api and starter of this checkout, built once.
 build_app() {
 	local c
@@ -234,6 +268,9 @@ cmd_env() {
 	secrets
 	# Single-quoted: the DSN holds parentheses. No value holds a quote.
 	echo "export API_URL='http://127.0.0.1:$HAPROXY_PORT'"
+	# Not read by flashsale's processes: where a person (or the smoke) finds
+	# the Web UI and its HTTP API.
+	echo "export TEMPORAL_UI_URL='http://127.0.0.1:$UI_PORT'"
 	app_env | sed "s/^\([A-Z_]*\)=\(.*\)$/export \1='\2'/"
 }
 
@@ -326,6 +363,32 @@ namespace() {
 		die "deploy/temporal/setup-namespace.sh failed (Temporal logs: $LOGS/temporal-*.log)"
 }
 
+# ---- the Web UI ------------------------------------------------------------
+
+# start_ui: the UI server against the frontend, on loopback. Its config is
+# deploy/temporal-ui/flashsale.yaml, the file compose's UI can mount; the
+# variables below are the ones the temporalio/ui image reads too.
+start_ui() {
+	running temporal-ui && return 0
+	build_ui
+	port_open "$UI_PORT" && die "port $UI_PORT (for temporal-ui) is taken by a process this script did not start"
+	say "starting temporal-ui (http://127.0.0.1:$UI_PORT)"
+	spawn temporal-ui "TEMPORAL_ADDRESS=127.0.0.1:$FRONTEND_GRPC" "TEMPORAL_UI_HOST=127.0.0.1" \
+		"TEMPORAL_UI_PORT=$UI_PORT" "TEMPORAL_UI_ORIGIN=http://127.0.0.1:$UI_PORT" \
+		"TEMPORAL_DEFAULT_NAMESPACE=$NAMESPACE" -- \
+		"$BIN/temporal-ui-server" --root / --config "$ROOT/deploy/temporal-ui" --env flashsale start
+	local i
+	# /healthz answers once it serves; the UI dials the frontend lazily,
+	# so this is not yet proof it reaches Temporal (the smoke checks that).
+	for ((i = 0; i < 120; i++)); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$UI_PORT/healthz")" = 200 ] && return 0
+		spawned temporal-ui || die "temporal-ui exited while starting; tail of $LOGS/temporal-ui.log:
+$(tail -n 25 "$LOGS/temporal-ui.log")"
+		sleep 0.25
+	done
+	die "temporal-ui not serving /healthz within 30 s; see $LOGS/temporal-ui.log"
+}
+
 # ---- flashsale and HAProxy -----------------------------------------------
 
 start_app_node() {
@@ -381,6 +444,7 @@ $(tail -n 25 "$LOGS/$name.log")"
 
 start_node() {
 	case $1 in
+	temporal-ui) start_ui ;;
 	temporal-*) start_temporal_node "$1" ;;
 	redis-*) "$ROOT/scripts/redis-cluster.sh" up 8>&- ;;
 	*) start_app_node "$1" ;;
@@ -395,6 +459,7 @@ cmd_up() {
 	flock 8
 	secrets
 	build_temporal
+	build_ui
 	build_app
 	schemas
 
@@ -403,6 +468,7 @@ cmd_up() {
 	local n
 	for n in "${TEMPORAL_NODES[@]}"; do start_temporal_node "$n"; done
 	namespace
+	start_ui
 
 	if ! "$ROOT/scripts/redis-cluster.sh" up 2>"$LOGS/redis-cluster.log" 8>&-; then
 		cat "$LOGS/redis-cluster.log" >&2
@@ -420,6 +486,7 @@ flashsale cluster is up:
   API (HAProxy)      http://127.0.0.1:$HAPROXY_PORT   (stats http://127.0.0.1:$HAPROXY_STATS/)
   APIs               http://127.0.0.1:$API1_PORT  http://127.0.0.1:$API2_PORT
   Temporal frontend  127.0.0.1:$FRONTEND_GRPC  (namespace $NAMESPACE, $NUM_SHARDS shards, PostgreSQL $PG_HOST:$PG_PORT)
+  Temporal Web UI    http://127.0.0.1:$UI_PORT/namespaces/$NAMESPACE/workflows
   Redis Cluster      $(redis_addr)
   MySQL              ${MYSQL_SERVER_DSN}${MYSQL_DB}
   payment timeout    $PAYMENT_TIMEOUT
@@ -445,7 +512,7 @@ stop_node() {
 
 cmd_down() {
 	local n i
-	for n in haproxy api-1 api-2 worker-1 worker-2; do stop_node "$n"; done
+	for n in haproxy api-1 api-2 worker-1 worker-2 temporal-ui; do stop_node "$n"; done
 	for ((i = ${#TEMPORAL_NODES[@]} - 1; i >= 0; i--)); do stop_node "${TEMPORAL_NODES[$i]}"; done
 	if [ -f "$STATE/redis-started-here" ]; then
 		"$ROOT/scripts/redis-cluster.sh" down
@@ -458,7 +525,7 @@ cmd_down() {
 
 all_nodes() {
 	local p
-	printf '%s\n' "${TEMPORAL_NODES[@]}"
+	printf '%s\n' "${TEMPORAL_NODES[@]}" temporal-ui
 	for p in "${REDIS_PORTS[@]}"; do echo "redis-$p"; done
 	printf '%s\n' "${APP_NODES[@]}"
 }
@@ -469,6 +536,7 @@ cmd_ps() {
 	while read -r n; do
 		pid=$(pid_of "$n")
 		case $n in
+		temporal-ui) extra="http://127.0.0.1:$UI_PORT" ;;
 		temporal-*) extra="127.0.0.1:$(node_ports "$n" | cut -d' ' -f2)" ;;
 		redis-*)
 			extra="127.0.0.1:${n#redis-}"
