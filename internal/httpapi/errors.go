@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/orders"
 )
 
 // answer is what a client is told for a code: the status, when to retry,
@@ -136,24 +136,15 @@ func answerFor(err error) (answer, errorBody) {
 
 // dependencyDown recognises a dependency's own "did not answer" among the
 // errors a layer below returned without a code: Temporal overloaded or
-// unreachable, a dropped Redis or MySQL connection, a request out of time.
-// That is 503 UNAVAILABLE with Retry-After (the client may retry; every
-// write is idempotent), not a 500. The order client codes Temporal's
-// answers itself (internal/orders); this is for what the stores pass on.
+// unreachable (a Temporal call outside the order client: the catalog's
+// count of running orders), a dropped Redis or MySQL connection, a request
+// out of time. That is 503 UNAVAILABLE with Retry-After (the client may
+// retry; every write is idempotent), not a 500.
 func dependencyDown(err error) bool {
-	if _, ok := errors.AsType[*serviceerror.Unavailable](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[*serviceerror.DeadlineExceeded](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[*serviceerror.ResourceExhausted](err); ok {
-		return true
-	}
 	if _, ok := errors.AsType[net.Error](err); ok {
 		return true
 	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+	return orders.TemporalDown(err) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
 }
 

@@ -52,22 +52,43 @@ type inventoryResponse struct {
 	BucketCount int    `json:"bucket_count"`
 }
 
-func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
-	sku, err := skuParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+// skuEndpoint is every SKU endpoint's door: the SKU from the path, the
+// body decoded (none without decode), the use case called within
+// opTimeout, and its answer encoded as 200 or its error through the table.
+func skuEndpoint[In, Out any](s *Server, decode func([]byte) (In, error),
+	call func(ctx context.Context, sku string, in In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in In
+		var sku string
+		var err error
+		if decode == nil {
+			sku, err = skuParam(r)
+		} else {
+			sku, in, err = readSKURequest(w, r, decode)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+		defer cancel()
+		out, err := call(ctx, sku, in)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeJSON(w, r, http.StatusOK, out)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
-	defer cancel()
-	st, err := s.catalog().Stock(ctx, sku)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, inventoryResponse{
-		SKU: st.SKU, Total: st.Total, Available: st.Available, DBAvailable: st.DBAvailable, Frozen: st.Frozen,
-		Sold: st.Sold, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount,
+}
+
+// getInventory is GET /api/v1/inventory/{sku}: catalog.Stock.
+func (s *Server) getInventory() http.HandlerFunc {
+	return skuEndpoint(s, nil, func(ctx context.Context, sku string, _ struct{}) (inventoryResponse, error) {
+		st, err := s.catalog().Stock(ctx, sku)
+		return inventoryResponse{
+			SKU: st.SKU, Total: st.Total, Available: st.Available, DBAvailable: st.DBAvailable, Frozen: st.Frozen,
+			Sold: st.Sold, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount,
+		}, err
 	})
 }
 
@@ -85,27 +106,21 @@ type skuResponse struct {
 
 // putSKU creates or resets a SKU before a sale: the database row, then the
 // Redis buckets loaded from it, so Redis never keeps selling a previous
-// sale's stock.
-func (s *Server) putSKU(w http.ResponseWriter, r *http.Request) {
-	sku, in, err := readSKURequest(w, r, decodeSKU)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	in.ID = sku
-	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
-	defer cancel()
-	d, err := s.catalog().Define(ctx, in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	inv, pre := d.Inventory, d.Preheat
-	// On sale from now: its stock gauges show before the first buyer.
-	s.noteSKU(sku)
-	s.writeJSON(w, r, http.StatusOK, skuResponse{
-		SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit,
-		RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
+// sale's stock (catalog.Define).
+func (s *Server) putSKU() http.HandlerFunc {
+	return skuEndpoint(s, decodeSKU, func(ctx context.Context, sku string, in flashsale.SKU) (skuResponse, error) {
+		in.ID = sku
+		d, err := s.catalog().Define(ctx, in)
+		if err != nil {
+			return skuResponse{}, err
+		}
+		// On sale from now: its stock gauges show before the first buyer.
+		s.noteSKU(sku)
+		inv, pre := d.Inventory, d.Preheat
+		return skuResponse{
+			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit,
+			RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
+		}, nil
 	})
 }
 
@@ -118,21 +133,12 @@ type preheatResponse struct {
 
 // preheat reloads a SKU's Redis buckets from the database's available stock
 // and verifies the sum (a mismatch is 409 PREHEAT_MISMATCH).
-func (s *Server) preheat(w http.ResponseWriter, r *http.Request) {
-	sku, err := skuParam(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
-	defer cancel()
-	d, err := s.catalog().Preheat(ctx, sku)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, preheatResponse{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal,
-		DBAvailable: d.Inventory.Available, Verified: true})
+func (s *Server) preheat() http.HandlerFunc {
+	return skuEndpoint(s, nil, func(ctx context.Context, sku string, _ struct{}) (preheatResponse, error) {
+		d, err := s.catalog().Preheat(ctx, sku)
+		return preheatResponse{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal,
+			DBAvailable: d.Inventory.Available, Verified: true}, err
+	})
 }
 
 type restockResponse struct {
@@ -149,22 +155,13 @@ type restockResponse struct {
 }
 
 // restock adds units mid-sale, idempotent by request_id (catalog.Restock).
-func (s *Server) restock(w http.ResponseWriter, r *http.Request) {
-	sku, req, err := readSKURequest(w, r, decodeRestock)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
-	defer cancel()
-	res, err := s.catalog().Restock(ctx, sku, req.RequestID, req.Quantity)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, restockResponse{
-		SKU: res.SKU, RequestID: res.RequestID, Quantity: res.Quantity, Added: res.Added,
-		Total: res.Inventory.Total, DBAvailable: res.Inventory.Available, OnSale: res.OnSale,
+func (s *Server) restock() http.HandlerFunc {
+	return skuEndpoint(s, decodeRestock, func(ctx context.Context, sku string, req restockRequest) (restockResponse, error) {
+		res, err := s.catalog().Restock(ctx, sku, req.RequestID, req.Quantity)
+		return restockResponse{
+			SKU: res.SKU, RequestID: res.RequestID, Quantity: res.Quantity, Added: res.Added,
+			Total: res.Inventory.Total, DBAvailable: res.Inventory.Available, OnSale: res.OnSale,
+		}, err
 	})
 }
 
@@ -177,18 +174,9 @@ type bucketsResponse struct {
 
 // resizeBuckets changes a SKU's Redis bucket count while its sale runs
 // (catalog.Resize).
-func (s *Server) resizeBuckets(w http.ResponseWriter, r *http.Request) {
-	sku, n, err := readSKURequest(w, r, decodeBuckets)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
-	defer cancel()
-	res, err := s.catalog().Resize(ctx, sku, n)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, bucketsResponse{SKU: res.SKU, Buckets: res.Buckets, RedisTotal: res.RedisTotal})
+func (s *Server) resizeBuckets() http.HandlerFunc {
+	return skuEndpoint(s, decodeBuckets, func(ctx context.Context, sku string, n int) (bucketsResponse, error) {
+		res, err := s.catalog().Resize(ctx, sku, n)
+		return bucketsResponse{SKU: res.SKU, Buckets: res.Buckets, RedisTotal: res.RedisTotal}, err
+	})
 }

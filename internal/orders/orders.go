@@ -63,13 +63,16 @@ func idConflict(orderID string) error {
 // Temporal's own "did not answer" (overloaded, unreachable, out of time) as
 // Unavailable: nothing changed, and the caller may retry as it is.
 func temporalErr(op string, err error) error {
-	if temporalDown(err) {
+	if TemporalDown(err) {
 		return fmt.Errorf("%s: %w: %w", op, &flashsale.Error{Code: flashsale.Unavailable, Message: "order service unavailable"}, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func temporalDown(err error) bool {
+// TemporalDown recognises Temporal's own "did not answer": the frontend
+// unreachable or overloaded, or the call out of time. Nothing changed, so
+// the call may be retried as it is.
+func TemporalDown(err error) bool {
 	if _, ok := errors.AsType[*serviceerror.Unavailable](err); ok {
 		return true
 	}
