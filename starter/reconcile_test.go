@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/audit"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -48,7 +48,7 @@ func newCLIStack(t *testing.T) *cliStack {
 		t.Fatalf("Temporal, Redis and MariaDB are required: %v", err)
 	}
 	t.Cleanup(b.Close)
-	w := b.NewWorker()
+	w := workflows.NewWorker(b.Temporal, b.Config, workflows.NewActivities(b.Temporal, b.Config, b.Stock, b.Orders, b.Guard, b.Logger))
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
@@ -59,7 +59,7 @@ func newCLIStack(t *testing.T) *cliStack {
 			_ = b.Redis.Unlink(context.Background(), keys...).Err()
 		}
 	})
-	_, err = b.Orders.PutSKU(ctx, orderdb.SKU{ID: s.sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
+	_, err = b.Orders.PutSKU(ctx, flashsale.SKU{ID: s.sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = b.Stock.Preheat(ctx, s.sku, 10, 4)
 	require.NoError(t, err)

@@ -61,7 +61,7 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SKUInUse})
 
 	// The sale is over: preheat reloads what MySQL has.
-	_, err = orders.CloseOrder(ctx, sku+"-o1", orderdb.StatusCancelled, "test")
+	_, err = orders.CloseOrder(ctx, sku+"-o1", flashsale.StatusCancelled, "test")
 	require.NoError(t, err)
 	d, err = c.Preheat(ctx, sku)
 	require.NoError(t, err)

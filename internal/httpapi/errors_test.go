@@ -18,7 +18,6 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 func TestClassify(t *testing.T) {
@@ -85,16 +84,16 @@ func tooLarge(t *testing.T) error {
 // A rejected order's reason is a code, answered through the same table.
 func TestRejectionReasons(t *testing.T) {
 	for reason, want := range map[string]pinnedAnswer{
-		workflows.ReasonSoldOut:       {409, "", "SOLD_OUT", "sold out"},
-		workflows.ReasonStockDrift:    {409, "", "SOLD_OUT", "sold out"},
-		workflows.ReasonLimitExceeded: {422, "", "LIMIT_EXCEEDED", "you already hold as many units of this sku as one buyer may"},
-		workflows.ReasonUnknownSKU:    {404, "", "UNKNOWN_SKU", "unknown sku"},
+		string(flashsale.SoldOut):       {409, "", "SOLD_OUT", "sold out"},
+		string(flashsale.StockDrift):    {409, "", "SOLD_OUT", "sold out"},
+		string(flashsale.LimitExceeded): {422, "", "LIMIT_EXCEEDED", "you already hold as many units of this sku as one buyer may"},
+		string(flashsale.UnknownSKU):    {404, "", "UNKNOWN_SKU", "unknown sku"},
 		// Before issue 10 these two had words of their own ("order refused
 		// as invalid", "stock service unavailable; nothing was reserved,
 		// retry"); they now get their code's, like any other error.
-		workflows.ReasonInvalid:     {400, "", "INVALID_REQUEST", "request refused as invalid"},
-		workflows.ReasonUnavailable: {503, "2", "UNAVAILABLE", "service temporarily unavailable; retry"},
-		"SOMETHING_NEW":             {500, "", "INTERNAL", "internal error"},
+		string(flashsale.Invalid):     {400, "", "INVALID_REQUEST", "request refused as invalid"},
+		string(flashsale.Unavailable): {503, "2", "UNAVAILABLE", "service temporarily unavailable; retry"},
+		"SOMETHING_NEW":               {500, "", "INTERNAL", "internal error"},
 	} {
 		require.Equal(t, want, answerOf(t, refuse(flashsale.Code(reason), "")), reason)
 	}

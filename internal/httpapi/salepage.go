@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
 // The live sale page: the operators' "big screen" of one SKU (GET
@@ -245,7 +244,7 @@ func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 		SKU: sku, At: time.Now().UTC(), Total: inv.Total, Available: inv.Available, Frozen: inv.Frozen,
 		Sold: inv.Sold, Price: inv.Price, Orders: map[string]int64{}, RecentOrders: []liveOrder{},
 	}
-	for _, st := range []orderdb.Status{orderdb.StatusPendingPayment, orderdb.StatusPaid, orderdb.StatusExpired, orderdb.StatusCancelled} {
+	for _, st := range []flashsale.Status{flashsale.StatusPendingPayment, flashsale.StatusPaid, flashsale.StatusExpired, flashsale.StatusCancelled} {
 		out.Orders[string(st)] = view.Orders[st]
 	}
 	for _, o := range view.Recent {
