@@ -72,6 +72,7 @@ func TestSmoke(t *testing.T) {
 	progress("%d orders, %d sold, oversold %d, undersold %d", len(db), st.Sold, st.Oversold(), st.Undersold())
 
 	// The Temporal Web UI of the topology shows the sale as MySQL holds it.
-	checkUISeesSale(t, ctx, sku, db)
-	progress("web UI %s shows the sale's %d orders with their status", uiURL, len(db))
+	if checkUISeesSale(t, ctx, sku, db) {
+		progress("web UI %s shows the sale's %d orders with their status", uiURL, len(db))
+	}
 }

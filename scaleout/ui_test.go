@@ -53,41 +53,49 @@ var startScript = regexp.MustCompile(`"(/_app/immutable/entry/start\.[A-Za-z0-9_
 // serving its embedded app. Its index handler answers 200 to any path, so a
 // 200 alone proves little: the page must be the UI's app shell, the script
 // it loads must be served, a made-up asset must not be, and /api/v1/settings
-// must answer with the UI's version and flashsale's namespace.
-func checkUIServes(t *testing.T, ctx context.Context, namespace string) {
+// must answer with the UI's version and flashsale's namespace. It reports
+// whether all of that held.
+func checkUIServes(t *testing.T, ctx context.Context, namespace string) bool {
 	t.Helper()
 	code, ctype, body, err := uiGet(ctx, "/")
 	if err != nil {
-		t.Fatalf("web UI index: %v", err)
+		t.Errorf("web UI index: %v", err)
+		return false
 	}
 	if code != http.StatusOK || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(string(body), "__sveltekit") {
-		t.Fatalf("web UI index: %d %s, not the UI's app shell: %.300s", code, ctype, body)
+		t.Errorf("web UI index: %d %s, not the UI's app shell: %.300s", code, ctype, body)
+		return false
 	}
-	m := startScript.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("web UI index preloads no /_app/immutable/entry/start.*.js: %.600s", body)
-	}
-	code, ctype, _, err = uiGet(ctx, string(m[1]))
-	if err != nil || code != http.StatusOK || !strings.Contains(ctype, "javascript") {
+	ok := true
+	if m := startScript.FindSubmatch(body); m == nil {
+		t.Errorf("web UI index preloads no /_app/immutable/entry/start.*.js: %.600s", body)
+		ok = false
+	} else if code, ctype, _, err = uiGet(ctx, string(m[1])); err != nil || code != http.StatusOK || !strings.Contains(ctype, "javascript") {
 		t.Errorf("web UI script %s: %d %s %v", m[1], code, ctype, err)
+		ok = false
 	}
 	if code, _, _, err = uiGet(ctx, "/_app/immutable/entry/no-such-file.js"); err != nil || code != http.StatusNotFound {
 		t.Errorf("web UI made-up asset: %d %v, want 404", code, err)
+		ok = false
 	}
 	code, _, body, err = uiGet(ctx, "/api/v1/settings")
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("web UI settings: %d %v: %s", code, err, body)
-	}
 	var settings struct {
 		Version          string
 		DefaultNamespace string
 	}
+	if err != nil || code != http.StatusOK {
+		t.Errorf("web UI settings: %d %v: %s", code, err, body)
+		return false
+	}
 	if err := json.Unmarshal(body, &settings); err != nil {
-		t.Fatalf("web UI settings: %v: %s", err, body)
+		t.Errorf("web UI settings: %v: %s", err, body)
+		return false
 	}
 	if settings.Version == "" || settings.DefaultNamespace != namespace {
 		t.Errorf("web UI settings: version %q, default namespace %q (want %q)", settings.Version, settings.DefaultNamespace, namespace)
+		ok = false
 	}
+	return ok
 }
 
 // uiWorkflow is one execution as the Web UI lists it.
@@ -132,10 +140,13 @@ func uiList(ctx context.Context, namespace, query string) (map[string]uiWorkflow
 // closed; and one paid order, looked up by its workflow id, with the status
 // the frontend itself reports for it. Visibility is eventually consistent,
 // so the lists are read again until they agree or a minute has passed.
-func checkUISeesSale(t *testing.T, ctx context.Context, sku string, db map[string]string) {
+// It reports whether everything agreed.
+func checkUISeesSale(t *testing.T, ctx context.Context, sku string, db map[string]string) bool {
 	t.Helper()
 	namespace := os.Getenv("TEMPORAL_NAMESPACE")
-	checkUIServes(t, ctx, namespace)
+	if !checkUIServes(t, ctx, namespace) {
+		return false
+	}
 
 	ids := make([]string, 0, len(db))
 	for id := range db {
@@ -144,18 +155,21 @@ func checkUISeesSale(t *testing.T, ctx context.Context, sku string, db map[strin
 	slices.Sort(ids)
 	paid := slices.IndexFunc(ids, func(id string) bool { return db[id] == "PAID" })
 	if paid < 0 {
-		t.Fatalf("no PAID order among %d to look up in the web UI", len(ids))
+		t.Errorf("no PAID order among %d to look up in the web UI", len(ids))
+		return false
 	}
 	one := workflows.OrderWorkflowID(ids[paid])
 
 	d, closeDeps, err := deps(ctx)
 	if err != nil {
-		t.Fatalf("connect: %v", err)
+		t.Errorf("connect: %v", err)
+		return false
 	}
 	defer closeDeps()
 	desc, err := d.Temporal.DescribeWorkflowExecution(ctx, one, "")
 	if err != nil {
-		t.Fatalf("describe %s on the frontend: %v", one, err)
+		t.Errorf("describe %s on the frontend: %v", one, err)
+		return false
 	}
 	want := desc.GetWorkflowExecutionInfo().GetStatus()
 
@@ -182,7 +196,7 @@ func checkUISeesSale(t *testing.T, ctx context.Context, sku string, db map[strin
 		if len(problems) == 0 {
 			t.Logf("web UI %s lists %s as %s (the frontend agrees) and all %d orders of %s with MySQL's status (%d executions of the SKU)",
 				uiURL, one, want, len(ids), sku, len(bySKU))
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
 			break
@@ -192,4 +206,5 @@ func checkUISeesSale(t *testing.T, ctx context.Context, sku string, db map[strin
 	for _, p := range problems {
 		t.Errorf("web UI: %s", p)
 	}
+	return false
 }
