@@ -18,7 +18,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/redisguard"
@@ -56,11 +55,6 @@ type Activities struct {
 
 // DefaultPaymentTimeout applies when neither the order nor the worker sets one.
 const DefaultPaymentTimeout = 15 * time.Minute
-
-// Item is one order line.
-//
-// Deprecated: use flashsale.Item.
-type Item = flashsale.Item
 
 func (a *Activities) now() time.Time {
 	if a.Now != nil {

@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) sku(t *testing.T, name string, dbStock, redisStock int64) string {
 	t.Helper()
 	id := f.prefix + name
-	_, err := f.orders.PutSKU(context.Background(), orderdb.SKU{ID: id, Total: dbStock, Price: 1000, Buckets: 4, PerUserLimit: 10})
+	_, err := f.orders.PutSKU(context.Background(), flashsale.SKU{ID: id, Total: dbStock, Price: 1000, Buckets: 4, PerUserLimit: 10})
 	require.NoError(t, err)
 	_, err = f.stock.Preheat(context.Background(), id, redisStock, 4)
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestCreateOrderReportsDrift(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(5), inv.Available)
 	_, err = f.orders.Order(ctx, f.prefix+"o1")
-	require.ErrorIs(t, err, orderdb.ErrNotFound)
+	require.Equal(t, flashsale.OrderNotFound, flashsale.ErrorCode(err))
 }
 
 // The full compensation path on real stores: reserve, create, close,

@@ -136,18 +136,3 @@ type SoldOutDetails struct {
 type StockDriftDetails struct {
 	DriftedSKUs []string `json:"drifted_skus"`
 }
-
-// Deprecated: the application error types, for packages not yet moved to
-// TypeFor and CodeOf. Use TypeFor(flashsale.SoldOut) and friends.
-var (
-	ErrTypeSoldOut             = TypeFor(flashsale.SoldOut)
-	ErrTypeUnknownSKU          = TypeFor(flashsale.UnknownSKU)
-	ErrTypeStockDrift          = TypeFor(flashsale.StockDrift)
-	ErrTypeAmountMismatch      = TypeFor(flashsale.AmountMismatch)
-	ErrTypeOrderPaid           = TypeFor(flashsale.AlreadyPaid)
-	ErrTypeOrderClosed         = TypeFor(flashsale.OrderClosed)
-	ErrTypeInvalid             = TypeFor(flashsale.Invalid)
-	ErrTypeLimitExceeded       = TypeFor(flashsale.LimitExceeded)
-	ErrTypeTransactionConflict = TypeFor(flashsale.TransactionConflict)
-	ErrTypePaymentReceived     = TypeFor(flashsale.PaymentReceived)
-)

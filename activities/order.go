@@ -123,7 +123,7 @@ func (a *Activities) findDrift(ctx context.Context, in CreateOrderInput) ([]stri
 type CloseOrderInput struct {
 	OrderID string           `json:"order_id"`
 	Status  flashsale.Status `json:"status"` // EXPIRED or CANCELLED
-	Reason  string           `json:"reason"`
+	Reason  flashsale.Code   `json:"reason"`
 	// Abandon: CreateOrder failed past its budget, so the order may or may
 	// not exist; if it does not, a tombstone keeps a late attempt from
 	// creating it (orderdb.Store.AbandonOrder). Status must be CANCELLED.
@@ -147,11 +147,11 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 	var err error
 	switch {
 	case in.Abandon:
-		o, err = a.Orders.AbandonOrder(ctx, in.OrderID, in.Reason)
+		o, err = a.Orders.AbandonOrder(ctx, in.OrderID, string(in.Reason))
 	case in.IgnoreReceipts:
-		o, err = a.Orders.CloseOrderIgnoringReceipts(ctx, in.OrderID, in.Status, in.Reason)
+		o, err = a.Orders.CloseOrderIgnoringReceipts(ctx, in.OrderID, in.Status, string(in.Reason))
 	default:
-		o, err = a.Orders.CloseOrder(ctx, in.OrderID, in.Status, in.Reason)
+		o, err = a.Orders.CloseOrder(ctx, in.OrderID, in.Status, string(in.Reason))
 	}
 	if err == nil {
 		if o.Degraded {

@@ -20,7 +20,7 @@ type ConfirmPaymentInput struct {
 type ConfirmPaymentResult struct {
 	OrderStatus   flashsale.Status      `json:"order_status"`
 	PaymentStatus orderdb.PaymentStatus `json:"payment_status"`
-	Reason        string                `json:"reason,omitempty"`
+	Reason        flashsale.Code        `json:"reason,omitempty"`
 	Duplicate     bool                  `json:"duplicate,omitempty"`
 }
 
@@ -50,16 +50,16 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in ConfirmPaymentInput)
 	}
 	return ConfirmPaymentResult{
 		OrderStatus: r.Order.Status, PaymentStatus: r.Payment.Status,
-		Reason: r.Payment.Reason, Duplicate: r.Duplicate,
+		Reason: flashsale.Code(r.Payment.Reason), Duplicate: r.Duplicate,
 	}, nil
 }
 
 // RecordRefundInput is money that arrived for an order that cannot take it.
 type RecordRefundInput struct {
-	OrderID       string `json:"order_id"`
-	TransactionID string `json:"transaction_id"`
-	Amount        int64  `json:"amount"`
-	Reason        string `json:"reason"`
+	OrderID       string         `json:"order_id"`
+	TransactionID string         `json:"transaction_id"`
+	Amount        int64          `json:"amount"`
+	Reason        flashsale.Code `json:"reason"`
 }
 
 // RecordRefundResult is the payment as stored for the order. Histories
@@ -88,7 +88,7 @@ func (r RecordRefundResult) Captured() bool {
 func (a *Activities) RecordRefund(ctx context.Context, in RecordRefundInput) (RecordRefundResult, error) {
 	p, err := a.Orders.RecordRefund(ctx, orderdb.Payment{
 		TransactionID: in.TransactionID, OrderID: in.OrderID, Amount: in.Amount,
-		Status: orderdb.PaymentRefundRequired, Reason: in.Reason,
+		Status: orderdb.PaymentRefundRequired, Reason: string(in.Reason),
 	})
 	if err != nil {
 		if flashsale.ErrorCode(err) == flashsale.Permanent {

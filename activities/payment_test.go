@@ -115,7 +115,7 @@ func TestPermanentDatabaseErrorIsNotRetried(t *testing.T) {
 	require.Empty(t, pays, "the payment rolled back")
 
 	_, err = f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
-	require.ErrorIs(t, err, orderdb.ErrPermanent)
+	require.Equal(t, flashsale.Permanent, flashsale.ErrorCode(err))
 	var appErr *temporal.ApplicationError
 	require.False(t, errors.As(err, &appErr), "compensation stays retryable: %v", err)
 }

@@ -16,6 +16,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -85,7 +86,7 @@ func (f *reconcileFixture) deleteKeys(t *testing.T, prefix string) {
 func (f *reconcileFixture) sku(t *testing.T, name string, dbStock, redisStock int64) string {
 	t.Helper()
 	id := f.prefix + name
-	_, err := f.orders.PutSKU(context.Background(), orderdb.SKU{ID: id, Total: dbStock, Price: 100, Buckets: 4, PerUserLimit: 1})
+	_, err := f.orders.PutSKU(context.Background(), flashsale.SKU{ID: id, Total: dbStock, Price: 100, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = f.stock.Preheat(context.Background(), id, redisStock, 4)
 	require.NoError(t, err)
@@ -95,7 +96,7 @@ func (f *reconcileFixture) sku(t *testing.T, name string, dbStock, redisStock in
 func (f *reconcileFixture) create(ctx context.Context, orderID, sku string) error {
 	_, err := f.orders.CreateOrder(ctx, orderdb.NewOrder{
 		OrderID: orderID, UserID: "u-" + orderID, PayBy: time.Now().Add(15 * time.Minute),
-		Items: []orderdb.Item{{SKU: sku, Quantity: 1}},
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
 	})
 	return err
 }
@@ -179,7 +180,7 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 				_, err := f.stock.Reserve(ctx, sku+"-o", sku, 1)
 				require.NoError(t, err)
 				require.NoError(t, f.create(ctx, sku+"-o", sku))
-				_, err = f.orders.CloseOrder(ctx, sku+"-o", orderdb.StatusExpired, "test")
+				_, err = f.orders.CloseOrder(ctx, sku+"-o", flashsale.StatusExpired, "test")
 				require.NoError(t, err)
 			},
 			want: activities.StockObservation{RedisUnits: 9, DBAvailable: 10, InFlight: 1, InFlightOrders: 1},
@@ -192,7 +193,7 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 					require.NoError(t, err)
 				}
 				require.NoError(t, f.create(ctx, sku+"-a", sku))
-				require.ErrorIs(t, f.create(ctx, sku+"-b", sku), orderdb.ErrInsufficientStock)
+				require.Equal(t, flashsale.StockDrift, flashsale.ErrorCode(f.create(ctx, sku+"-b", sku)))
 			},
 			want: activities.StockObservation{RedisUnits: 0, DBAvailable: 0, Dead: 1},
 		},
@@ -279,7 +280,7 @@ func TestReconcileWorkflowRepairsRedis(t *testing.T) {
 			if tt.lose {
 				f.deleteKeys(t, sku)
 				_, err := f.stock.Reserve(ctx, sku+"-late", sku, 1)
-				require.ErrorIs(t, err, inventory.ErrUnknownSKU, "no buyer is admitted while the buckets are gone")
+				require.Equal(t, flashsale.UnknownSKU, flashsale.ErrorCode(err), "no buyer is admitted while the buckets are gone")
 			}
 
 			res, err := f.reconcile(sku)
@@ -458,7 +459,7 @@ func (s *sale) buyUntil(stop, ctx context.Context) error {
 		err := s.buy(ctx, fmt.Sprintf("%s-%d", s.sku, s.seq.Add(1)))
 		switch {
 		case err == nil:
-		case errors.Is(err, inventory.ErrSoldOut), errors.Is(err, inventory.ErrUnknownSKU):
+		case flashsale.ErrorCode(err) == flashsale.SoldOut, flashsale.ErrorCode(err) == flashsale.UnknownSKU:
 			// Redis says no (for now): try again shortly, as buyers do.
 			time.Sleep(5 * time.Millisecond)
 		default:
@@ -478,7 +479,7 @@ func (s *sale) buy(ctx context.Context, orderID string) error {
 		return err
 	}
 	if err := s.f.create(ctx, orderID, s.sku); err != nil {
-		if !errors.Is(err, orderdb.ErrInsufficientStock) {
+		if flashsale.ErrorCode(err) != flashsale.StockDrift {
 			return err
 		}
 		// StockDrift: the unit stays out of Redis, as the workflow does.
@@ -490,7 +491,7 @@ func (s *sale) buy(ctx context.Context, orderID string) error {
 	if s.succeeded.Add(1)%4 != 0 || s.cancelTickets.Add(1) > int64(s.maxCancels) {
 		return nil
 	}
-	if _, err := s.f.orders.CloseOrder(ctx, orderID, orderdb.StatusCancelled, "test"); err != nil {
+	if _, err := s.f.orders.CloseOrder(ctx, orderID, flashsale.StatusCancelled, "test"); err != nil {
 		return err
 	}
 	for {
@@ -498,7 +499,7 @@ func (s *sale) buy(ctx context.Context, orderID string) error {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, inventory.ErrUnknownSKU) {
+		if flashsale.ErrorCode(err) != flashsale.UnknownSKU {
 			return err
 		}
 		// Lost with the SKU's keys: the activity retries until a restore.

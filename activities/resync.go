@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale"
 )
 
 // ResyncStockInput names a SKU flagged for a Redis resync.
@@ -63,7 +63,7 @@ func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (Resy
 	}
 	flag, known := flags[in.SKU]
 	if !known {
-		return ResyncStockResult{}, refuse("resync "+in.SKU, orderdb.ErrUnknownSKU)
+		return ResyncStockResult{}, refuse("resync "+in.SKU, &flashsale.Error{Code: flashsale.UnknownSKU})
 	}
 	if flag == 0 {
 		return ResyncStockResult{}, nil
@@ -89,11 +89,11 @@ func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (Resy
 	res.Observation = &obs
 	switch {
 	case obs.UnknownSKU:
-		return ResyncStockResult{}, refuse("resync "+in.SKU, orderdb.ErrUnknownSKU)
+		return ResyncStockResult{}, refuse("resync "+in.SKU, &flashsale.Error{Code: flashsale.UnknownSKU})
 	case obs.Missing:
 		// Redis came back empty: rebuild the SKU from MySQL, as the
 		// reconciler does.
-		restored, err := r.RestoreStock(ctx, RestoreStockInput{SKU: in.SKU})
+		restored, err := r.RestoreStock(ctx, RestoreStockInput(in))
 		if err != nil {
 			return ResyncStockResult{}, err
 		}

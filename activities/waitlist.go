@@ -19,7 +19,7 @@ func (a *Activities) reserveItem(ctx context.Context, in ReserveStockInput, it f
 	}
 	if len(in.Items) != 1 {
 		return inventory.Reservation{}, fmt.Errorf("order %s: %w: a waitlist offer has exactly one item",
-			in.OrderID, inventory.ErrInvalidArgument)
+			in.OrderID, &flashsale.Error{Code: flashsale.Invalid})
 	}
 	return a.Stock.Transfer(ctx, in.FromOrder, in.OrderID, it.SKU, it.Quantity)
 }

@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/app"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/bench"
 	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/workflows"
@@ -38,13 +40,13 @@ func BenchmarkReservation(b *testing.B) {
 	be, err := backend.Connect(ctx, cfg, logger)
 	require.NoError(b, err)
 	b.Cleanup(be.Close)
-	w := be.NewWorker()
+	w := app.NewWorker(be)
 	w.RegisterWorkflow(ceiling.Workflow)
 	require.NoError(b, w.Start())
 	b.Cleanup(w.Stop)
 
 	sku := "bench-" + testenv.UniqueID(b)
-	inv, err := be.Orders.PutSKU(ctx, orderdb.SKU{ID: sku, Total: 10_000_000, Price: 100, Buckets: 16, PerUserLimit: 1})
+	inv, err := be.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 10_000_000, Price: 100, Buckets: 16, PerUserLimit: 1})
 	require.NoError(b, err)
 	_, err = be.Stock.Preheat(ctx, sku, inv.Available, inv.Buckets)
 	require.NoError(b, err)
@@ -58,8 +60,8 @@ func BenchmarkReservation(b *testing.B) {
 		report(b, bench.Measure(ctx, "reservation", b.N, callers, func(ctx context.Context, i int) error {
 			id := fmt.Sprintf("%s-%s-%d", sku, run, i)
 			res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: id,
-				Items: []workflows.Item{{SKU: sku, Quantity: 1}}})
-			if err == nil && res.Status != workflows.StatusPendingPayment {
+				Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+			if err == nil && res.Status != flashsale.StatusPendingPayment {
 				err = fmt.Errorf("order %s: %s %s", id, res.Status, res.Reason)
 			}
 			return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -51,9 +52,9 @@ func TestTransactionConflictNeverWedgesAnOrder(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		r, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: "u-" + id,
-			Items: []workflows.Item{{SKU: sku, Quantity: 1}}, PaymentTimeout: timeout})
+			Items: []flashsale.Item{{SKU: sku, Quantity: 1}}, PaymentTimeout: timeout})
 		require.NoError(t, err)
-		require.Equal(t, workflows.StatusPendingPayment, r.Status)
+		require.Equal(t, flashsale.StatusPendingPayment, r.Status)
 		return r
 	}
 	// Each call is bounded well below a test timeout, so a wedged order
@@ -76,37 +77,37 @@ func TestTransactionConflictNeverWedgesAnOrder(t *testing.T) {
 	t1, t2 := "t1-"+sku, "t2-"+sku
 
 	place(a, 0)
-	require.Equal(t, workflows.PaymentOutcome{OrderID: a, TransactionID: t1, Status: workflows.StatusPaid}, pay(a, t1))
+	require.Equal(t, workflows.PaymentOutcome{OrderID: a, TransactionID: t1, Status: flashsale.StatusPaid}, pay(a, t1))
 
 	place(b, 0)
-	conflictB := workflows.PaymentOutcome{OrderID: b, TransactionID: t1, Status: workflows.StatusPendingPayment,
-		Conflict: true, Reason: workflows.PaymentReasonTransactionConflict}
+	conflictB := workflows.PaymentOutcome{OrderID: b, TransactionID: t1, Status: flashsale.StatusPendingPayment,
+		Conflict: true, Reason: flashsale.TransactionConflict}
 	require.Equal(t, conflictB, pay(b, t1))
 	vb := status(b)
-	require.Equal(t, workflows.StatusPendingPayment, vb.Status)
+	require.Equal(t, flashsale.StatusPendingPayment, vb.Status)
 	require.Equal(t, []workflows.PaymentOutcome{conflictB}, vb.Payments)
-	paidB := workflows.PaymentOutcome{OrderID: b, TransactionID: t2, Status: workflows.StatusPaid}
+	paidB := workflows.PaymentOutcome{OrderID: b, TransactionID: t2, Status: flashsale.StatusPaid}
 	require.Equal(t, paidB, pay(b, t2))
 	require.Equal(t, []workflows.PaymentOutcome{conflictB, paidB}, status(b).Payments)
 
 	// C has a short deadline; the conflict must not keep it from expiring.
 	rc := place(c, 5*time.Second)
-	require.Equal(t, workflows.PaymentOutcome{OrderID: c, TransactionID: t1, Status: workflows.StatusPendingPayment,
-		Conflict: true, Reason: workflows.PaymentReasonTransactionConflict}, pay(c, t1))
+	require.Equal(t, workflows.PaymentOutcome{OrderID: c, TransactionID: t1, Status: flashsale.StatusPendingPayment,
+		Conflict: true, Reason: flashsale.TransactionConflict}, pay(c, t1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var vc workflows.OrderView
 	require.NoError(t, svc.Temporal.GetWorkflow(ctx, workflows.OrderWorkflowID(c), "").Get(ctx, &vc))
-	require.Equal(t, workflows.StatusExpired, vc.Status)
-	require.Equal(t, workflows.ReasonPaymentTimeout, vc.Reason)
+	require.Equal(t, flashsale.StatusExpired, vc.Status)
+	require.Equal(t, flashsale.PaymentTimeout, vc.Reason)
 	require.WithinDuration(t, rc.PayBy, time.Now(), 10*time.Second, "expired on time")
 	require.Equal(t, stockOut{SKU: sku, Total: 3, Available: 1, DBAvailable: 1, Sold: 2, BucketCount: 4}, s.stock(sku),
 		"A and B sold, C's unit back in MySQL and Redis")
 
 	// After C's workflow ended: B's transaction is still not C's to refund,
 	// and nothing is recorded for C.
-	require.Equal(t, workflows.PaymentOutcome{OrderID: c, TransactionID: t2, Status: workflows.StatusExpired,
-		Conflict: true, Reason: workflows.PaymentReasonTransactionConflict}, pay(c, t2))
+	require.Equal(t, workflows.PaymentOutcome{OrderID: c, TransactionID: t2, Status: flashsale.StatusExpired,
+		Conflict: true, Reason: flashsale.TransactionConflict}, pay(c, t2))
 	pays, err := svc.Orders.Payments(context.Background(), c)
 	require.NoError(t, err)
 	require.Empty(t, pays)

@@ -355,7 +355,7 @@ func TestSellOut(t *testing.T) {
 				counts["error: "+err.Error()]++
 				return
 			}
-			counts[string(res.Status)+"/"+res.Reason]++
+			counts[string(res.Status)+"/"+string(res.Reason)]++
 		}()
 	}
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/workflows"
@@ -35,5 +36,5 @@ func (o *orderService) place(orderID, user, sku string) (workflows.Reservation, 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return o.svc.Place(ctx, workflows.OrderInput{OrderID: orderID, UserID: user,
-		Items: []workflows.Item{{SKU: sku, Quantity: 1}}})
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 }

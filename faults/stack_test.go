@@ -396,5 +396,3 @@ func (s *stack) dbOrders(ctx context.Context) (map[string]orderRow, error) {
 func (s *stack) reconcileNow(ctx context.Context, sku string, settle time.Duration) (string, error) {
 	return s.starter(ctx, "reconcile", "now", "--sku", sku, "--settle", settle.String())
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -159,11 +159,6 @@ func starter(ctx context.Context, args ...string) (string, error) {
 	return o.String(), nil
 }
 
-// adminCall calls an admin endpoint through HAProxy and decodes the answer.
-func adminCall(method, path string, body, out any) error {
-	return adminCallAt(apiURL, method, path, body, out)
-}
-
 // adminCallAt calls an admin endpoint of the API at base.
 func adminCallAt(base, method, path string, body, out any) error {
 	raw, _ := json.Marshal(body)

@@ -224,11 +224,11 @@ func transitionsPerOrder(t *testing.T, ctx context.Context, tg sbsTarget, sku st
 	var sum, n int64
 	for _, id := range ids {
 		for range 60 {
-			d, err := c.DescribeWorkflowExecution(ctx, "order-"+id, "")
+			d, err := c.DescribeWorkflow(ctx, "order-"+id, "")
 			if err != nil {
 				t.Fatalf("describe order-%s: %v", id, err)
 			}
-			info := d.GetWorkflowExecutionInfo()
+			info := d.RawResponse.GetWorkflowExecutionInfo()
 			if info.GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				sum += info.GetStateTransitionCount()
 				n++

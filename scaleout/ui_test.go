@@ -166,12 +166,12 @@ func checkUISeesSale(t *testing.T, ctx context.Context, sku string, db map[strin
 		return false
 	}
 	defer closeDeps()
-	desc, err := d.Temporal.DescribeWorkflowExecution(ctx, one, "")
+	desc, err := d.Temporal.DescribeWorkflow(ctx, one, "")
 	if err != nil {
 		t.Errorf("describe %s on the frontend: %v", one, err)
 		return false
 	}
-	want := desc.GetWorkflowExecutionInfo().GetStatus()
+	want := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus()
 
 	var problems []string
 	deadline := time.Now().Add(time.Minute)

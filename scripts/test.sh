@@ -15,6 +15,15 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 
+# The lint gate (samples-go's Makefile): go.mod must match the imports,
+# staticcheck over everything, and workflowcheck proves workflows/ calls
+# nothing non-deterministic (time.Now, goroutines, map ranges, global
+# state). Pinned versions, built from the module proxy on first use.
+echo "test: lint (go mod tidy -diff, staticcheck, workflowcheck)" >&2
+go mod tidy -diff
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
+
 # docker-compose validates docker-compose.yml (no Docker engine runs here:
 # the file is checked, not run; deploy/deploy_test.go checks it runs the
 # files scripts/cluster.sh runs) and HAProxy runs the cluster topology's
@@ -23,6 +32,8 @@ go vet ./...
 need=()
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
+# internal/bench drives the API with wrk beside its own load generator.
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "test: installing ${need[*]} (apt-get)" >&2
 	# --no-install-recommends: docker-compose alone, not a Docker engine.

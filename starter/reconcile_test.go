@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app"
+
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -48,7 +50,7 @@ func newCLIStack(t *testing.T) *cliStack {
 		t.Fatalf("Temporal, Redis and MariaDB are required: %v", err)
 	}
 	t.Cleanup(b.Close)
-	w := workflows.NewWorker(b.Temporal, b.Config, workflows.NewActivities(b.Temporal, b.Config, b.Stock, b.Orders, b.Guard, b.Logger))
+	w := app.NewWorker(b)
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 

@@ -94,7 +94,7 @@ func run(logger *slog.Logger) error {
 
 	// Before polling: an order started without its search attributes
 	// registered would fail, and every buy with it.
-	if err := backend.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
+	if err := workflows.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
 		return err
 	}
 	acts := workflows.NewActivities(b.Temporal, cfg, b.Stock, b.Orders, b.Guard, logger)

@@ -119,7 +119,7 @@ type Reservation struct {
 	Status flashsale.Status `json:"status"`
 	Amount int64            `json:"amount"`
 	PayBy  time.Time        `json:"pay_by,omitzero"`
-	Reason string           `json:"reason,omitempty"`
+	Reason flashsale.Code   `json:"reason,omitempty"`
 }
 
 // Payment is the UpdatePay argument and the SignalPayment payload.
@@ -148,7 +148,7 @@ type PaymentOutcome struct {
 	// Reason says why a refund is required (flashsale.AmountMismatch,
 	// OrderClosed, AlreadyPaid, UnknownOrder, PaymentFailed), or, with
 	// Conflict, flashsale.TransactionConflict.
-	Reason string `json:"reason,omitempty"`
+	Reason flashsale.Code `json:"reason,omitempty"`
 	// Duplicate is true when this transaction had been handled before.
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Queued is set by the client (orders.Service.Pay), never by the
@@ -178,7 +178,7 @@ type OrderView struct {
 	Status   flashsale.Status `json:"status"`
 	Amount   int64            `json:"amount"`
 	PayBy    time.Time        `json:"pay_by,omitzero"`
-	Reason   string           `json:"reason,omitempty"`
+	Reason   flashsale.Code   `json:"reason,omitempty"`
 	Payments []PaymentOutcome `json:"payments,omitempty"`
 	// FromOrder: see flashsale.Order.FromOrder.
 	FromOrder string `json:"from_order,omitempty"`

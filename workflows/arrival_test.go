@@ -65,7 +65,7 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 	var closedAt time.Time
 	s.expectExpiry(&closedAt)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: string(flashsale.OrderClosed),
+		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: flashsale.OrderClosed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var out PaymentOutcome
 	s.pay(payBy.Sub(start)+time.Second,
@@ -75,7 +75,7 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: flashsale.StatusExpired,
-		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}
+		Refund: RefundRequired, Reason: flashsale.OrderClosed}
 	s.Equal(refunded, out)
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.Equal(payBy.Add(time.Second).Sub(start), closedAt.Sub(start), "closed when the late money came")
@@ -125,7 +125,7 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 // receipt of txn, received at: it refuses to close.
 func (s *orderSuite) closeFindsReceipt(txn string, at time.Time) {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
 	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
 		activities.TypeFor(flashsale.PaymentReceived), nil, activities.PaymentReceivedDetails{
 			TransactionID: txn, Amount: testAmount, ReceivedAt: at,
@@ -158,12 +158,12 @@ func (s *orderSuite) TestPaymentFoundAtCloseButNotAppliedStillCloses() {
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-stuck")).
 		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout), IgnoreReceipts: true,
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout, IgnoreReceipts: true,
 	}).Return(activities.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: string(flashsale.OrderClosed),
+		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: flashsale.OrderClosed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())

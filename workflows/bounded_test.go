@@ -33,7 +33,7 @@ func confirmInput(txn string) activities.ConfirmPaymentInput {
 // nobody waiting, ReleaseStock) and notes when CloseOrder ran in closedAt.
 func (s *orderSuite) expectExpiry(closedAt *time.Time) {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
 	}).Run(func(mock.Arguments) { *closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
@@ -66,7 +66,7 @@ func (s *orderSuite) TestTransactionConflictThenFreshTransactionPays() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	conflict := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
-		Conflict: true, Reason: string(flashsale.TransactionConflict)}
+		Conflict: true, Reason: flashsale.TransactionConflict}
 	s.Equal(conflict, first)
 	s.Equal(flashsale.StatusPendingPayment, between.Status)
 	s.Equal([]PaymentOutcome{conflict}, between.Payments, "operators see the conflict in the status query")
@@ -90,7 +90,7 @@ func (s *orderSuite) TestTransactionConflictThenExpires() {
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	var closedAt time.Time
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
 	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
@@ -100,9 +100,9 @@ func (s *orderSuite) TestTransactionConflictThenExpires() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
-	s.Equal(string(flashsale.PaymentTimeout), v.Reason)
+	s.Equal(flashsale.PaymentTimeout, v.Reason)
 	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
-		Conflict: true, Reason: string(flashsale.TransactionConflict)}}, v.Payments)
+		Conflict: true, Reason: flashsale.TransactionConflict}}, v.Payments)
 	s.Equal(payBy.Add(arrivalGrace).Sub(start), closedAt.Sub(start), "closed on its deadline, after the arrival grace")
 }
 
@@ -114,7 +114,7 @@ func (s *orderSuite) TestLateTransactionOfAnotherOrderIsAConflict() {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.OrderClosed),
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
 	}).Return(activities.RecordRefundResult{}, conflictErr("t1", "o-other")).Once()
 	var late PaymentOutcome
 	s.pay(20*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { late = o })
@@ -126,7 +126,7 @@ func (s *orderSuite) TestLateTransactionOfAnotherOrderIsAConflict() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	want := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusExpired,
-		Conflict: true, Reason: string(flashsale.TransactionConflict)}
+		Conflict: true, Reason: flashsale.TransactionConflict}
 	s.Equal(want, late)
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -144,7 +144,7 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 	var closedAt time.Time
 	s.expectExpiry(&closedAt)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.OrderClosed),
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+59*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
@@ -154,7 +154,7 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 	s.False(closedAt.Before(payBy), "not closed before the deadline: %v", closedAt.Sub(start))
 	s.LessOrEqual(closedAt.Sub(start), payBy.Add(paymentGrace).Sub(start), "closed by pay_by + grace")
 	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusExpired,
-		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}
+		Refund: RefundRequired, Reason: flashsale.OrderClosed}
 	s.Equal(refunded, outcome)
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -171,7 +171,7 @@ func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{},
 		temporal.NewNonRetryableApplicationError("order already paid", activities.TypeFor(flashsale.AlreadyPaid), nil)).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.AlreadyPaid),
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.AlreadyPaid,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentCaptured, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+30*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
@@ -182,7 +182,7 @@ func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 	s.Equal(paid, outcome)
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
-	s.Equal("", v.Reason)
+	s.Empty(v.Reason)
 	s.Equal([]PaymentOutcome{paid}, v.Payments)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
 	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
@@ -195,7 +195,7 @@ func (s *orderSuite) TestPermanentPaymentFailureIsRefundedAndOrderStaysOpen() {
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(activities.ConfirmPaymentResult{},
 		temporal.NewNonRetryableApplicationError("permanent database error: Error 4025", activities.TypeFor(flashsale.Invalid), nil)).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.PaymentFailed),
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.PaymentFailed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t2")).Return(captured, nil).Once()
 	var first PaymentOutcome
@@ -205,7 +205,7 @@ func (s *orderSuite) TestPermanentPaymentFailureIsRefundedAndOrderStaysOpen() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
-		Refund: RefundRequired, Reason: string(flashsale.PaymentFailed)}, first)
+		Refund: RefundRequired, Reason: flashsale.PaymentFailed}, first)
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
 
@@ -247,13 +247,13 @@ func (s *orderSuite) TestCompensationStallIsVisibleThenCompletes() {
 
 	s.Equal(flashsale.StatusPendingPayment, beforeStall.Status)
 	s.Equal(flashsale.StatusStalled, stalled.Status)
-	s.Equal(string(flashsale.PaymentTimeout), stalled.Reason)
+	s.Equal(flashsale.PaymentTimeout, stalled.Reason)
 	s.Equal(flashsale.StatusStalled, stillStalled.Status, "MySQL closed the order, Redis has not the units back yet")
 	s.False(flashsale.StatusStalled.Closed())
 	s.False(releasedAt.Before(releaseFailsUntil))
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
-	s.Equal(string(flashsale.PaymentTimeout), v.Reason)
+	s.Equal(flashsale.PaymentTimeout, v.Reason)
 }
 
 // A cancel that arrives while a payment is being applied waits for it, and
@@ -274,9 +274,9 @@ func (s *orderSuite) TestCancelDuringSlowPayment() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
-	s.Equal(string(flashsale.CancelledByUser), v.Reason)
+	s.Equal(flashsale.CancelledByUser, v.Reason)
 	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
-		Conflict: true, Reason: string(flashsale.TransactionConflict)}}, v.Payments)
+		Conflict: true, Reason: flashsale.TransactionConflict}}, v.Payments)
 }
 
 // A cancel during a payment that cannot be applied: the payment holds the
@@ -289,7 +289,7 @@ func (s *orderSuite) TestCancelDuringStuckPayment() {
 		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
 	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: string(flashsale.OrderClosed),
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
@@ -304,5 +304,5 @@ func (s *orderSuite) TestCancelDuringStuckPayment() {
 	s.Equal(flashsale.StatusCancelled, v.Status)
 	s.LessOrEqual(s.env.Now().Sub(start), payBy.Add(paymentGrace).Sub(start))
 	s.Equal([]PaymentOutcome{{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusCancelled,
-		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}}, v.Payments)
+		Refund: RefundRequired, Reason: flashsale.OrderClosed}}, v.Payments)
 }

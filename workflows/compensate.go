@@ -45,14 +45,14 @@ type outcome struct {
 	status flashsale.Status
 	// reason is a flashsale code (SOLD_OUT, PAYMENT_TIMEOUT, ...), or an
 	// operator's words.
-	reason string
+	reason flashsale.Code
 	// detail is for the log only.
 	detail string
 }
 
 // rejection is the outcome of an order refused with code; err says why.
 func rejection(code flashsale.Code, err error) outcome {
-	return outcome{status: flashsale.StatusRejected, reason: string(code), detail: err.Error()}
+	return outcome{status: flashsale.StatusRejected, reason: code, detail: err.Error()}
 }
 
 func (o *order) pushUndo(what string, run func(workflow.Context, outcome) error) {
@@ -217,7 +217,7 @@ func (o *order) releaseRedis(ctx workflow.Context, items []flashsale.Item) error
 // watchStall marks the order STALLED, logged at ERROR, if compensation is
 // still running stallAfter past pay_by (or past began, when compensation
 // began later, e.g. a cancel). The returned stop ends the watch.
-func (o *order) watchStall(ctx workflow.Context, reason string, began time.Time) (stop func()) {
+func (o *order) watchStall(ctx workflow.Context, reason flashsale.Code, began time.Time) (stop func()) {
 	at := o.view.PayBy
 	if began.After(at) {
 		at = began
@@ -243,7 +243,7 @@ func (o *order) watchStall(ctx workflow.Context, reason string, began time.Time)
 // closing: the buyer paid in time. It returns nil with the order PAID then.
 // A payment that could not be applied by its bound stays pending (finish
 // settles it) and the order closes regardless of receipts.
-func (o *order) closeUntilDecided(ctx workflow.Context, to flashsale.Status, reason string) error {
+func (o *order) closeUntilDecided(ctx workflow.Context, to flashsale.Status, reason flashsale.Code) error {
 	in := activities.CloseOrderInput{OrderID: o.in.OrderID, Status: to, Reason: reason}
 	for {
 		err := o.exec(ctx, "release order in database", a.CloseOrder, in, nil)
@@ -282,7 +282,7 @@ func (o *order) closeUntilDecided(ctx workflow.Context, to flashsale.Status, rea
 // settleAs sets the status compensation ends in. While the order shows
 // STALLED the status is only remembered: close sets it once the rest of the
 // compensation has completed too.
-func (o *order) settleAs(ctx workflow.Context, s flashsale.Status, reason string) {
+func (o *order) settleAs(ctx workflow.Context, s flashsale.Status, reason flashsale.Code) {
 	o.closedAs, o.closedReason = s, reason
 	if o.view.Status == flashsale.StatusStalled {
 		return

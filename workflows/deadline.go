@@ -12,8 +12,8 @@ import (
 
 // How an unpaid order ends; compensate gives back what it held.
 var (
-	expired             = outcome{status: flashsale.StatusExpired, reason: string(flashsale.PaymentTimeout)}
-	cancelledByBuyer    = outcome{status: flashsale.StatusCancelled, reason: string(flashsale.CancelledByUser)}
+	expired             = outcome{status: flashsale.StatusExpired, reason: flashsale.PaymentTimeout}
+	cancelledByBuyer    = outcome{status: flashsale.StatusCancelled, reason: flashsale.CancelledByUser}
 	cancelledByOperator = outcome{status: flashsale.StatusCancelled, reason: "workflow cancelled by operator"}
 )
 

@@ -28,7 +28,7 @@ func (s *orderSuite) expectDegraded(created activities.CreateOrderResult, err er
 func (s *orderSuite) TestDegradedOrderExpires() {
 	s.expectDegraded(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: string(flashsale.PaymentTimeout),
+		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
 	}).Return(activities.CloseOrderResult{}, nil).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
 	var answered Reservation
@@ -76,11 +76,11 @@ func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: string(flashsale.SoldOut)}, answered)
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.SoldOut}, answered)
 	s.Equal(start, answeredAt, "answered before the release's retries")
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.SoldOut), v.Reason)
+	s.Equal(flashsale.SoldOut, v.Reason)
 	s.Less(start, s.env.Now(), "the release retried until Redis answered")
 }
 
@@ -95,5 +95,5 @@ func (s *orderSuite) TestDegradedLimitExceeded() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.LimitExceeded), v.Reason)
+	s.Equal(flashsale.LimitExceeded, v.Reason)
 }

@@ -103,7 +103,7 @@ func (o *order) reservationStatus() flashsale.Status {
 	return flashsale.StatusPendingPayment
 }
 
-func (o *order) reservationReason() string {
+func (o *order) reservationReason() flashsale.Code {
 	if o.view.Status == flashsale.StatusRejected {
 		return o.view.Reason
 	}

@@ -63,7 +63,7 @@ type order struct {
 	// closedAs and closedReason are the status compensation ended in,
 	// restored after the order showed STALLED.
 	closedAs     flashsale.Status
-	closedReason string
+	closedReason flashsale.Code
 	// rev is the order's paymentArrivalChangeID version, read when it
 	// starts waiting for money (settleVersion); DefaultVersion before.
 	rev workflow.Version
@@ -130,7 +130,7 @@ func (o *order) reserve(ctx workflow.Context) error {
 			o.logger.Error("reserve stock failed", "error", err)
 			code = flashsale.Unavailable
 		}
-		return o.compensate(ctx, outcome{status: flashsale.StatusRejected, reason: string(code), detail: "reservation undone"})
+		return o.compensate(ctx, outcome{status: flashsale.StatusRejected, reason: code, detail: "reservation undone"})
 	}
 	if reserved.Degraded {
 		o.logger.Warn("reserving in mysql alone", "why", reserved.DegradedReason)
@@ -164,7 +164,7 @@ func (o *order) reserve(ctx workflow.Context) error {
 		// the database if it exists, then give the Redis units back.
 		o.logger.Error("create order failed", "error", err)
 		o.pushUndo(undoDatabase, o.abandonInDatabase)
-		return o.compensate(ctx, outcome{status: flashsale.StatusRejected, reason: string(flashsale.Unavailable), detail: "reservation undone"})
+		return o.compensate(ctx, outcome{status: flashsale.StatusRejected, reason: flashsale.Unavailable, detail: "reservation undone"})
 	}
 	o.pushUndo(undoDatabase, o.closeInDatabase)
 	o.view.Amount = created.Amount
@@ -213,7 +213,7 @@ func (o *order) finish(ctx workflow.Context) (OrderView, error) {
 
 // setStatus changes the status and keeps the OrderStatus search attribute
 // current, so the Web UI filters by the real state.
-func (o *order) setStatus(ctx workflow.Context, s flashsale.Status, reason string) {
+func (o *order) setStatus(ctx workflow.Context, s flashsale.Status, reason flashsale.Code) {
 	o.view.Status = s
 	o.view.Reason = reason
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(s))); err != nil {

@@ -67,8 +67,8 @@ func (s *orderSuite) expectNobodyWaiting() {
 func (s *orderSuite) expectCompensation(status flashsale.Status) {
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
-		OrderID: testOrderID, Status: status, Reason: map[flashsale.Status]string{
-			flashsale.StatusExpired: string(flashsale.PaymentTimeout), flashsale.StatusCancelled: string(flashsale.CancelledByUser),
+		OrderID: testOrderID, Status: status, Reason: map[flashsale.Status]flashsale.Code{
+			flashsale.StatusExpired: flashsale.PaymentTimeout, flashsale.StatusCancelled: flashsale.CancelledByUser,
 		}[status],
 	}).Return(activities.CloseOrderResult{}, nil).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
@@ -141,7 +141,7 @@ func (s *orderSuite) TestPaymentTimeout() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
-	s.Equal(string(flashsale.PaymentTimeout), v.Reason)
+	s.Equal(flashsale.PaymentTimeout, v.Reason)
 	// Time skipping ran the whole 15-minute deadline.
 	s.GreaterOrEqual(s.env.Now().Sub(start), 15*time.Minute)
 }
@@ -212,7 +212,7 @@ func (s *orderSuite) TestDuplicateAndSecondPayment() {
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
 		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: string(flashsale.AlreadyPaid),
+		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: flashsale.AlreadyPaid,
 	}).Return(activities.RecordRefundResult{}, nil).Once()
 
 	for _, txn := range []string{"t1", "t1", "t2", "t1"} {
@@ -232,7 +232,7 @@ func (s *orderSuite) TestDuplicateAndSecondPayment() {
 func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 	s.expectReserved()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: string(flashsale.AmountMismatch),
+		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: flashsale.AmountMismatch,
 	}).Return(activities.RecordRefundResult{}, nil).Once()
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
 		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
@@ -243,7 +243,7 @@ func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
 	s.Equal(RefundRequired, first.Refund)
-	s.Equal(string(flashsale.AmountMismatch), first.Reason)
+	s.Equal(flashsale.AmountMismatch, first.Reason)
 	s.Equal(flashsale.StatusPendingPayment, first.Status)
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
@@ -257,7 +257,7 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
-		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: string(flashsale.OrderClosed),
+		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: flashsale.OrderClosed,
 	}).Return(activities.RecordRefundResult{}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "late", Amount: testAmount})
@@ -269,7 +269,7 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 	s.Equal(flashsale.StatusExpired, v.Status)
 	s.Require().Len(v.Payments, 1)
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: flashsale.StatusExpired,
-		Refund: RefundRequired, Reason: string(flashsale.OrderClosed)}, v.Payments[0])
+		Refund: RefundRequired, Reason: flashsale.OrderClosed}, v.Payments[0])
 	s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
 }
 
@@ -281,7 +281,7 @@ func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 
-	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: string(flashsale.SoldOut)}, answered)
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.SoldOut}, answered)
 	s.Equal(flashsale.StatusRejected, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
 }
@@ -301,7 +301,7 @@ func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.StockDrift), v.Reason)
+	s.Equal(flashsale.StockDrift, v.Reason)
 }
 
 // MySQL refused the order for the buyer's per-user limit: the Redis units are
@@ -319,10 +319,10 @@ func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
 
 	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
-	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: string(flashsale.LimitExceeded)}, answered)
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.LimitExceeded}, answered)
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.LimitExceeded), v.Reason)
+	s.Equal(flashsale.LimitExceeded, v.Reason)
 	s.env.AssertNotCalled(s.T(), "CloseOrder", mock.Anything, mock.Anything)
 }
 
@@ -357,7 +357,7 @@ func (s *orderSuite) TestRedisDownRejectsAndReleases() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.Unavailable), v.Reason)
+	s.Equal(flashsale.Unavailable, v.Reason)
 	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
 }
 
@@ -367,7 +367,7 @@ func (s *orderSuite) TestInvalidInputTouchesNothing() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.Invalid), v.Reason)
+	s.Equal(flashsale.Invalid, v.Reason)
 	s.env.AssertNotCalled(s.T(), "ReserveStock", mock.Anything, mock.Anything)
 }
 
@@ -387,7 +387,7 @@ func (s *orderSuite) TestStatusQueryWhilePending() {
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 }
 
-func TestValidateInput(t *testing.T) {
+func TestLengthsOnlyOfOrdersBeforeValidateChange(t *testing.T) {
 	long := string(make([]byte, flashsale.MaxIDLength+1))
 	ok := flashsale.Item{SKU: "1001", Quantity: 1}
 	tests := []struct {
@@ -407,7 +407,7 @@ func TestValidateInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := ValidateInput(tt.in)
+			err := lengthsOnly(tt.in)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				return

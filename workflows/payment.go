@@ -254,10 +254,10 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 func (o *order) refund(ctx workflow.Context, bounded bool, p Payment, reason flashsale.Code) (bool, error) {
 	var res activities.RecordRefundResult
 	err := o.execPayment(ctx, bounded, "record refund "+p.TransactionID, a.RecordRefund,
-		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: string(reason)}, &res)
+		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: reason}, &res)
 	out := PaymentOutcome{
 		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
-		Refund: RefundRequired, Reason: string(reason),
+		Refund: RefundRequired, Reason: reason,
 	}
 	switch {
 	case errors.Is(err, errNotInTime):
@@ -270,7 +270,7 @@ func (o *order) refund(ctx workflow.Context, bounded bool, p Payment, reason fla
 		// of it is this workflow's history (the order's Payments).
 		o.logger.Error("refund refused by the database for good; only this workflow records it",
 			"transaction_id", p.TransactionID, "error", err)
-		out.Reason = string(flashsale.PaymentFailed)
+		out.Reason = flashsale.PaymentFailed
 		o.record(out)
 		return true, nil
 	case err != nil:
@@ -306,7 +306,7 @@ func (o *order) conflict(p Payment, err error) {
 		"transaction_id", p.TransactionID, "recorded_for", d.RecordedFor, "status", o.view.Status)
 	o.record(PaymentOutcome{
 		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
-		Conflict: true, Reason: string(flashsale.TransactionConflict),
+		Conflict: true, Reason: flashsale.TransactionConflict,
 	})
 }
 

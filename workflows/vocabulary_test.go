@@ -115,7 +115,7 @@ func (s *orderSuite) TestReservedPrefixIsRejected() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.Invalid), v.Reason)
+	s.Equal(flashsale.Invalid, v.Reason)
 	s.env.AssertNotCalled(s.T(), "ReserveStock", mock.Anything, mock.Anything)
 }
 
@@ -134,5 +134,5 @@ func (s *orderSuite) TestReservedPrefixBeforeTheChangeGoesOn() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.SoldOut), v.Reason, "reserved, then refused by MySQL: the old path")
+	s.Equal(flashsale.SoldOut, v.Reason, "reserved, then refused by MySQL: the old path")
 }

@@ -106,7 +106,7 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(string(flashsale.LimitExceeded), v.Reason)
+	s.Equal(flashsale.LimitExceeded, v.Reason)
 	s.Equal(testOrderID, v.FromOrder)
 	s.Equal(flashsale.StatusRejected, answered.Status)
 }

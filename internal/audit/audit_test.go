@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app"
+
 	"github.com/flashsale/flashsale"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +54,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatalf("Temporal, Redis and MariaDB are required: %v", err)
 	}
 	t.Cleanup(b.Close)
-	w := b.NewWorker()
+	w := app.NewWorker(b)
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	s := &stack{b: b, rdb: testenv.Redis(t), id: id,
@@ -84,7 +86,7 @@ func (s *stack) place(t *testing.T, orderID, sku string, timeout time.Duration) 
 	t.Helper()
 	res, err := s.svc.Place(context.Background(), workflows.OrderInput{
 		OrderID: orderID, UserID: "user-" + orderID, PaymentTimeout: timeout,
-		Items: []workflows.Item{{SKU: sku, Quantity: 1}},
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
 	})
 	require.NoError(t, err)
 	return res
@@ -150,7 +152,7 @@ func TestCheck(t *testing.T) {
 	drifted := s.createSKU(t, "drifted", 1, 2)
 
 	o := func(name string) string { return "audit-" + s.id + "-" + name }
-	require.Equal(t, workflows.StatusPendingPayment, s.place(t, o("paid"), sku, 0).Status)
+	require.Equal(t, flashsale.StatusPendingPayment, s.place(t, o("paid"), sku, 0).Status)
 	_, err := s.svc.Pay(ctx, o("paid"), workflows.Payment{TransactionID: "tx-" + o("paid"), Amount: 500})
 	require.NoError(t, err)
 	s.place(t, o("cancelled"), sku, 0)
@@ -160,11 +162,11 @@ func TestCheck(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflows.RefundRequired, late.Refund)
 	s.place(t, o("expired"), sku, time.Second)
-	require.Equal(t, workflows.StatusExpired, s.waitClosed(t, o("expired")).Status)
+	require.Equal(t, flashsale.StatusExpired, s.waitClosed(t, o("expired")).Status)
 	s.place(t, o("open"), sku, 0)
 	s.place(t, o("drift-a"), drifted, 0)
 	refused := s.place(t, o("drift-b"), drifted, 0)
-	require.Equal(t, workflows.ReasonStockDrift, refused.Reason)
+	require.Equal(t, flashsale.StockDrift, refused.Reason)
 	s.waitClosed(t, o("drift-b"))
 	s.waitClosed(t, o("paid"))
 
@@ -506,9 +508,9 @@ func TestResyncOnARealWorker(t *testing.T) {
 	require.Len(t, before.Warnings, 1)
 	require.Contains(t, before.Warnings[0], "resync pending")
 
-	require.NoError(t, s.b.RequestResync(ctx, sku))
+	require.NoError(t, workflows.RequestResync(ctx, s.b.Temporal, s.b.Config.TaskQueue, sku))
 	// A second request while the first runs is a signal, not a second run.
-	require.NoError(t, s.b.RequestResync(ctx, sku))
+	require.NoError(t, workflows.RequestResync(ctx, s.b.Temporal, s.b.Config.TaskQueue, sku))
 	var res workflows.ResyncResult
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

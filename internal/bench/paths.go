@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -162,7 +163,7 @@ func drivePath(ctx context.Context, svc *orders.Service, o PathsOptions, path st
 		}
 		return "", fmt.Sprintf("ceiling-path-%s-%d-0", o.Run, i), nil
 	}
-	in := workflows.OrderInput{OrderID: id, UserID: id, Items: []workflows.Item{{SKU: o.SKU, Quantity: 1}}}
+	in := workflows.OrderInput{OrderID: id, UserID: id, Items: []flashsale.Item{{SKU: o.SKU, Quantity: 1}}}
 	if path == PathRejected {
 		in.Items[0].SKU = o.SoldOutSKU
 	}
@@ -173,9 +174,9 @@ func drivePath(ctx context.Context, svc *orders.Service, o PathsOptions, path st
 	if err != nil {
 		return "", "", fmt.Errorf("place %s: %w", id, err)
 	}
-	want := workflows.StatusPendingPayment
+	want := flashsale.StatusPendingPayment
 	if path == PathRejected {
-		want = workflows.StatusRejected
+		want = flashsale.StatusRejected
 	}
 	if res.Status != want {
 		return "", "", fmt.Errorf("place %s: %s %s, want %s", id, res.Status, res.Reason, want)
@@ -195,7 +196,7 @@ func drivePath(ctx context.Context, svc *orders.Service, o PathsOptions, path st
 		}
 		final = v.Status
 	case PathExpired:
-		final = workflows.StatusExpired
+		final = flashsale.StatusExpired
 	}
 	return string(final), workflows.OrderWorkflowID(id), nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orders"
@@ -89,19 +90,19 @@ func Orders(ctx context.Context, svc *orders.Service, sku string, amount int64, 
 	whole = Measure(ctx, "whole order (reserve + create + pay + confirm)", n, conc, func(ctx context.Context, i int) error {
 		id := fmt.Sprintf("%s-%s-%d", sku, run, i)
 		t0 := time.Now()
-		res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: id, Items: []workflows.Item{{SKU: sku, Quantity: 1}}})
+		res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 		reserveLat[i] = time.Since(t0)
 		if err != nil {
 			return err
 		}
-		if res.Status != workflows.StatusPendingPayment {
+		if res.Status != flashsale.StatusPendingPayment {
 			return fmt.Errorf("order %s: %s %s", id, res.Status, res.Reason)
 		}
 		out, err := svc.Pay(ctx, id, workflows.Payment{TransactionID: "t-" + id, Amount: amount})
 		if err != nil {
 			return err
 		}
-		if out.Status != workflows.StatusPaid {
+		if out.Status != flashsale.StatusPaid {
 			return fmt.Errorf("pay %s: %s", id, out.Status)
 		}
 		return nil

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/app"
+
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +18,6 @@ import (
 	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
@@ -68,13 +70,13 @@ func TestOrdersAndCeilingOnTemporal(t *testing.T) {
 	be, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	require.NoError(t, err)
 	t.Cleanup(be.Close)
-	w := be.NewWorker()
+	w := app.NewWorker(be)
 	w.RegisterWorkflow(ceiling.Workflow)
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
 	sku := "bench-orders-" + testenv.UniqueID(t)
-	_, err = be.Orders.PutSKU(ctx, orderdb.SKU{ID: sku, Total: 100, Price: 250, Buckets: 4, PerUserLimit: 1})
+	_, err = be.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 100, Price: 250, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = be.Stock.Preheat(ctx, sku, 100, 4)
 	require.NoError(t, err)
@@ -97,7 +99,7 @@ func TestOrdersAndCeilingOnTemporal(t *testing.T) {
 	// counts belong to the workflow (and change with it), so this checks
 	// that every path ended as named and that the counts were read.
 	soldOut := "bench-rejected-" + testenv.UniqueID(t)
-	_, err = be.Orders.PutSKU(ctx, orderdb.SKU{ID: soldOut, Total: 0, Price: 250, Buckets: 4, PerUserLimit: 1})
+	_, err = be.Orders.PutSKU(ctx, flashsale.SKU{ID: soldOut, Total: 0, Price: 250, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = be.Stock.Preheat(ctx, soldOut, 0, 4)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
@@ -41,15 +42,15 @@ func TestEdgeOnCluster(t *testing.T) {
 	require.NoError(t, gateA.RateLimit(ctx, "buy", user("rl")))
 	require.NoError(t, gateA.RateLimit(ctx, "buy", user("rl")))
 	require.NoError(t, gateB.RateLimit(ctx, "buy", user("rl")))
-	require.ErrorIs(t, gateB.RateLimit(ctx, "buy", user("rl")), edge.ErrRateLimited)
-	require.ErrorIs(t, gateA.RateLimit(ctx, "buy", user("rl")), edge.ErrRateLimited)
+	require.ErrorIs(t, gateB.RateLimit(ctx, "buy", user("rl")), &flashsale.Error{Code: flashsale.RateLimited})
+	require.ErrorIs(t, gateA.RateLimit(ctx, "buy", user("rl")), &flashsale.Error{Code: flashsale.RateLimited})
 	require.NoError(t, gateA.RateLimit(ctx, "buy", user("other")))
 
 	_, err := stA.Preheat(ctx, sku, 2, 4)
 	require.NoError(t, err)
 	place := func(g *edge.Gate, st *inventory.Store, id, who string) error {
 		t.Helper()
-		tk, err := g.Admit(ctx, edge.Request{OrderID: order(id), UserID: user(who), Items: []edge.Item{{SKU: sku, Quantity: 1}}})
+		tk, err := g.Admit(ctx, edge.Request{OrderID: order(id), UserID: user(who), Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 		if err != nil {
 			return err
 		}
@@ -61,10 +62,10 @@ func TestEdgeOnCluster(t *testing.T) {
 	require.NoError(t, place(gateA, stA, "e1", "u1"))
 	require.NoError(t, place(gateB, stB, "e2", "u2"))
 
-	require.ErrorIs(t, place(gateA, stA, "e3", "u3"), edge.ErrSoldOut)
-	require.ErrorIs(t, place(gateB, stB, "e4", "u4"), edge.ErrSoldOut)
+	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(place(gateA, stA, "e3", "u3")))
+	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(place(gateB, stB, "e4", "u4")))
 	require.Positive(t, gateB.Stats().SoldOutRedis+gateB.Stats().SoldOutStock)
-	require.ErrorIs(t, place(gateA, stA, "e5", "u5"), edge.ErrSoldOut)
+	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(place(gateA, stA, "e5", "u5")))
 	require.Positive(t, gateA.Stats().SoldOutLocal, "instance A answers from its own cache")
 
 	// Instance B's release reaches A through the cluster's Pub/Sub.
@@ -79,13 +80,13 @@ func TestEdgeOnCluster(t *testing.T) {
 	// A client-chosen order id, repeated, goes through as a duplicate of
 	// the placed order; another user cannot take it over.
 	tk, err := gateB.Admit(ctx, edge.Request{OrderID: order("e6"), ClientOrderID: true, UserID: user("u6"),
-		Items: []edge.Item{{SKU: sku, Quantity: 1}}})
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.NoError(t, err)
 	require.True(t, tk.Duplicate)
 	tk.Done(ctx, false)
 	_, err = gateB.Admit(ctx, edge.Request{OrderID: order("e6"), ClientOrderID: true, UserID: user("u7"),
-		Items: []edge.Item{{SKU: sku, Quantity: 1}}})
-	require.ErrorIs(t, err, edge.ErrIDConflict)
+		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	require.Equal(t, flashsale.OrderIDConflict, flashsale.ErrorCode(err))
 
 	for _, g := range []*edge.Gate{gateA, gateB} {
 		require.Zero(t, g.Stats().Unavailable, "no call failed on the cluster")

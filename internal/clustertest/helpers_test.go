@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/inventory"
@@ -196,7 +196,7 @@ func buy(ctx context.Context, st *inventory.Store, sku string, orders []string, 
 				switch {
 				case err == nil:
 					into.won[id] = r
-				case errors.Is(err, inventory.ErrSoldOut):
+				case flashsale.ErrorCode(err) == flashsale.SoldOut:
 					into.soldOut++
 				case retry && ctx.Err() == nil:
 					into.mu.Unlock()

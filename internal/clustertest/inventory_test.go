@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -61,7 +62,7 @@ func TestReserveExactlyStockOnCluster(t *testing.T) {
 		break
 	}
 	_, err = st.Reserve(ctx, "o-late", sku, 1)
-	require.ErrorIs(t, err, inventory.ErrSoldOut)
+	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(err))
 }
 
 // TestMultiUnitAllOrNothingOnCluster: orders of 3 units take from buckets
@@ -135,7 +136,7 @@ func TestReleaseRestockSoldOutAndPubSub(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err = st.Reserve(ctx, "e", sku, 1)
-	require.ErrorIs(t, err, inventory.ErrSoldOut)
+	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(err))
 	soldOut, err := st.SoldOut(ctx, sku)
 	require.NoError(t, err)
 	require.True(t, soldOut)
@@ -154,7 +155,7 @@ func TestReleaseRestockSoldOutAndPubSub(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "release is idempotent")
 	_, err = st.Reserve(ctx, "a", sku, 1)
-	require.ErrorIs(t, err, inventory.ErrReleased)
+	require.Equal(t, flashsale.AlreadyReleased, flashsale.ErrorCode(err))
 
 	added, err := st.Restock(ctx, sku, "r1", 5)
 	require.NoError(t, err)
@@ -249,7 +250,7 @@ func TestWaitlistOnCluster(t *testing.T) {
 	_, err := st.Preheat(ctx, sku, 3, 4)
 	require.NoError(t, err)
 	_, err = st.JoinWaitlist(ctx, sku, "u0", 10)
-	require.ErrorIs(t, err, inventory.ErrNotSoldOut)
+	require.Equal(t, flashsale.NotSoldOut, flashsale.ErrorCode(err))
 
 	a, err := st.Reserve(ctx, "A", sku, 2)
 	require.NoError(t, err)
@@ -291,7 +292,7 @@ func TestWaitlistOnCluster(t *testing.T) {
 
 	// A failed hand-over puts the units on open sale.
 	_, err = st.Transfer(ctx, "B", "wl-B", sku, 5)
-	require.ErrorIs(t, err, inventory.ErrSoldOut)
+	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(err))
 	n, err = st.Release(ctx, "wl-A", sku)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
@@ -358,7 +359,7 @@ func TestReconcileHelpersOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, m.Missing)
 	_, err = st.Reserve(ctx, "h2", sku, 1)
-	require.ErrorIs(t, err, inventory.ErrUnknownSKU)
+	require.Equal(t, flashsale.UnknownSKU, flashsale.ErrorCode(err))
 	r, err := st.Restore(ctx, sku, 25, 16)
 	require.NoError(t, err)
 	require.True(t, r.Restored)

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app"
+
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/config"
@@ -128,7 +130,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	st.Backend = b
 	st.stops = append(st.stops, b.Close)
 
-	w := b.NewWorker()
+	w := app.NewWorker(b)
 	// The ceiling workflow rides along so the benchmark can compare on the
 	// same worker; it costs nothing when unused.
 	w.RegisterWorkflow(ceiling.Workflow)

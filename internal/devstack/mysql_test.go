@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
@@ -54,7 +55,7 @@ func scalar(t *testing.T, db *sql.DB, query string, args ...any) int64 {
 func newOrder(id, user string, qty int64) orderdb.NewOrder {
 	return orderdb.NewOrder{
 		OrderID: id, UserID: user, PayBy: time.Now().Add(15 * time.Minute),
-		Items: []orderdb.Item{{SKU: "hot", Quantity: qty}},
+		Items: []flashsale.Item{{SKU: "hot", Quantity: qty}},
 	}
 }
 
@@ -100,7 +101,7 @@ func TestMySQLMigrations(t *testing.T) {
 		require.Equal(t, []string{"InnoDB", "utf8mb4_bin"}, []string{engine, collation}, table)
 	}
 
-	_, err := s.PutSKU(ctx, orderdb.SKU{ID: "sku", Total: 10, Price: 1, Buckets: 1, PerUserLimit: 1})
+	_, err := s.PutSKU(ctx, flashsale.SKU{ID: "sku", Total: 10, Price: 1, Buckets: 1, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = db.Exec(`UPDATE inventory SET available = available + 1 WHERE sku_id = 'sku'`)
 	var me *mysql.MySQLError
@@ -113,7 +114,7 @@ func TestMySQLMigrations(t *testing.T) {
 
 	// utf8mb4_bin: ids differing only in case are different keys, as they
 	// are in Redis and Go.
-	_, err = s.PutSKU(ctx, orderdb.SKU{ID: "SKU", Total: 3, Price: 1, Buckets: 1, PerUserLimit: 1})
+	_, err = s.PutSKU(ctx, flashsale.SKU{ID: "SKU", Total: 3, Price: 1, Buckets: 1, PerUserLimit: 1})
 	require.NoError(t, err)
 	lower, err := s.Inventory(ctx, "sku")
 	require.NoError(t, err)
@@ -129,13 +130,13 @@ func TestMySQLOrderLifecycle(t *testing.T) {
 	m := runMySQL(t)
 	s := openStore(t, m.DSN())
 
-	inv, err := s.PutSKU(ctx, orderdb.SKU{ID: "hot", Total: 10, Price: 250, Buckets: 16, PerUserLimit: 5})
+	inv, err := s.PutSKU(ctx, flashsale.SKU{ID: "hot", Total: 10, Price: 250, Buckets: 16, PerUserLimit: 5})
 	require.NoError(t, err)
 	require.Equal(t, orderdb.Inventory{SKU: "hot", Total: 10, Available: 10, Price: 250, Buckets: 16, PerUserLimit: 5}, inv)
 
 	o, err := s.CreateOrder(ctx, newOrder("o1", "u1", 3))
 	require.NoError(t, err)
-	require.Equal(t, orderdb.StatusPendingPayment, o.Status)
+	require.Equal(t, flashsale.StatusPendingPayment, o.Status)
 	require.EqualValues(t, 750, o.Amount)
 	again, err := s.CreateOrder(ctx, newOrder("o1", "u1", 3))
 	require.NoError(t, err)
@@ -143,37 +144,37 @@ func TestMySQLOrderLifecycle(t *testing.T) {
 	requireInventory(t, s, 7, 3, 0)
 
 	_, err = s.ConfirmPayment(ctx, "o1", "t-wrong", 749)
-	require.ErrorIs(t, err, orderdb.ErrAmountMismatch)
+	require.Equal(t, flashsale.AmountMismatch, flashsale.ErrorCode(err))
 	paid, err := s.ConfirmPayment(ctx, "o1", "t1", 750)
 	require.NoError(t, err)
 	require.Equal(t, orderdb.PaymentCaptured, paid.Payment.Status)
-	require.Equal(t, orderdb.StatusPaid, paid.Order.Status)
+	require.Equal(t, flashsale.StatusPaid, paid.Order.Status)
 	dup, err := s.ConfirmPayment(ctx, "o1", "t1", 750)
 	require.NoError(t, err)
 	require.True(t, dup.Duplicate)
 	second, err := s.ConfirmPayment(ctx, "o1", "t2", 750)
 	require.NoError(t, err)
 	require.Equal(t, orderdb.PaymentRefundRequired, second.Payment.Status, "a second payment is refunded")
-	_, err = s.CloseOrder(ctx, "o1", orderdb.StatusExpired, "timeout")
-	require.ErrorIs(t, err, orderdb.ErrOrderPaid)
+	_, err = s.CloseOrder(ctx, "o1", flashsale.StatusExpired, "timeout")
+	require.Equal(t, flashsale.AlreadyPaid, flashsale.ErrorCode(err))
 	requireInventory(t, s, 7, 0, 3)
 
 	_, err = s.CreateOrder(ctx, newOrder("o2", "u2", 2))
 	require.NoError(t, err)
-	closed, err := s.CloseOrder(ctx, "o2", orderdb.StatusExpired, "payment timeout")
+	closed, err := s.CloseOrder(ctx, "o2", flashsale.StatusExpired, "payment timeout")
 	require.NoError(t, err)
-	require.Equal(t, orderdb.StatusExpired, closed.Status)
-	_, err = s.CloseOrder(ctx, "o2", orderdb.StatusExpired, "payment timeout")
+	require.Equal(t, flashsale.StatusExpired, closed.Status)
+	_, err = s.CloseOrder(ctx, "o2", flashsale.StatusExpired, "payment timeout")
 	require.NoError(t, err, "closing again is a no-op")
-	_, err = s.CloseOrder(ctx, "o2", orderdb.StatusCancelled, "user")
-	require.ErrorIs(t, err, orderdb.ErrOrderClosed)
+	_, err = s.CloseOrder(ctx, "o2", flashsale.StatusCancelled, "user")
+	require.Equal(t, flashsale.OrderClosed, flashsale.ErrorCode(err))
 	late, err := s.ConfirmPayment(ctx, "o2", "t3", 500)
 	require.NoError(t, err)
 	require.Equal(t, orderdb.PaymentRefundRequired, late.Payment.Status, "money for an expired order is refunded")
 	requireInventory(t, s, 7, 0, 3)
 
 	_, err = s.ConfirmPayment(ctx, "nobody", "t4", 1)
-	require.ErrorIs(t, err, orderdb.ErrNotFound)
+	require.Equal(t, flashsale.OrderNotFound, flashsale.ErrorCode(err))
 	refund := orderdb.Payment{TransactionID: "t4", OrderID: "nobody", Amount: 1, Reason: "unknown order"}
 	got, err := s.RecordRefund(ctx, refund)
 	require.NoError(t, err)
@@ -190,7 +191,7 @@ func TestMySQLOrderLifecycle(t *testing.T) {
 	require.Equal(t, orderdb.PaymentCaptured, captured.Status)
 
 	_, err = s.CreateOrder(ctx, newOrder("o3", "u3", 100))
-	require.ErrorIs(t, err, orderdb.ErrInsufficientStock)
+	require.Equal(t, flashsale.StockDrift, flashsale.ErrorCode(err))
 	requireInventory(t, s, 7, 0, 3)
 }
 
@@ -211,7 +212,7 @@ func TestMySQLConcurrentOrders(t *testing.T) {
 	m := runMySQL(t)
 	s := openStore(t, m.DSN())
 	const units, buyers = 20, 50
-	_, err := s.PutSKU(ctx, orderdb.SKU{ID: "hot", Total: units, Price: 100, Buckets: 16, PerUserLimit: 1})
+	_, err := s.PutSKU(ctx, flashsale.SKU{ID: "hot", Total: units, Price: 100, Buckets: 16, PerUserLimit: 1})
 	require.NoError(t, err)
 
 	errs := make([]error, buyers)
@@ -224,7 +225,7 @@ func TestMySQLConcurrentOrders(t *testing.T) {
 			won = append(won, fmt.Sprintf("o%02d", i))
 			continue
 		}
-		require.ErrorIs(t, err, orderdb.ErrInsufficientStock)
+		require.Equal(t, flashsale.StockDrift, flashsale.ErrorCode(err))
 	}
 	require.Len(t, won, units, "exactly the stock is sold")
 	requireInventory(t, s, 0, units, 0)
@@ -239,7 +240,7 @@ func TestMySQLConcurrentOrders(t *testing.T) {
 		k := i / 3
 		id := won[k]
 		if i%3 == 0 {
-			_, closeErrs[k] = s.CloseOrder(ctx, id, orderdb.StatusExpired, "timeout")
+			_, closeErrs[k] = s.CloseOrder(ctx, id, flashsale.StatusExpired, "timeout")
 			return
 		}
 		_, payErrs[k*2+i%3-1] = s.ConfirmPayment(ctx, id, "txn-"+id, 100)
@@ -258,11 +259,11 @@ func TestMySQLConcurrentOrders(t *testing.T) {
 			}
 		}
 		switch o.Status {
-		case orderdb.StatusPaid:
+		case flashsale.StatusPaid:
 			paid++
 			require.Equal(t, 1, captured, id)
-			require.ErrorIs(t, closeErrs[i], orderdb.ErrOrderPaid, id)
-		case orderdb.StatusExpired:
+			require.ErrorIs(t, closeErrs[i], &flashsale.Error{Code: flashsale.AlreadyPaid}, id)
+		case flashsale.StatusExpired:
 			expired++
 			require.Zero(t, captured, id)
 			require.NoError(t, closeErrs[i], id)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app"
+
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/worker"
@@ -24,7 +26,6 @@ import (
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // Test secrets: long enough for the API's minimum, never used elsewhere.
@@ -118,7 +119,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 // startWorker starts a worker on the stack's task queue.
 func (s *stack) startWorker() {
 	s.t.Helper()
-	s.worker = workflows.NewWorker(s.b.Temporal, s.b.Config, workflows.NewActivities(s.b.Temporal, s.b.Config, s.b.Stock, s.b.Orders, s.b.Guard, s.b.Logger))
+	s.worker = app.NewWorker(s.b)
 	require.NoError(s.t, s.worker.Start())
 }
 

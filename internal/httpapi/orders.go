@@ -151,7 +151,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	out := orderResponse{
 		OrderID: view.OrderID, UserID: view.UserID, Items: view.Items, Status: view.Status,
-		Amount: view.Amount, PayBy: view.PayBy, Reason: view.Reason, Payments: view.Payments,
+		Amount: view.Amount, PayBy: view.PayBy, Reason: string(view.Reason), Payments: view.Payments,
 	}
 	for _, p := range view.Payments {
 		if p.Refund == workflows.RefundRequired {

@@ -81,7 +81,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &flashsale.Error{Code: flashsale.TransactionConflict})
 		return
 	}
-	if out.Refund == workflows.RefundRequired && out.Reason == string(flashsale.AmountMismatch) {
+	if out.Refund == workflows.RefundRequired && out.Reason == flashsale.AmountMismatch {
 		s.writeError(w, r, &flashsale.Error{Code: flashsale.AmountMismatch})
 		return
 	}

@@ -91,9 +91,9 @@ func placementResult(res workflows.Reservation, err error) string {
 		return "error"
 	case res.Status != flashsale.StatusRejected:
 		return "reserved"
-	case res.Reason == string(flashsale.SoldOut):
+	case res.Reason == flashsale.SoldOut:
 		return "sold_out"
-	case res.Reason == string(flashsale.LimitExceeded):
+	case res.Reason == flashsale.LimitExceeded:
 		return "limit_exceeded"
 	default:
 		return "rejected"

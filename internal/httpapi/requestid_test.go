@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +20,6 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/testenv"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // lockedBuffer is a log sink shared by the API, the client and the worker.
@@ -73,7 +74,7 @@ func TestRequestIDReachesWorkerLogs(t *testing.T) {
 	b, err := backend.Connect(ctx, cfg, logger)
 	require.NoError(t, err, "Temporal, Redis and MariaDB are required (scripts/services.sh starts them)")
 	t.Cleanup(b.Close)
-	w := workflows.NewWorker(b.Temporal, b.Config, workflows.NewActivities(b.Temporal, b.Config, b.Stock, b.Orders, b.Guard, b.Logger))
+	w := app.NewWorker(b)
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	rdb := testenv.Redis(t)

@@ -34,7 +34,7 @@ func (s *Store) SKUIDs(ctx context.Context) ([]string, error) {
 type StockView struct {
 	Inventory Inventory
 	// Statuses has an entry for every asked order that has a row.
-	Statuses map[string]Status
+	Statuses map[string]flashsale.Status
 }
 
 // StockView reads sku's inventory row and the status of orderIDs in one

@@ -24,7 +24,7 @@ func TestWriteTxClassifiesServerErrors(t *testing.T) {
 	s, err := Open(ctx, testenv.MySQLDSN(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	_, err = s.PutSKU(ctx, SKU{ID: "sku", Total: 3, Price: 10, Buckets: 1, PerUserLimit: 1})
+	_, err = s.PutSKU(ctx, flashsale.SKU{ID: "sku", Total: 3, Price: 10, Buckets: 1, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = s.RecordRefund(ctx, Payment{TransactionID: "t1", OrderID: "o1", Amount: 1})
 	require.NoError(t, err)

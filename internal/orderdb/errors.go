@@ -37,42 +37,6 @@ import (
 //
 // An error without a code is the database failing.
 
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.OrderNotFound.
-var ErrNotFound error = &flashsale.Error{Code: flashsale.OrderNotFound, Message: "not found"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.UnknownSKU.
-var ErrUnknownSKU error = &flashsale.Error{Code: flashsale.UnknownSKU, Message: "unknown sku"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.StockDrift.
-var ErrInsufficientStock error = &flashsale.Error{Code: flashsale.StockDrift, Message: "insufficient stock"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.OrderClosed.
-var ErrOrderClosed error = &flashsale.Error{Code: flashsale.OrderClosed, Message: "order closed"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.AlreadyPaid.
-var ErrOrderPaid error = &flashsale.Error{Code: flashsale.AlreadyPaid, Message: "order already paid"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.AmountMismatch.
-var ErrAmountMismatch error = &flashsale.Error{Code: flashsale.AmountMismatch, Message: "amount mismatch"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.SKUInUse.
-var ErrSKUInUse error = &flashsale.Error{Code: flashsale.SKUInUse, Message: "sku has unpaid reservations"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.LimitExceeded.
-var ErrLimitExceeded error = &flashsale.Error{Code: flashsale.LimitExceeded, Message: "per-user limit exceeded"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.Invalid.
-var ErrInvalidArgument error = &flashsale.Error{Code: flashsale.Invalid, Message: "invalid argument"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.TransactionConflict.
-var ErrTransactionConflict error = &flashsale.Error{Code: flashsale.TransactionConflict, Message: "transaction already recorded for another order"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.Permanent.
-var ErrPermanent error = &flashsale.Error{Code: flashsale.Permanent, Message: "permanent database error"}
-
-// Deprecated: match flashsale.ErrorCode(err) == flashsale.PaymentReceived.
-var ErrPaymentReceived error = &flashsale.Error{Code: flashsale.PaymentReceived, Message: "payment received in time, not applied yet"}
-
 // invalidf is an Invalid error: input no retry can make acceptable.
 func invalidf(format string, args ...any) error {
 	return flashsale.Errorf(flashsale.Invalid, format, args...)

@@ -42,13 +42,13 @@ func inventory(t *testing.T, s *orderdb.Store, sku string) orderdb.Inventory {
 	return inv
 }
 
-func newOrder(id, user string, items ...orderdb.Item) orderdb.NewOrder {
+func newOrder(id, user string, items ...flashsale.Item) orderdb.NewOrder {
 	return orderdb.NewOrder{OrderID: id, UserID: user, Items: items, PayBy: time.Now().Add(15 * time.Minute)}
 }
 
 func item(sku string, qty int64) flashsale.Item { return flashsale.Item{SKU: sku, Quantity: qty} }
 
-func createOrder(t *testing.T, s *orderdb.Store, id string, items ...orderdb.Item) orderdb.Order {
+func createOrder(t *testing.T, s *orderdb.Store, id string, items ...flashsale.Item) orderdb.Order {
 	t.Helper()
 	o, err := s.CreateOrder(context.Background(), newOrder(id, "user-"+id, items...))
 	require.NoError(t, err)

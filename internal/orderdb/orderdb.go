@@ -18,21 +18,6 @@ import (
 	"github.com/flashsale/flashsale"
 )
 
-// Status is the lifecycle state of an order.
-//
-// Deprecated: use flashsale.Status.
-type Status = flashsale.Status
-
-// Order states MySQL stores. PENDING_PAYMENT is the only open one.
-//
-// Deprecated: use flashsale.StatusPendingPayment and the others.
-const (
-	StatusPendingPayment = flashsale.StatusPendingPayment
-	StatusPaid           = flashsale.StatusPaid
-	StatusExpired        = flashsale.StatusExpired
-	StatusCancelled      = flashsale.StatusCancelled
-)
-
 // PaymentStatus says what happened to money that arrived.
 type PaymentStatus string
 
@@ -42,11 +27,6 @@ const (
 	PaymentCaptured       PaymentStatus = "CAPTURED"
 	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
 )
-
-// SKU is the definition written by PutSKU.
-//
-// Deprecated: use flashsale.SKU.
-type SKU = flashsale.SKU
 
 // Inventory is the current stock of a SKU. Available+Frozen+Sold == Total.
 type Inventory struct {
@@ -63,11 +43,6 @@ type Inventory struct {
 	// down). It counts those moves; FinishResync clears it.
 	RedisResync int64 `json:"redis_resync,omitempty"`
 }
-
-// Item is one line of an order.
-//
-// Deprecated: use flashsale.Item.
-type Item = flashsale.Item
 
 // Payment is money received for an order.
 type Payment struct {

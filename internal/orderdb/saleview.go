@@ -17,7 +17,7 @@ type SaleView struct {
 	Inventory Inventory
 	// Orders counts the orders of the current sale (created since the last
 	// PutSKU) holding the SKU, by status.
-	Orders map[Status]int64
+	Orders map[flashsale.Status]int64
 	// Recent are the orders of the current sale that changed last, newest
 	// first.
 	Recent []SaleOrder
@@ -37,7 +37,7 @@ type SaleOrder struct {
 // returns UnknownSKU for a SKU without a row. Callers on a hot path cache
 // the answer: it is three reads.
 func (s *Store) SaleView(ctx context.Context, sku string, recent int) (SaleView, error) {
-	out := SaleView{Orders: map[Status]int64{}}
+	out := SaleView{Orders: map[flashsale.Status]int64{}}
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
 		row, err := takeInventory(tx, sku)
 		if err != nil {

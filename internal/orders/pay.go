@@ -87,7 +87,7 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 			// order's sale.
 			return workflows.PaymentOutcome{
 				OrderID: orderID, TransactionID: p.TransactionID, Status: view.Status,
-				Conflict: true, Reason: string(flashsale.TransactionConflict),
+				Conflict: true, Reason: flashsale.TransactionConflict,
 			}, nil
 		}
 		if rerr != nil {
@@ -95,7 +95,7 @@ func (s *Service) Pay(ctx context.Context, orderID string, p workflows.Payment) 
 		}
 		return workflows.PaymentOutcome{
 			OrderID: orderID, TransactionID: p.TransactionID, Status: view.Status,
-			Refund: workflows.RefundRequired, Reason: pay.Reason,
+			Refund: workflows.RefundRequired, Reason: flashsale.Code(pay.Reason),
 		}, nil
 	default:
 		if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok {

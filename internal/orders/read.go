@@ -60,7 +60,7 @@ func (s *Service) Snapshot(ctx context.Context, orderID string) (workflows.Order
 	}
 	view := workflows.OrderView{
 		OrderID: o.OrderID, UserID: o.UserID, Status: flashsale.Status(o.Status), Amount: o.Amount,
-		PayBy: o.PayBy, Reason: o.Reason, Degraded: o.Degraded,
+		PayBy: o.PayBy, Reason: flashsale.Code(o.Reason), Degraded: o.Degraded,
 	}
 	for _, it := range o.Items {
 		view.Items = append(view.Items, flashsale.Item{SKU: it.SKU, Quantity: it.Quantity})
@@ -68,7 +68,7 @@ func (s *Service) Snapshot(ctx context.Context, orderID string) (workflows.Order
 	for _, p := range o.Payments {
 		out := workflows.PaymentOutcome{OrderID: o.OrderID, TransactionID: p.TransactionID, Status: view.Status}
 		if p.Status == orderdb.PaymentRefundRequired {
-			out.Refund, out.Reason = workflows.RefundRequired, p.Reason
+			out.Refund, out.Reason = workflows.RefundRequired, flashsale.Code(p.Reason)
 		} else {
 			out.Status = flashsale.StatusPaid
 		}
@@ -108,7 +108,7 @@ func (s *Service) Status(ctx context.Context, orderID string) (workflows.OrderVi
 		}
 		view.Payments = append(view.Payments, workflows.PaymentOutcome{
 			OrderID: orderID, TransactionID: p.TransactionID, Status: view.Status,
-			Refund: workflows.RefundRequired, Reason: p.Reason,
+			Refund: workflows.RefundRequired, Reason: flashsale.Code(p.Reason),
 		})
 	}
 	return view, nil

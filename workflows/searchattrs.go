@@ -1,4 +1,4 @@
-package backend
+package workflows
 
 import (
 	"context"
@@ -13,8 +13,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // ErrSearchAttributes: the namespace lacks search attributes the order
@@ -26,7 +24,7 @@ var ErrSearchAttributes = errors.New("search attributes missing")
 const searchAttrsWait = 30 * time.Second
 
 // EnsureSearchAttributes makes sure namespace has every search attribute
-// the order workflow sets (workflows.SearchAttributes), with the right
+// the order workflow sets (SearchAttributes), with the right
 // type. Missing ones are created when this client may; otherwise the error
 // (wrapping ErrSearchAttributes) names them and the command that creates
 // them. "Already exists" from a concurrent creator counts as success. Run it
@@ -75,7 +73,7 @@ func missingSearchAttributes(ctx context.Context, c client.Client, namespace str
 		return nil, fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
 	}
 	var missing []temporal.SearchAttributeKey
-	for _, k := range workflows.SearchAttributes {
+	for _, k := range SearchAttributes {
 		typ, ok := resp.GetCustomAttributes()[k.GetName()]
 		switch {
 		case !ok:

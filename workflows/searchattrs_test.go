@@ -1,4 +1,4 @@
-package backend_test
+package workflows_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // newNamespace registers a namespace of its own on the test server, so the
@@ -45,14 +45,14 @@ func TestEnsureSearchAttributesCreatesWhatIsMissing(t *testing.T) {
 	ctx := context.Background()
 	// A fresh namespace becomes known to every service within seconds.
 	require.EventuallyWithT(t, func(col *assert.CollectT) {
-		assert.NoError(col, backend.EnsureSearchAttributes(ctx, c, ns))
+		assert.NoError(col, workflows.EnsureSearchAttributes(ctx, c, ns))
 	}, 30*time.Second, 500*time.Millisecond)
 	got := list(t, c, ns)
 	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, got["OrderStatus"])
 	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, got["UserId"])
 	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD_LIST, got["SkuIds"])
 	// A second worker starting finds them and changes nothing.
-	require.NoError(t, backend.EnsureSearchAttributes(ctx, c, ns))
+	require.NoError(t, workflows.EnsureSearchAttributes(ctx, c, ns))
 }
 
 func TestEnsureSearchAttributesRefusesAWrongType(t *testing.T) {
@@ -64,7 +64,7 @@ func TestEnsureSearchAttributesRefusesAWrongType(t *testing.T) {
 		})
 		assert.NoError(col, err)
 	}, 30*time.Second, 500*time.Millisecond)
-	err := backend.EnsureSearchAttributes(ctx, c, ns)
-	require.ErrorIs(t, err, backend.ErrSearchAttributes)
+	err := workflows.EnsureSearchAttributes(ctx, c, ns)
+	require.ErrorIs(t, err, workflows.ErrSearchAttributes)
 	require.ErrorContains(t, err, "SkuIds")
 }
