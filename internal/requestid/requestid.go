@@ -23,9 +23,9 @@ const LogKey = "request_id"
 // HeaderKey is the Temporal header field holding it.
 const HeaderKey = "flashsale-request-id"
 
-// maxLength bounds an id read from a header: the API accepts at most 128
-// characters, and anything longer did not come from it.
-const maxLength = 128
+// MaxLength bounds a request id: the API replaces a caller's longer one,
+// and an id read from a Temporal header that is longer did not come from it.
+const MaxLength = 128
 
 type ctxKey struct{}
 
@@ -101,7 +101,7 @@ func extract(r workflow.HeaderReader) string {
 		return ""
 	}
 	var id string
-	if err := dataConverter.FromPayload(p, &id); err != nil || len(id) > maxLength {
+	if err := dataConverter.FromPayload(p, &id); err != nil || len(id) > MaxLength {
 		return ""
 	}
 	return id

@@ -50,7 +50,7 @@ func TestPropagatorRoundTrip(t *testing.T) {
 // workflow task must not fail over a log attribute.
 func TestExtractIgnoresBadHeaders(t *testing.T) {
 	p := Propagator()
-	long, err := converter.GetDefaultDataConverter().ToPayload(strings.Repeat("x", maxLength+1))
+	long, err := converter.GetDefaultDataConverter().ToPayload(strings.Repeat("x", MaxLength+1))
 	require.NoError(t, err)
 	number, err := converter.GetDefaultDataConverter().ToPayload(42)
 	require.NoError(t, err)
