@@ -288,7 +288,7 @@ func TestProductionStarterHasNoEmbeddedServers(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	deps := strings.Fields(string(out))
 	for _, bad := range []string{"github.com/alicebob/miniredis/v2", "github.com/dolthub/go-mysql-server",
-		"github.com/flashsale/flashsale/internal/devstack", "github.com/flashsale/flashsale/internal/demo"} {
+		"github.com/flashsale/flashsale/internal/tooling/devstack", "github.com/flashsale/flashsale/internal/tooling/demo"} {
 		require.False(t, slices.Contains(deps, bad), "the production binaries import %s", bad)
 	}
 	raw, err := os.ReadFile("../Dockerfile")
@@ -297,5 +297,5 @@ func TestProductionStarterHasNoEmbeddedServers(t *testing.T) {
 	// The same check that can fail: the default build does embed them.
 	out, err = exec.Command("go", "list", "-deps", "../starter").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, strings.Fields(string(out)), "github.com/flashsale/flashsale/internal/devstack")
+	require.Contains(t, strings.Fields(string(out)), "github.com/flashsale/flashsale/internal/tooling/devstack")
 }

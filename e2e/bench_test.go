@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/bench"
-	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/internal/tooling/bench"
+	"github.com/flashsale/flashsale/internal/tooling/ceiling"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -73,7 +73,7 @@ func BenchmarkReservation(b *testing.B) {
 const callers = 64
 
 // report turns a bench.Stat into the benchmark's custom metrics; the
-// measuring itself is internal/bench's, shared with `starter bench`.
+// measuring itself is internal/tooling/bench's, shared with `starter bench`.
 func report(b *testing.B, s bench.Stat) {
 	if s.Errors > 0 {
 		b.Fatalf("%d errors, first: %s", s.Errors, s.FirstError)

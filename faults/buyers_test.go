@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/crowd"
 	"github.com/flashsale/flashsale/internal/identity"
+	"github.com/flashsale/flashsale/internal/tooling/crowd"
 )
 
 // buyerAuth is user's Authorization header, minted with the suite's

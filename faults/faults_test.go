@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/crowd"
+	"github.com/flashsale/flashsale/internal/tooling/crowd"
 )
 
 // caseResult is one row of the summary table.

@@ -24,8 +24,8 @@ import (
 	"github.com/flashsale/flashsale/internal/audit"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/devstack"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/internal/tooling/devstack"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/crowd"
 	"github.com/flashsale/flashsale/internal/identity"
+	"github.com/flashsale/flashsale/internal/tooling/crowd"
 )
 
 // tokens caches buyers' tokens; mintToken makes one when a user has none
@@ -39,7 +39,7 @@ func buyerAuth(user string) http.Header {
 }
 
 // newCrowd is the suite's crowd of buyers on the API at base (the fault
-// suite's crowd: internal/crowd).
+// suite's crowd: internal/tooling/crowd).
 func newCrowd(base, sku string, units int64, buyers int) *crowd.Crowd {
 	return crowd.New(base, sku, units, buyers, webhookSecret, buyerAuth)
 }

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/crowd"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/internal/tooling/crowd"
 	"github.com/flashsale/flashsale/workflows"
 )
 

@@ -27,8 +27,8 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/loadgen"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
 // TestSideBySide runs the same sale twice in one run, through the same

@@ -32,7 +32,7 @@ go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 need=()
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
-# internal/bench drives the API with wrk beside its own load generator.
+# internal/tooling/bench drives the API with wrk beside its own load generator.
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "test: installing ${need[*]} (apt-get)" >&2

@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/flashsale/flashsale/internal/bench"
 	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/tooling/bench"
 )
 
 // The README's Measured section holds the run's Markdown between these.
@@ -110,7 +110,7 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	b.r.Notes = append(b.r.Notes,
 		"Measured on a shared 2-core machine while other engineers' builds and tests ran: read the ratios, each the median of interleaved rounds, not the absolute rates.",
 		"Every pair uses the same client code and the same callers in flight on both sides.",
-		"The dev servers run with the adopted settings (internal/devstack/settings.go, scripts/temporal-dev.sh) except the A/B table's base side.",
+		"The dev servers run with the adopted settings (internal/tooling/devstack/settings.go, scripts/temporal-dev.sh) except the A/B table's base side.",
 		"The demo (`go run ./starter demo`) uses the in-memory dev server.")
 
 	if p.Settings {

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/bench"
-	"github.com/flashsale/flashsale/internal/demo"
+	"github.com/flashsale/flashsale/internal/tooling/bench"
+	"github.com/flashsale/flashsale/internal/tooling/demo"
 )
 
 // baseline sets whole durable orders against what most teams start with:

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/bench"
-	"github.com/flashsale/flashsale/internal/devstack"
+	"github.com/flashsale/flashsale/internal/tooling/bench"
+	"github.com/flashsale/flashsale/internal/tooling/devstack"
 	"github.com/flashsale/flashsale/workflows"
 )
 

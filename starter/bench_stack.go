@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/bench"
-	"github.com/flashsale/flashsale/internal/demo"
-	"github.com/flashsale/flashsale/internal/devstack"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/tooling/bench"
+	"github.com/flashsale/flashsale/internal/tooling/demo"
+	"github.com/flashsale/flashsale/internal/tooling/devstack"
 )
 
 // stack is a dev server we started and the flash-sale stack on it.

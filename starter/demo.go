@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/demo"
+	"github.com/flashsale/flashsale/internal/tooling/demo"
 )
 
 // demoResult prints the summary table for a person, or JSON with --json.

@@ -13,7 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/flashsale/flashsale/internal/edge"
-	"github.com/flashsale/flashsale/internal/loadgen"
+	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
 // SaleOptions sizes a sale.

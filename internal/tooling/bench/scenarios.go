@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/tooling/ceiling"
 	"github.com/flashsale/flashsale/workflows"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flashsale/flashsale/internal/httpapi"
-	"github.com/flashsale/flashsale/internal/loadgen"
+	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
 // Crowd is a sale's buyers. Set the options before Run; read the counters

@@ -23,11 +23,11 @@ import (
 	"github.com/flashsale/flashsale/internal/app"
 
 	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/ceiling"
 	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/devstack"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
+	"github.com/flashsale/flashsale/internal/tooling/ceiling"
+	"github.com/flashsale/flashsale/internal/tooling/devstack"
 )
 
 // StackOptions chooses the services.
