@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package deploy holds the configuration both deployments of flashsale run
 // with: scripts/cluster.sh (processes on loopback, the topology the
 // scale-out suite tests) and docker-compose.yml (containers, which no

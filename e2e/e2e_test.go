@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package e2e runs flashsale end to end: the real worker and starter
 // binaries against the real Temporal dev server, Redis and MariaDB. .ci/run
 // starts the services; a missing one fails the tests.

@@ -13,7 +13,13 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
-go vet ./...
+# Tests that need live services carry the integration build tag, so a bare
+# `go test ./...` is the fast inner loop; this script runs every test. The
+# fault and scale-out suites have tags of their own: vetted here, run by
+# scripts/faults.sh and scripts/scaleout.sh (the smoke below).
+go vet -tags integration ./...
+go vet -tags faults ./faults/
+go vet -tags scaleout ./scaleout/
 
 # The lint gate (samples-go's Makefile): go.mod must match the imports,
 # staticcheck over everything, and workflowcheck proves workflows/ calls
@@ -21,7 +27,8 @@ go vet ./...
 # state). Pinned versions, built from the module proxy on first use.
 echo "test: lint (go mod tidy -diff, staticcheck, workflowcheck)" >&2
 go mod tidy -diff
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags integration ./...
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults,scaleout ./faults/ ./scaleout/
 go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
 # docker-compose validates docker-compose.yml (no Docker engine runs here:
@@ -64,7 +71,7 @@ fi
 
 # -p 2: packages share one Temporal dev server on 2 cores; more parallel
 # packages only add contention.
-go test -race -count=1 -p 2 -timeout 20m ./...
+go test -tags integration -race -count=1 -p 2 -timeout 20m ./...
 
 # A short smoke of the cluster topology (issue 9): scripts/cluster.sh up
 # (Temporal as five processes on PostgreSQL, the Redis Cluster, two workers,

@@ -1,3 +1,5 @@
+//go:build integration
+
 package httpapi_test
 
 // The hostile-client probe of issue 13, as tests: each case failed on the

@@ -1,3 +1,5 @@
+//go:build integration
+
 package orderdb_test
 
 import (

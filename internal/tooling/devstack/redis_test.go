@@ -232,7 +232,7 @@ func TestRedisLuaSemantics(t *testing.T) {
 // same source the binary embeds.
 func readScript(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("../inventory/" + name)
+	b, err := os.ReadFile("../../inventory/" + name)
 	require.NoError(t, err)
 	return string(b)
 }

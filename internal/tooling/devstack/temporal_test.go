@@ -22,7 +22,7 @@ import (
 // people running services by hand); every setting the script passes must
 // be passed here too.
 func TestTemporalArgsMatchScript(t *testing.T) {
-	script, err := os.ReadFile("../../scripts/temporal-dev.sh")
+	script, err := os.ReadFile("../../../scripts/temporal-dev.sh")
 	require.NoError(t, err)
 	// Values with '=' (or the log level) skip the script's comments.
 	flag := regexp.MustCompile(`(--(?:search-attribute|dynamic-config-value|sqlite-pragma))\s+([^\s)]+=[^\s)]+)|(--log-level)\s+(\w+)`)
