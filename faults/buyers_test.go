@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -24,17 +23,4 @@ func buyerAuth(user string) http.Header {
 // newCrowd is the suite's crowd of buyers on the API at base.
 func newCrowd(base, sku string, units int64, buyers int) *crowd.Crowd {
 	return crowd.New(base, sku, units, buyers, webhookSecret, buyerAuth)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

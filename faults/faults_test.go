@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/internal/tooling/crowd"
+	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
 // caseResult is one row of the summary table.
@@ -328,7 +329,7 @@ func TestFaults(t *testing.T) {
 
 				var at time.Time
 				waitFor(ctx, time.Minute, func() bool { var ok bool; at, ok = sl.firstExpiry(); return ok })
-				sleep(ctx, time.Until(at)+50*time.Millisecond)
+				loadgen.Sleep(ctx, time.Until(at)+50*time.Millisecond)
 				sl.s.worker().kill9()
 				sl.fault()
 				sl.t.Logf("worker killed at the first expiry (%s)", at.Format(time.StampMilli))

@@ -200,7 +200,7 @@ func (c *Crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 	rng := rand.New(rand.NewPCG(uint64(n), 7))
 	user := fmt.Sprintf("buyer-%d", n)
 	// Spread the start over a second, like a crowd at the opening bell.
-	sleep(ctx, time.Duration(rng.IntN(1000))*time.Millisecond)
+	loadgen.Sleep(ctx, time.Duration(rng.IntN(1000))*time.Millisecond)
 	for ctx.Err() == nil && !c.SoldOut.Load() {
 		orderID := uuid.Must(uuid.NewV7()).String()
 		status, code, body := c.Place(ctx, rng, user, orderID)
@@ -240,7 +240,7 @@ func (c *Crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 		case status == 0:
 			return // the deadline passed while retrying
 		default: // SOLD_OUT, UNKNOWN_SKU while Redis is being restored, ...
-			sleep(ctx, time.Duration(800+rng.IntN(800))*time.Millisecond)
+			loadgen.Sleep(ctx, time.Duration(800+rng.IntN(800))*time.Millisecond)
 		}
 	}
 }
@@ -256,7 +256,7 @@ func (c *Crowd) Place(ctx context.Context, rng *rand.Rand, user, orderID string)
 		if err != nil {
 			// No answer: the order may exist. Same order id again.
 			c.ConnRetries.Add(1)
-			sleep(ctx, 300*time.Millisecond)
+			loadgen.Sleep(ctx, 300*time.Millisecond)
 			continue
 		}
 		var e struct {
@@ -269,9 +269,9 @@ func (c *Crowd) Place(ctx context.Context, rng *rand.Rand, user, orderID string)
 		c.mu.Unlock()
 		switch {
 		case status == http.StatusTooManyRequests:
-			sleep(ctx, time.Duration(250+rng.IntN(250))*time.Millisecond)
+			loadgen.Sleep(ctx, time.Duration(250+rng.IntN(250))*time.Millisecond)
 		case status >= 500:
-			sleep(ctx, 500*time.Millisecond)
+			loadgen.Sleep(ctx, 500*time.Millisecond)
 		default:
 			return status, e.Code, resp
 		}
@@ -285,7 +285,7 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 	txn := "txn-" + o.ID
 	switch o.Action {
 	case "pay":
-		sleep(ctx, 300*time.Millisecond)
+		loadgen.Sleep(ctx, 300*time.Millisecond)
 		o.PaySentAt = time.Now()
 		var st string
 		if c.Callbacks {
@@ -322,7 +322,7 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 	case "deadline-pay":
 		// The payment lands at the exact deadline: either it wins (PAID) or
 		// the timer did (refund), never both and never neither.
-		sleep(ctx, time.Until(o.PayBy))
+		loadgen.Sleep(ctx, time.Until(o.PayBy))
 		st, refund := c.pay(ctx, o, txn, o.Amount, "SUCCESS", 60*time.Second)
 		o.DeadlineAnswer = st
 		if refund {
@@ -336,7 +336,7 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 	case "last-second-pay":
 		// The buyer pays a second before the deadline: the money reached
 		// the API in time, so it must be kept, however busy the order.
-		sleep(ctx, time.Until(o.PayBy.Add(-time.Second)))
+		loadgen.Sleep(ctx, time.Until(o.PayBy.Add(-time.Second)))
 		o.PaySentAt = time.Now()
 		st, _ := c.pay(ctx, o, txn, o.Amount, "SUCCESS", 60*time.Second)
 		o.Paid = st == "PAID"
@@ -351,14 +351,14 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 				o.Cancelled = status == http.StatusOK
 				break
 			}
-			sleep(ctx, 300*time.Millisecond)
+			loadgen.Sleep(ctx, 300*time.Millisecond)
 		}
 	case "expire":
 		if !c.Callbacks {
 			return
 		}
 		// Late money, twice (a provider retry): refunded exactly once.
-		sleep(ctx, time.Until(o.PayBy)+3*time.Second)
+		loadgen.Sleep(ctx, time.Until(o.PayBy)+3*time.Second)
 		for range 2 {
 			_, refund := c.pay(ctx, o, txn+"-late", o.Amount, "SUCCESS", 60*time.Second)
 			o.LateTxns[txn+"-late"] = refund
@@ -397,7 +397,7 @@ func (c *Crowd) pay(ctx context.Context, o *Order, txn string, amount int64, sta
 		case err == nil:
 			c.Pay5xx.Add(1)
 		}
-		sleep(ctx, 300*time.Millisecond)
+		loadgen.Sleep(ctx, 300*time.Millisecond)
 	}
 	return "NO ANSWER", false
 }
@@ -425,7 +425,7 @@ func (c *Crowd) settled(ctx context.Context, o *Order, txn string, end time.Time
 				}
 			}
 		}
-		sleep(ctx, 200*time.Millisecond)
+		loadgen.Sleep(ctx, 200*time.Millisecond)
 	}
 	return "NO OUTCOME", false
 }
@@ -433,16 +433,4 @@ func (c *Crowd) settled(ctx context.Context, o *Order, txn string, end time.Time
 // Do sends one request to the API as a buyer's client does.
 func (c *Crowd) Do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte, error) {
 	return loadgen.Do(ctx, c.Client, method, c.Base+path, body, hdr)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

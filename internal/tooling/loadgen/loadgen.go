@@ -206,7 +206,7 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 		status, code, body, err := r.placeWithClicks(ctx, rng, auth, orderID)
 		switch {
 		case err != nil:
-			sleep(ctx, 200*time.Millisecond)
+			Sleep(ctx, 200*time.Millisecond)
 			continue
 		case status == http.StatusCreated:
 			var o struct {
@@ -224,11 +224,11 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 		case status == http.StatusTooManyRequests:
 			// Same order id next time would also be fine; a fresh one is
 			// simpler and the API treats both the same.
-			sleep(ctx, retryAfter(code, rng))
+			Sleep(ctx, retryAfter(code, rng))
 		case status == http.StatusUnprocessableEntity:
 			return // per-user limit: this user already holds a unit
 		default: // 409 SOLD_OUT and anything else: wait for released units
-			sleep(ctx, time.Duration(1000+rng.IntN(1000))*time.Millisecond)
+			Sleep(ctx, time.Duration(1000+rng.IntN(1000))*time.Millisecond)
 		}
 	}
 }
@@ -309,7 +309,7 @@ func (r *run) winner(ctx context.Context, roll float64, firstRound bool, auth ht
 	ctx = context.WithoutCancel(ctx)
 	switch {
 	case !firstRound || roll < r.cfg.PayShare:
-		sleep(ctx, r.cfg.PaymentDelay)
+		Sleep(ctx, r.cfg.PaymentDelay)
 		if r.pay(ctx, orderID, amount) {
 			if r.paid.Add(1) >= r.cfg.Units {
 				r.soldOut.Store(true)
@@ -340,7 +340,7 @@ func (r *run) pay(ctx context.Context, orderID string, amount int64) bool {
 			_ = json.Unmarshal(resp, &out)
 			return out.Status == "PAID"
 		}
-		sleep(ctx, 200*time.Millisecond)
+		Sleep(ctx, 200*time.Millisecond)
 	}
 	return false
 }
@@ -370,7 +370,8 @@ func Do(ctx context.Context, c *http.Client, method, url string, body []byte, hd
 	return resp.StatusCode, b, err
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d or until ctx ends, whichever comes first.
+func Sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
