@@ -16,7 +16,9 @@ import (
 // time and delivered in the grace, one received late, and an order left to
 // expire; then, settled inside the workflow task, a paid, a cancelled, an
 // expired order, a late payment, a rejection, a degraded (MySQL-only)
-// order, and a waitlist offer with the order whose unit it took). A change to OrderWorkflow that would break running
+// order, and a waitlist offer with the order whose unit it took; then an
+// order started past the doors with a reserved wl- id, rejected by the
+// validate-order version). A change to OrderWorkflow that would break running
 // orders (a reordered or removed activity, timer or search-attribute upsert)
 // makes this fail. Re-record with the commands in workflows/testdata/README.md
 // only when the change is deliberately versioned.
@@ -32,6 +34,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		"cancelled.json", "conflict-expired.json", "conflict-paid.json", "expired.json", "paid.json", "rejected.json",
 		"settle-cancelled.json", "settle-degraded.json", "settle-expired.json", "settle-late.json", "settle-paid.json",
 		"settle-rejected.json", "settle-waitlist-offer.json", "settle-waitlist-released.json",
+		"validate-rejected.json",
 	}, names)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
