@@ -110,7 +110,13 @@ func TestScaleOut(t *testing.T) {
 		{name: "f_postgres_restart", units: 40, buyers: 150, inject: func(ctx context.Context, sl *sale) {
 			sl.midSale(ctx)
 			sl.fault("pg_ctlcluster 15 main restart")
-			out, err := runCmd(ctx, "pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart")
+			// 3-9 closed, as scripts/cluster.sh starts its nodes: the new
+			// postmaster would otherwise keep the caller's lock (`flock
+			// /tmp/flashsale-heavy.lock scripts/scaleout.sh` hands it on as fd
+			// 3; the go test process passes inherited descriptors on) and
+			// block every later heavy run for as long as PostgreSQL lives.
+			out, err := runCmd(ctx, "sh", "-c",
+				"exec pg_ctlcluster --skip-systemctl-redirect 15 main restart 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-")
 			if err != nil {
 				sl.t.Fatalf("restart PostgreSQL: %v\n%s", err, out)
 			}
