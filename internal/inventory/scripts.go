@@ -2,7 +2,7 @@ package inventory
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -14,74 +14,48 @@ import (
 // and the Lua cannot drift apart, and wrapped in redis.Script so calls go
 // out as EVALSHA (the hash, not the source, on the wire) with a fallback to
 // EVAL after a NOSCRIPT.
+//
+//go:embed *.lua
+var luaFiles embed.FS
+
+// script wraps the embedded file name; a missing file is a build mistake,
+// found by any test that loads the package.
+func script(name string) *redis.Script {
+	src, err := luaFiles.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("inventory: embedded script %s: %v", name, err))
+	}
+	return redis.NewScript(string(src))
+}
+
 var (
 	// The buying path: a reservation, its give-back, the sold-out flag and
 	// the announcement that stock came back (reserve.go, stock.go).
-
-	//go:embed take.lua
-	takeSrc string
-	//go:embed release.lua
-	releaseSrc string
-	//go:embed soldout.lua
-	soldOutSrc string
-	//go:embed bump.lua
-	bumpSrc string
-	//go:embed restock.lua
-	restockSrc string
-	//go:embed drift.lua
-	driftSrc string
-
-	takeScript    = redis.NewScript(takeSrc)
-	releaseScript = redis.NewScript(releaseSrc)
-	soldOutScript = redis.NewScript(soldOutSrc)
-	bumpScript    = redis.NewScript(bumpSrc)
-	restockScript = redis.NewScript(restockSrc)
-	driftScript   = redis.NewScript(driftSrc)
+	takeScript    = script("take.lua")
+	releaseScript = script("release.lua")
+	soldOutScript = script("soldout.lua")
+	bumpScript    = script("bump.lua")
+	restockScript = script("restock.lua")
+	driftScript   = script("drift.lua")
 
 	// Resizing: the count switch, both halves of a move, the lock's
 	// release (resize.go, move.go).
-
-	//go:embed layout.lua
-	layoutSrc string
-	//go:embed moveout.lua
-	moveOutSrc string
-	//go:embed movein.lua
-	moveInSrc string
-	//go:embed unlock.lua
-	unlockSrc string
-
-	layoutScript  = redis.NewScript(layoutSrc)
-	moveOutScript = redis.NewScript(moveOutSrc)
-	moveInScript  = redis.NewScript(moveInSrc)
-	unlockScript  = redis.NewScript(unlockSrc)
+	layoutScript  = script("layout.lua")
+	moveOutScript = script("moveout.lua")
+	moveInScript  = script("movein.lua")
+	unlockScript  = script("unlock.lua")
 
 	// The waitlist and the hand-over of a released order's units
 	// (waitlist.go).
-
-	//go:embed waitlist_join.lua
-	waitlistJoinSrc string
-	//go:embed waitlist_pop.lua
-	waitlistPopSrc string
-	//go:embed transfer.lua
-	transferSrc string
-
-	waitlistJoinScript = redis.NewScript(waitlistJoinSrc)
-	waitlistPopScript  = redis.NewScript(waitlistPopSrc)
-	transferScript     = redis.NewScript(transferSrc)
+	waitlistJoinScript = script("waitlist_join.lua")
+	waitlistPopScript  = script("waitlist_pop.lua")
+	transferScript     = script("transfer.lua")
 
 	// Reconciliation: relative corrections, the fence that orders them,
 	// and its move past a loss (reconcile.go).
-
-	//go:embed adjust.lua
-	adjustSrc string
-	//go:embed claim.lua
-	claimSrc string
-	//go:embed fence.lua
-	fenceSrc string
-
-	adjustScript = redis.NewScript(adjustSrc)
-	claimScript  = redis.NewScript(claimSrc)
-	fenceScript  = redis.NewScript(fenceSrc)
+	adjustScript = script("adjust.lua")
+	claimScript  = script("claim.lua")
+	fenceScript  = script("fence.lua")
 )
 
 // Release modes understood by release.lua.
