@@ -1,13 +1,11 @@
 package workflows
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -386,38 +384,6 @@ func (s *orderSuite) TestStatusQueryWhilePending() {
 	s.env.ExecuteWorkflow(OrderWorkflow, input())
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 }
-
-func TestLengthsOnlyOfOrdersBeforeValidateChange(t *testing.T) {
-	long := string(make([]byte, flashsale.MaxIDLength+1))
-	ok := flashsale.Item{SKU: "1001", Quantity: 1}
-	tests := []struct {
-		name    string
-		in      OrderInput
-		wantErr string
-	}{
-		{"valid", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}}, ""},
-		{"no order id", OrderInput{UserID: "u", Items: []flashsale.Item{ok}}, "order_id"},
-		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []flashsale.Item{ok}}, "user_id"},
-		{"no items", OrderInput{OrderID: "o", UserID: "u"}, "items"},
-		{"zero quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 0}}}, "quantity"},
-		{"negative quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: -3}}}, "quantity"},
-		{"absurd quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 1 << 40}}}, "quantity"},
-		{"duplicate sku", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok, ok}}, "twice"},
-		{"empty sku", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{Quantity: 1}}}, "sku_id"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := lengthsOnly(tt.in)
-			if tt.wantErr == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorContains(t, err, tt.wantErr)
-		})
-	}
-}
-
-var _ = context.Background
 
 // A reserve from another user (an order id reused by someone else) is
 // refused by the validator; the buyer's own repeat is answered.

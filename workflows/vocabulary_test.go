@@ -74,35 +74,52 @@ func requireSameJSON[T any](t *testing.T, p payloads) {
 	require.Equal(t, string(recorded), string(again))
 }
 
+// TestOrderInputValidate checks both validators on one table: Validate
+// (flashsale.Order.Validate and the workflow's field) and lengthsOnly, the
+// check of orders recorded before validateChangeID, which must keep
+// accepting what it accepted (wantOld).
 func TestOrderInputValidate(t *testing.T) {
 	long := string(make([]byte, flashsale.MaxIDLength+1))
 	ok := flashsale.Item{SKU: "1001", Quantity: 1}
+	order := func(id string, items ...flashsale.Item) OrderInput {
+		return OrderInput{OrderID: id, UserID: "u", Items: items}
+	}
 	tests := []struct {
-		name    string
-		in      OrderInput
-		wantErr string
+		name             string
+		in               OrderInput
+		wantErr, wantOld string
 	}{
-		{"valid", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}}, ""},
-		{"no order id", OrderInput{UserID: "u", Items: []flashsale.Item{ok}}, "order_id"},
-		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []flashsale.Item{ok}}, "user_id"},
-		{"no items", OrderInput{OrderID: "o", UserID: "u"}, "items"},
-		{"zero quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 0}}}, "quantity"},
-		{"absurd quantity", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{{SKU: "1", Quantity: 1 << 40}}}, "quantity"},
-		{"duplicate sku", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok, ok}}, "twice"},
-		{"negative timeout", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}, PaymentTimeout: -1}, "payment_timeout"},
-		{"reserved prefix", OrderInput{OrderID: "wl-o", UserID: "u", Items: []flashsale.Item{ok}}, "reserved"},
-		{"space in id", OrderInput{OrderID: "o 1", UserID: "u", Items: []flashsale.Item{ok}}, "order_id"},
-		{"offer", OrderInput{OrderID: flashsale.WaitlistOrderID("o"), UserID: "u", Items: []flashsale.Item{ok}, FromOrder: "o"}, ""},
+		{"valid", order("o", ok), "", ""},
+		{"no order id", order("", ok), "order_id", "order_id"},
+		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []flashsale.Item{ok}}, "user_id", "user_id"},
+		{"no items", order("o"), "items", "items"},
+		{"zero quantity", order("o", flashsale.Item{SKU: "1", Quantity: 0}), "quantity", "quantity"},
+		{"negative quantity", order("o", flashsale.Item{SKU: "1", Quantity: -3}), "quantity", "quantity"},
+		{"absurd quantity", order("o", flashsale.Item{SKU: "1", Quantity: 1 << 40}), "quantity", "quantity"},
+		{"duplicate sku", order("o", ok, ok), "twice", "twice"},
+		{"empty sku", order("o", flashsale.Item{Quantity: 1}), "sku", "sku_id"},
+		{"negative timeout", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}, PaymentTimeout: -1}, "payment_timeout", "payment_timeout"},
+		// The stricter rules: refused now, accepted by the old check.
+		{"reserved prefix", order("wl-o", ok), "reserved", ""},
+		{"space in id", order("o 1", ok), "order_id", ""},
+		{"offer", OrderInput{OrderID: flashsale.WaitlistOrderID("o"), UserID: "u", Items: []flashsale.Item{ok}, FromOrder: "o"}, "", ""},
+	}
+	check := func(t *testing.T, err error, want string) {
+		t.Helper()
+		if want == "" {
+			require.NoError(t, err)
+			return
+		}
+		require.ErrorContains(t, err, want)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.in.Validate()
-			if tt.wantErr == "" {
-				require.NoError(t, err)
-				return
+			check(t, err, tt.wantErr)
+			if err != nil {
+				require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err))
 			}
-			require.ErrorContains(t, err, tt.wantErr)
-			require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err))
+			check(t, lengthsOnly(tt.in), tt.wantOld)
 		})
 	}
 }
