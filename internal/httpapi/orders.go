@@ -86,7 +86,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	// The gate learns the outcome even if the buyer has gone: its slot must
 	// be freed, and a sold-out answer is worth caching for the next buyer.
 	rejected := err == nil && res.Status == flashsale.StatusRejected
-	ticket.Done(ctx, rejected && flashsale.Code(res.Reason) == flashsale.SoldOut)
+	ticket.Done(ctx, rejected && res.Reason == flashsale.SoldOut)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -94,7 +94,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	if rejected {
 		// The reason is a code, answered with the code's own words; a
 		// rejection is the order's answer, not a failure of this request.
-		s.writeError(w, r, refuse(flashsale.Code(res.Reason), ""))
+		s.writeError(w, r, refuse(res.Reason, ""))
 		return
 	}
 	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: res.OrderID, Status: res.Status, Amount: res.Amount, PayBy: res.PayBy})

@@ -59,7 +59,7 @@ func (s *Service) Snapshot(ctx context.Context, orderID string) (workflows.Order
 		return workflows.OrderView{}, fmt.Errorf("read order %s: %w", orderID, err)
 	}
 	view := workflows.OrderView{
-		OrderID: o.OrderID, UserID: o.UserID, Status: flashsale.Status(o.Status), Amount: o.Amount,
+		OrderID: o.OrderID, UserID: o.UserID, Status: o.Status, Amount: o.Amount,
 		PayBy: o.PayBy, Reason: flashsale.Code(o.Reason), Degraded: o.Degraded,
 	}
 	for _, it := range o.Items {
