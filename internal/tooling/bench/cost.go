@@ -1,30 +1,12 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 )
-
-// HistoryEvents counts the events in a workflow's history: each is a write
-// the server persisted for it.
-func HistoryEvents(ctx context.Context, c client.Client, workflowID string) (int, error) {
-	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	n := 0
-	for it.HasNext() {
-		if _, err := it.Next(); err != nil {
-			return 0, fmt.Errorf("history of %s: %w", workflowID, err)
-		}
-		n++
-	}
-	return n, nil
-}
 
 // clockTicks is USER_HZ, 100 on every Linux the project targets.
 const clockTicks = 100
