@@ -110,15 +110,16 @@ func (o Order) SKUs() []string {
 }
 
 // WaitlistOrderID is the order id of the offer made with the units of
-// releasedOrderID. It is derived from the released order alone, so retries
-// and replays can only ever start one offer per release. An offer of an
-// offer's units would grow the id past MaxIDLength, so a long id is replaced
-// by a hash of it (still deterministic).
+// releasedOrderID: the reserved prefix and the first 128 bits of the
+// released id's SHA-256, in hex (35 characters, whatever the released id).
+// It is derived from the released order alone, so retries and replays can
+// only ever start one offer per release, and it never contains the released
+// id itself: an id that could be raw for one release and hashed for another
+// (as it once was for long ids) lets a buyer who holds two orders make two
+// releases name one offer, and the second offer take over the first's order.
+// Offers made before this derivation keep their recorded ids
+// (workflows/waitlist.go).
 func WaitlistOrderID(releasedOrderID string) string {
-	id := WaitlistOrderPrefix + releasedOrderID
-	if len(id) <= MaxIDLength {
-		return id
-	}
 	sum := sha256.Sum256([]byte(releasedOrderID))
 	return WaitlistOrderPrefix + hex.EncodeToString(sum[:16])
 }

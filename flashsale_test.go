@@ -29,7 +29,7 @@ func TestOrderValidate(t *testing.T) {
 		{"dot segment", order("..", one), "order_id must be"},
 		{"buyer takes the reserved prefix", order("wl-A-1", one), "reserved for waitlist offers"},
 		{"waitlist offer", offer, ""},
-		{"offer under another id", flashsale.Order{OrderID: "wl-B", UserID: "u1", Items: []flashsale.Item{one}, FromOrder: "A-1"}, "must be wl-A-1"},
+		{"offer under another id", flashsale.Order{OrderID: "wl-B", UserID: "u1", Items: []flashsale.Item{one}, FromOrder: "A-1"}, "must be " + flashsale.WaitlistOrderID("A-1")},
 		{"no items", order("A-1"), "1-20 items"},
 		{"zero quantity", order("A-1", flashsale.Item{SKU: "1001"}), `quantity of "1001" must be 1-1000`},
 		{"too many units", order("A-1", flashsale.Item{SKU: "1001", Quantity: 1001}), "must be 1-1000"},

@@ -89,7 +89,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 			return CreateOrderResult{}, derr
 		}
 		return CreateOrderResult{}, refuse(op, err, StockDriftDetails{DriftedSKUs: drifted})
-	case code == flashsale.UnknownSKU, code == flashsale.LimitExceeded,
+	case code == flashsale.UnknownSKU, code == flashsale.LimitExceeded, code == flashsale.OrderIDConflict,
 		code == flashsale.Invalid, code == flashsale.Permanent:
 		return CreateOrderResult{}, refuse(op, err)
 	default:

@@ -180,14 +180,15 @@ func (o *order) abandonInDatabase(ctx workflow.Context, end outcome) error {
 }
 
 // giveBackUnits is the undo of the Redis reservation. An expired or
-// cancelled order's units go to the first buyer waiting for the SKU if
-// there is one (offerToWaitlist), otherwise back on open sale. A degraded
+// cancelled order's units, and a rejected offer's (offersUnitsOn), go to
+// the first buyer waiting for the SKU if there is one (offerToWaitlist),
+// otherwise back on open sale. A degraded
 // order's units came back to MySQL only, never having left Redis's
 // buckets, and the resync CloseOrder asked for puts them on sale: its
 // release only returns what an earlier attempt may have taken (its
 // tombstones also keep an abandoned attempt from taking any later).
 func (o *order) giveBackUnits(ctx workflow.Context, end outcome) error {
-	if end.status != flashsale.StatusRejected && !o.view.Degraded {
+	if o.offersUnitsOn(ctx, end) {
 		offered, err := o.offerToWaitlist(ctx)
 		if err != nil || offered {
 			return err

@@ -147,9 +147,10 @@ func (o *order) reserve(ctx workflow.Context) error {
 	}).Get(lctx, &created)
 	switch code := codeOf(err); code {
 	case "":
-	case flashsale.SoldOut, flashsale.UnknownSKU, flashsale.LimitExceeded, flashsale.StockDrift:
+	case flashsale.SoldOut, flashsale.UnknownSKU, flashsale.LimitExceeded, flashsale.StockDrift, flashsale.OrderIDConflict:
 		// MySQL said no and wrote nothing. SoldOut comes from a degraded
-		// order only (MySQL alone decided). Units of SKUs that drifted
+		// order only (MySQL alone decided); OrderIDConflict from an id that
+		// another buyer's order, or other lines, hold. Units of SKUs that drifted
 		// (Redis had them, MySQL did not) stay out of Redis, which shrinks
 		// Redis toward the truth; the other units are real and go back.
 		if code == flashsale.StockDrift {

@@ -18,7 +18,10 @@ import (
 // expired order, a late payment, a rejection, a degraded (MySQL-only)
 // order, and a waitlist offer with the order whose unit it took; then an
 // order started past the doors with a reserved wl- id, rejected by the
-// validate-order version). A change to OrderWorkflow that would break running
+// validate-order version; then, with the waitlist-offer-id version, a
+// cancelled order whose unit went to an offer named by the digest of its
+// id, and an offer rejected at the limit whose unit went to the next
+// waiting buyer). A change to OrderWorkflow that would break running
 // orders (a reordered or removed activity, timer or search-attribute upsert)
 // makes this fail. Re-record with the commands in workflows/testdata/README.md
 // only when the change is deliberately versioned.
@@ -31,7 +34,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		"arrival-expired.json", "arrival-late.json", "arrival-paid.json",
-		"cancelled.json", "conflict-expired.json", "conflict-paid.json", "expired.json", "paid.json", "rejected.json",
+		"cancelled.json", "conflict-expired.json", "conflict-paid.json", "expired.json",
+		"offerid-cancelled.json", "offerid-rejected-next.json", "paid.json", "rejected.json",
 		"settle-cancelled.json", "settle-degraded.json", "settle-expired.json", "settle-late.json", "settle-paid.json",
 		"settle-rejected.json", "settle-waitlist-offer.json", "settle-waitlist-released.json",
 		"validate-rejected.json",

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -15,6 +17,60 @@ import (
 // recorded before it (workflows/testdata) released their units straight
 // after CloseOrder; replaying them must not find an offer activity there.
 const waitlistChangeID = "waitlist-offer"
+
+// offerIDChangeID versions two mends of the offer, asked for only where an
+// order reaches them, so no other order's history carries its marker:
+//
+//   - The offer's id is flashsale.WaitlistOrderID, a digest of the released
+//     order's id, and the child is started with a reuse policy that refuses
+//     any id used before. Offers recorded before it (legacyOfferID) kept a
+//     short id raw and hashed a long one, so two releases could name one
+//     offer, and the second run of that id took over the first's order.
+//   - An offer rejected because its buyer holds the per-user limit offers
+//     its unit to the next waiting buyer (offersUnitsOn); before, the unit
+//     went to open sale and the buyers still waiting were passed over.
+//
+// Histories recorded before it (settle-waitlist-offer.json and the
+// rejected offer of settle-waitlist-released.json) replay on DefaultVersion.
+const offerIDChangeID = "waitlist-offer-id"
+
+// legacyOfferID is the offer id of orders recorded before offerIDChangeID.
+// Delete it with that branch, once no open order predates it.
+func legacyOfferID(releasedOrderID string) string {
+	id := flashsale.WaitlistOrderPrefix + releasedOrderID
+	if len(id) <= flashsale.MaxIDLength {
+		return id
+	}
+	sum := sha256.Sum256([]byte(releasedOrderID))
+	return flashsale.WaitlistOrderPrefix + hex.EncodeToString(sum[:16])
+}
+
+// offerStart is the offer's id and how its start treats an id seen before.
+func (o *order) offerStart(ctx workflow.Context) (string, enumspb.WorkflowIdReusePolicy) {
+	if workflow.GetVersion(ctx, offerIDChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return legacyOfferID(o.in.OrderID), enumspb.WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED
+	}
+	// An offer id is started once, ever: a closed order of that id is not
+	// a slot a second offer may reuse.
+	return flashsale.WaitlistOrderID(o.in.OrderID), enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+}
+
+// offersUnitsOn says whether compensation ending as end offers the order's
+// units to the waitlist before putting them on open sale: an expired or
+// cancelled order's, and (offerIDChangeID) a waitlist offer's that MySQL
+// refused because its buyer already holds the limit: the unit was on its
+// way to a waiting buyer and goes to the next one. A degraded order's units
+// never left Redis's buckets (giveBackUnits).
+func (o *order) offersUnitsOn(ctx workflow.Context, end outcome) bool {
+	switch {
+	case o.view.Degraded:
+		return false
+	case end.status != flashsale.StatusRejected:
+		return true
+	}
+	return o.in.FromOrder != "" && end.reason == flashsale.LimitExceeded &&
+		workflow.GetVersion(ctx, offerIDChangeID, workflow.DefaultVersion, 1) >= 1
+}
 
 // waitlistEligible says whether this order's units may be offered to a
 // waiting buyer. A waitlist join names no quantity (a buyer waits for one
@@ -64,13 +120,15 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		return false, nil
 	}
 
+	offerID, reuse := o.offerStart(ctx)
 	child := OrderInput{
-		OrderID: flashsale.WaitlistOrderID(o.in.OrderID), UserID: offer.UserID,
+		OrderID: offerID, UserID: offer.UserID,
 		Items: []flashsale.Item{it}, PaymentTimeout: o.in.PaymentTimeout, FromOrder: o.in.OrderID,
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:        OrderWorkflowID(child.OrderID),
-		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowID:            OrderWorkflowID(child.OrderID),
+		WorkflowIDReusePolicy: reuse,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		// Set on start, like the starters do, so the offer is findable in
 		// the Web UI by buyer and SKU without an extra event.
 		TypedSearchAttributes: temporal.NewSearchAttributes(
@@ -82,8 +140,8 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 	var exec workflow.Execution
 	err = workflow.ExecuteChildWorkflow(cctx, OrderWorkflow, child).GetChildWorkflowExecution().Get(ctx, &exec)
 	if err != nil {
-		// Only an id already in use can refuse the start (the id is
-		// derived from this order, so another order made the same offer).
+		// Only an id used before can refuse the start (the id is a digest
+		// of this order's, so another run of this order made the offer).
 		// The units are still under this order's markers: put them back on
 		// open sale rather than leave them held by nobody.
 		o.logger.Error("waitlist offer did not start; releasing the units to open sale",

@@ -32,7 +32,7 @@ func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
 		ReleasedOrderID: testOrderID, SKU: "1001",
 	}).Return(activities.OfferToWaitlistResult{UserID: "u2"}, nil).Once()
-	child := OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
+	child := OrderInput{OrderID: flashsale.WaitlistOrderID(testOrderID), UserID: "u2", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
 	s.mockOfferChild(child)
 	var started workflow.Info
 	s.env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
@@ -44,8 +44,8 @@ func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
-	s.Equal("wl-"+testOrderID, v.OfferedTo)
-	s.Equal(OrderWorkflowID("wl-"+testOrderID), started.WorkflowExecution.ID)
+	s.Equal(flashsale.WaitlistOrderID(testOrderID), v.OfferedTo)
+	s.Equal(OrderWorkflowID(flashsale.WaitlistOrderID(testOrderID)), started.WorkflowExecution.ID)
 	// The units went to the offer, not to open sale.
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
 }
@@ -82,13 +82,13 @@ func (s *orderSuite) TestMultiUnitReleaseSkipsWaitlist() {
 
 // offerInput is the order a waitlist offer starts.
 func offerInput() OrderInput {
-	return OrderInput{OrderID: "wl-" + testOrderID, UserID: "u2", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
+	return OrderInput{OrderID: flashsale.WaitlistOrderID(testOrderID), UserID: "u2", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
 }
 
 // The offer takes the released order's units over (ReserveStock with
 // FromOrder); when MySQL then refuses it (the buyer is at the per-user
-// limit), its compensation releases the units to open sale, together with
-// anything the released order might still hold.
+// limit), its compensation offers the unit to the next waiting buyer and,
+// nobody waiting, releases it to open sale.
 func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	in := offerInput()
 	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
@@ -96,6 +96,9 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	}).Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+		ReleasedOrderID: in.OrderID, SKU: "1001",
+	}).Return(activities.OfferToWaitlistResult{}, nil).Once()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
 		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
 	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
@@ -109,6 +112,51 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	s.Equal(flashsale.LimitExceeded, v.Reason)
 	s.Equal(testOrderID, v.FromOrder)
 	s.Equal(flashsale.StatusRejected, answered.Status)
+}
+
+// An offer refused because its buyer already holds the limit passes the
+// unit to the next waiting buyer (issue 21: it went to open sale, and the
+// buyers still waiting were passed over).
+func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
+	in := offerInput()
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
+		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+		ReleasedOrderID: in.OrderID, SKU: "1001",
+	}).Return(activities.OfferToWaitlistResult{UserID: "u3"}, nil).Once()
+	next := OrderInput{OrderID: flashsale.WaitlistOrderID(in.OrderID), UserID: "u3",
+		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: in.OrderID}
+	s.env.OnWorkflow(OrderWorkflow, mock.Anything, in).Return(OrderWorkflow)
+	s.env.OnWorkflow(OrderWorkflow, mock.Anything, next).
+		Return(OrderView{OrderID: next.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, in)
+
+	v := s.result()
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(flashsale.LimitExceeded, v.Reason)
+	s.Equal(next.OrderID, v.OfferedTo)
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+}
+
+// A rejection for any other reason (here the id taken by another order)
+// is not a unit on its way to a waiting buyer: it goes back on open sale.
+func (s *orderSuite) TestOrderIDConflictReleasesUnits() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
+		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("taken", activities.TypeFor(flashsale.OrderIDConflict), nil)).Once()
+	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).
+		Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+
+	s.env.ExecuteWorkflow(OrderWorkflow, input())
+
+	v := s.result()
+	s.Equal(flashsale.StatusRejected, v.Status)
+	s.Equal(flashsale.OrderIDConflict, v.Reason)
+	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
 }
 
 // The offer is paid like any order: nothing is released.
@@ -130,9 +178,17 @@ func (s *orderSuite) TestWaitlistOrderPaid() {
 }
 
 func (s *orderSuite) TestWaitlistOrderID() {
-	s.Equal("wl-A1", flashsale.WaitlistOrderID("A1"))
+	short := flashsale.WaitlistOrderID("A1")
+	s.Equal("wl-A1", legacyOfferID("A1"), "offers recorded before offerIDChangeID")
+	s.Len(short, len(flashsale.WaitlistOrderPrefix)+32, "a digest, never the raw id")
 	long := flashsale.WaitlistOrderID(strings.Repeat("x", flashsale.MaxIDLength))
-	s.LessOrEqual(len(long), flashsale.MaxIDLength)
+	s.Len(long, len(short))
 	s.Equal(long, flashsale.WaitlistOrderID(strings.Repeat("x", flashsale.MaxIDLength)), "deterministic")
 	s.NotEqual(long, flashsale.WaitlistOrderID(strings.Repeat("y", flashsale.MaxIDLength)))
+	// The collision of issue 21: the old rule hashed a long id X to wl-<Y>,
+	// the raw form of a 32-character id Y.
+	x := strings.Repeat("x", 62)
+	y := strings.TrimPrefix(legacyOfferID(x), flashsale.WaitlistOrderPrefix)
+	s.Equal(legacyOfferID(x), legacyOfferID(y))
+	s.NotEqual(flashsale.WaitlistOrderID(x), flashsale.WaitlistOrderID(y))
 }

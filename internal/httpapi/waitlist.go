@@ -33,7 +33,8 @@ func decodeWaitlist(body []byte) (waitlistRequest, error) {
 // names it). 201 when queued now, 200 with the same place when already
 // waiting (one place per buyer); 409 NOT_SOLD_OUT while units are on open
 // sale (buy them instead); 409 WAITLIST_FULL past WaitlistPerUnit places
-// per unit of stock; 429 RATE_LIMITED like buys; 404 UNKNOWN_SKU.
+// per unit of stock; 422 LIMIT_EXCEEDED when the buyer already holds as
+// many units as one buyer may; 429 RATE_LIMITED like buys; 404 UNKNOWN_SKU.
 func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 	c, err := s.authenticate(r, false)
 	if err != nil {
@@ -57,6 +58,13 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 	}
 	capacity, err := s.waitlistCapacity(ctx, sku)
 	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// A buyer who already holds the limit could only be offered a unit
+	// MySQL then refuses: standing first, they would turn every released
+	// unit away from the buyers behind them.
+	if err := s.deps.Store.CheckUserLimit(ctx, c.buyer, sku, 1); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/orderdb"
 
 	"github.com/stretchr/testify/require"
 )
@@ -68,4 +69,34 @@ func TestAbandonRacesLateCreate(t *testing.T) {
 	inv := inventory(t, s, "race")
 	require.EqualValues(t, n, inv.Available)
 	require.Zero(t, inv.Frozen)
+}
+
+// An id taken by another order is not a retry of it (issue 21: a second
+// waitlist offer under a colliding id was handed the first one's PAID order
+// of another SKU): another buyer, another SKU or another quantity under the
+// id is OrderIDConflict and moves nothing; the same order again is its
+// retry and gets the stored order back.
+func TestCreateOrderUnderATakenID(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putSKU(t, s, "tk", 5, 100)
+	putSKU(t, s, "tk2", 5, 700)
+	first := createOrder(t, s, "tk-1", item("tk", 1))
+
+	for name, o := range map[string]orderdb.NewOrder{
+		"another buyer":    newOrder("tk-1", "someone-else", item("tk", 1)),
+		"another sku":      newOrder("tk-1", first.UserID, item("tk2", 1)),
+		"another quantity": newOrder("tk-1", first.UserID, item("tk", 2)),
+		"another line too": newOrder("tk-1", first.UserID, item("tk", 1), item("tk2", 1)),
+	} {
+		_, err := s.CreateOrder(ctx, o)
+		require.Equal(t, flashsale.OrderIDConflict, flashsale.ErrorCode(err), "%s: %v", name, err)
+	}
+	require.EqualValues(t, 4, inventory(t, s, "tk").Available, "only the first order froze a unit")
+	require.EqualValues(t, 5, inventory(t, s, "tk2").Available)
+
+	again, err := s.CreateOrder(ctx, newOrder("tk-1", first.UserID, item("tk", 1)))
+	require.NoError(t, err, "the same order again is its retry")
+	require.Equal(t, first.Amount, again.Amount)
+	require.Equal(t, first.PayBy, again.PayBy)
 }

@@ -52,9 +52,15 @@ func (o NewOrder) validate() error {
 // prices, and a RESERVE journal entry per item. The order starts as
 // PENDING_PAYMENT.
 //
-// It is idempotent on the order id: if the order already exists it is
-// returned unchanged and no stock moves, so a retried activity is harmless
-// even when the first attempt committed and the stock has since sold out.
+// It is idempotent on the order id: if the order already exists for the
+// same buyer and the same lines it is returned unchanged and no stock moves,
+// so a retried activity is harmless even when the first attempt committed
+// and the stock has since sold out. An existing order of another buyer or
+// other lines is not this order's retry but another order under the same id:
+// that is OrderIDConflict, and nothing moves (the caller gives back what it
+// reserved for the new one). A waitlist offer's origin is in its id
+// (flashsale.WaitlistOrderID is a digest of the released order's id), so
+// the same id means the same origin.
 //
 // If MySQL has fewer units than requested for any item (Redis drifted)
 // nothing is written and the error wraps StockDrift naming the SKU;
@@ -143,11 +149,35 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		// because that attempt already took the units. If the order exists,
 		// that is the answer. New orders, the hot path, need no lookup first.
 		if existing, rerr := s.Order(ctx, o.OrderID); rerr == nil {
+			if !existing.sameAs(o) {
+				return Order{}, fmt.Errorf("create order %s: the id is taken by an order of user %s with other lines: %w",
+					o.OrderID, existing.UserID, flashsale.Errorf(flashsale.OrderIDConflict, "order id already used by another order"))
+			}
 			return existing, nil
 		}
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
 	return toOrder(created, createdItems, nil), nil
+}
+
+// sameAs reports whether the stored order is what o asks for: the same
+// buyer and the same quantity of the same SKUs (prices are the store's).
+func (ord Order) sameAs(o NewOrder) bool {
+	if ord.UserID == "" && len(ord.Items) == 0 {
+		// AbandonOrder's tombstone names no buyer: it stands for
+		// whichever attempt of this id was abandoned.
+		return true
+	}
+	if ord.UserID != o.UserID || len(ord.Items) != len(o.Items) {
+		return false
+	}
+	for _, it := range o.Items {
+		i := slices.IndexFunc(ord.Items, func(s flashsale.Item) bool { return s.SKU == it.SKU })
+		if i < 0 || ord.Items[i].Quantity != it.Quantity {
+			return false
+		}
+	}
+	return true
 }
 
 // checkUserLimit refuses an item that would give the user more units of the
@@ -164,17 +194,45 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 // user_id, then order_items by its (order_id, sku_id) key), which keeps the
 // hot row's lock short without a new index.
 func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) error {
+	held, err := unitsHeld(tx, userID, inv)
+	if err != nil {
+		return err
+	}
+	if held+qty > int64(inv.PerUserLimit) {
+		return fmt.Errorf("sku %s: user %s holds %d, wants %d more, limit %d: %w",
+			inv.SKUID, userID, held, qty, inv.PerUserLimit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
+	}
+	return nil
+}
+
+// unitsHeld counts the units of inv's SKU that userID holds in the current
+// sale: those of PENDING_PAYMENT and PAID orders created since the SKU's
+// last PutSKU.
+func unitsHeld(tx *gorm.DB, userID string, inv inventoryRow) (int64, error) {
 	var held int64
 	err := tx.Raw(`SELECT COALESCE(SUM(i.quantity), 0) FROM orders o
 		JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
 		WHERE o.user_id = ? AND o.status IN (?, ?) AND o.created_at >= ?`,
 		inv.SKUID, userID, flashsale.StatusPendingPayment, flashsale.StatusPaid, inv.SaleStartedAt).Scan(&held).Error
 	if err != nil {
-		return fmt.Errorf("sku %s: count units of user %s: %w", inv.SKUID, userID, err)
+		return 0, fmt.Errorf("sku %s: count units of user %s: %w", inv.SKUID, userID, err)
 	}
-	if held+qty > int64(inv.PerUserLimit) {
-		return fmt.Errorf("sku %s: user %s holds %d, wants %d more, limit %d: %w",
-			inv.SKUID, userID, held, qty, inv.PerUserLimit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
+	return held, nil
+}
+
+// CheckUserLimit answers, without locking anything, whether userID may
+// take qty more units of skuID: LimitExceeded when that would pass the
+// SKU's per-user limit in the current sale, UnknownSKU for a SKU MySQL does
+// not know. A door asks it before it queues a buyer for units (the
+// waitlist); CreateOrder's own check under the row lock stays the guard.
+func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty int64) error {
+	db := s.db.WithContext(ctx)
+	inv, err := takeInventory(db, skuID)
+	if err == nil {
+		err = checkUserLimit(db, userID, inv, qty)
+	}
+	if err != nil {
+		return fmt.Errorf("check limit of user %s: %w", userID, err)
 	}
 	return nil
 }
