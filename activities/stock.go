@@ -14,6 +14,11 @@ import (
 type ReserveStockInput struct {
 	OrderID string           `json:"order_id"`
 	Items   []flashsale.Item `json:"items"`
+	// UserID is the buyer, whose units are counted against each SKU's
+	// per-buyer limit before any is taken (inventory.Store.ReserveFor).
+	// Empty in histories recorded before the limit moved into Redis:
+	// those orders count nothing there.
+	UserID string `json:"user_id,omitempty"`
 	// FromOrder, when set, names a released order whose Redis units this
 	// order takes over instead of taking from the buckets (a waitlist
 	// offer; see Store.Transfer). Only single-item orders carry it.
@@ -32,9 +37,10 @@ type ReserveStockResult struct {
 }
 
 // ReserveStock pre-deducts every item in Redis, all or nothing: when an item
-// is short, the items already taken are given back before the order is
-// refused (SoldOut, UnknownSKU), so a refused order holds nothing. Retries
-// are safe because every Redis step is idempotent per order id.
+// is short or over its buyer's limit, the items already taken are given
+// back before the order is refused (SoldOut, UnknownSKU, LimitExceeded), so
+// a refused order holds nothing. Retries are safe because every Redis step
+// is idempotent per order id.
 //
 // When Redis cannot be used, it answers Degraded instead and takes nothing
 // (degraded.go): Redis is known down, a SKU awaits a resync, or the first
@@ -65,7 +71,7 @@ func (a *Activities) ReserveStock(ctx context.Context, in ReserveStockInput) (Re
 		}
 		op := fmt.Sprintf("reserve %s for order %s", it.SKU, in.OrderID)
 		switch flashsale.ErrorCode(err) {
-		case flashsale.SoldOut, flashsale.AlreadyReleased, flashsale.UnknownSKU:
+		case flashsale.SoldOut, flashsale.AlreadyReleased, flashsale.UnknownSKU, flashsale.LimitExceeded:
 		case flashsale.Invalid:
 			// Input the order was validated against cannot become valid
 			// by retrying (e.g. a retry asking for a different quantity).

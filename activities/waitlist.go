@@ -15,13 +15,13 @@ import (
 // released order holds nothing any more), so ReserveStock maps them alike.
 func (a *Activities) reserveItem(ctx context.Context, in ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
 	if in.FromOrder == "" {
-		return a.Stock.Reserve(ctx, in.OrderID, it.SKU, it.Quantity)
+		return a.Stock.ReserveFor(ctx, in.UserID, in.OrderID, it.SKU, it.Quantity)
 	}
 	if len(in.Items) != 1 {
 		return inventory.Reservation{}, fmt.Errorf("order %s: %w: a waitlist offer has exactly one item",
 			in.OrderID, &flashsale.Error{Code: flashsale.Invalid})
 	}
-	return a.Stock.Transfer(ctx, in.FromOrder, in.OrderID, it.SKU, it.Quantity)
+	return a.Stock.TransferTo(ctx, in.UserID, in.FromOrder, in.OrderID, it.SKU, it.Quantity)
 }
 
 // OfferToWaitlistInput names the released order and its SKU.

@@ -113,10 +113,12 @@ func (o *order) reserve(ctx workflow.Context) error {
 	lctx := reserveOptions(ctx)
 	var reserved activities.ReserveStockResult
 	err := workflow.ExecuteLocalActivity(lctx, a.ReserveStock,
-		activities.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder}).Get(lctx, &reserved)
-	if code := codeOf(err); code == flashsale.SoldOut || code == flashsale.UnknownSKU {
+		activities.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder, UserID: o.in.UserID}).Get(lctx, &reserved)
+	if code := codeOf(err); code == flashsale.SoldOut || code == flashsale.UnknownSKU || code == flashsale.LimitExceeded {
 		// Refused whole: ReserveStock gave back what it had taken before
-		// answering, so there is nothing to undo.
+		// answering, so there is nothing to undo. LimitExceeded is new
+		// here (recorded histories never carry it from ReserveStock), so
+		// no version branch is needed.
 		return o.compensate(ctx, rejection(code, err))
 	}
 	// From here the order may hold Redis units, even if ReserveStock

@@ -284,6 +284,26 @@ func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
 	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
 }
 
+// Redis's count refused the buyer (over the SKU's per-buyer limit):
+// ReserveStock took nothing and gets the buyer id to count against, so the
+// order is rejected LIMIT_EXCEEDED with nothing to undo and no MySQL row.
+func (s *orderSuite) TestLimitAtReserveIsRejectedWithoutUndo() {
+	in := input()
+	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
+		OrderID: in.OrderID, Items: in.Items, UserID: in.UserID,
+	}).Return(activities.ReserveStockResult{},
+		temporal.NewNonRetryableApplicationError("1001: limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	var answered Reservation
+	s.reserve(func(r Reservation) { answered = r })
+
+	s.env.ExecuteWorkflow(OrderWorkflow, in)
+
+	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.LimitExceeded}, answered)
+	s.Equal(flashsale.StatusRejected, s.result().Status)
+	s.env.AssertNotCalled(s.T(), "CreateOrder", mock.Anything, mock.Anything)
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+}
+
 // MySQL refused one SKU (Redis drifted): that SKU's Redis units must not be
 // put back, the other item's must.
 func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {

@@ -92,7 +92,7 @@ func offerInput() OrderInput {
 func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	in := offerInput()
 	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
-		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
+		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID, UserID: in.UserID,
 	}).Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()

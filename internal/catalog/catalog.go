@@ -75,6 +75,17 @@ func (c Catalog) Preheat(ctx context.Context, sku string) (Defined, error) {
 }
 
 func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, error) {
+	// The per-buyer limit goes to Redis with the sale it belongs to, before
+	// the buckets, so the edge and Reserve refuse a buyer over it before
+	// any unit is taken; a new sale (a PUT moved sale_started_at) starts
+	// every buyer's count from zero, as MySQL's check does.
+	started, err := c.DB.SaleStartedAt(ctx, inv.SKU)
+	if err != nil {
+		return Defined{}, err
+	}
+	if err := c.Redis.SetLimit(ctx, inv.SKU, inv.PerUserLimit, max(started.UnixMilli(), 0)); err != nil {
+		return Defined{}, err
+	}
 	pre, err := c.Redis.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
 	if err != nil {
 		return Defined{}, err

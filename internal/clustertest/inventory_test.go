@@ -389,3 +389,54 @@ func TestMultiKeyCommandsAcrossSlotsFail(t *testing.T) {
 	require.NoError(t, rdb.MGet(ctx, skuKey(sku), fmt.Sprintf("fs:{sku:%s}:gen", sku)).Err(),
 		"keys sharing a hash tag are one slot")
 }
+
+// TestBuyerLimitOnCluster: the per-buyer count, its claims and the SKU's
+// limit share the SKU's slot, so limit_take.lua and the edge's MGET run on
+// a cluster; one buyer racing 40 orders over 16 buckets on three masters
+// holds exactly the limit, and a release gives one unit of it back.
+func TestBuyerLimitOnCluster(t *testing.T) {
+	const limit = 5
+	rdb := newClient(t, useCluster(t, false))
+	st := inventory.New(rdb, testOpts)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	require.NoError(t, st.SetLimit(ctx, sku, limit, 1000))
+	_, err := st.Preheat(ctx, sku, 100, 16)
+	require.NoError(t, err)
+
+	won := make(chan string, 40)
+	errs := make(chan error, 40)
+	for _, id := range orderIDs("lim", 40) {
+		go func() {
+			_, err := st.ReserveFor(ctx, "buyer:1", id, sku, 1)
+			switch {
+			case err == nil:
+				won <- id
+			case flashsale.ErrorCode(err) == flashsale.LimitExceeded:
+				errs <- nil
+			default:
+				errs <- err
+			}
+		}()
+	}
+	var ids []string
+	for range 40 {
+		select {
+		case id := <-won:
+			ids = append(ids, id)
+		case err := <-errs:
+			require.NoError(t, err)
+		}
+	}
+	require.Len(t, ids, limit)
+	av, err := st.AvailableTo(ctx, sku, "buyer:1")
+	require.NoError(t, err)
+	require.Equal(t, inventory.Allowance{Limit: limit, Held: limit}, av.Allowance)
+	require.EqualValues(t, 100-limit, av.Units)
+
+	_, err = st.Release(ctx, ids[0], sku)
+	require.NoError(t, err)
+	av, err = st.AvailableTo(ctx, sku, "buyer:1")
+	require.NoError(t, err)
+	require.Equal(t, inventory.Allowance{Limit: limit, Held: limit - 1}, av.Allowance)
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/inventory"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -140,7 +141,10 @@ func (g *Gate) RateLimit(ctx context.Context, scope, userID string) error {
 // every request saw itself behind the probes and was told BUSY forever.
 func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (*Ticket, error) {
 	t := &Ticket{g: g, window: g.inflight}
-	if err := t.take(ctx, items, g.admitItem); err != nil {
+	admitOne := func(ctx context.Context, it flashsale.Item) (admission, error) {
+		return g.admitItem(ctx, req.UserID, it)
+	}
+	if err := t.take(ctx, items, admitOne); err != nil {
 		return nil, err
 	}
 
@@ -164,12 +168,13 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	return t, nil
 }
 
-// admitItem reads what Redis holds for one item and asks the window.
-func (g *Gate) admitItem(ctx context.Context, it flashsale.Item) (admission, error) {
+// admitItem reads what Redis holds for one item, and what the buyer may
+// still hold of it, and asks the window.
+func (g *Gate) admitItem(ctx context.Context, userID string, it flashsale.Item) (admission, error) {
 	return g.admitFrom(ctx, it, g.inflight, g.opts.MaxInFlight, stockSource{
 		read: func(ctx context.Context, sku string) (stockRead, error) {
-			av, err := g.stock.Available(ctx, sku)
-			return stockRead{units: av.Units, flagged: av.SoldOut, gen: av.Gen}, err
+			av, err := g.stock.AvailableTo(ctx, sku, userID)
+			return stockRead{units: av.Units, flagged: av.SoldOut, gen: av.Gen, allowance: av.Allowance}, err
 		},
 		empty: g.observedEmpty,
 	})
@@ -191,6 +196,9 @@ type stockRead struct {
 	// trip as the stock; units were not read.
 	flagged bool
 	gen     int64
+	// allowance is the buyer's per-SKU limit and the units they hold, read
+	// in the same round trip (zero: not known, MySQL alone checks).
+	allowance inventory.Allowance
 }
 
 // admitFrom reads src for one item and asks window. A read made stale by a
@@ -207,6 +215,15 @@ func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *infligh
 		}
 		if err != nil {
 			return 0, g.unavailable(ctx, err)
+		}
+		// Before the stock: a buyer at the limit (or asking more than it)
+		// cannot be served whatever is left, and must not start a workflow
+		// that Reserve would refuse. Reserve's limit_take.lua is the atomic
+		// check; this read only answers early.
+		if !r.allowance.Allows(it.Quantity) {
+			g.stats.limitExceeded.Add(1)
+			return 0, fmt.Errorf("sku %s: holds %d, wants %d, limit %d: %w", it.SKU, r.allowance.Held, it.Quantity,
+				r.allowance.Limit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
 		}
 		if r.flagged {
 			g.cache.set(it.SKU, tok, time.Now())

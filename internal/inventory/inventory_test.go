@@ -23,7 +23,7 @@ func TestKeySlots(t *testing.T) {
 
 	sku := "sku-42"
 	skuSlot := keySlot(bucketsKey(sku))
-	for _, k := range []string{genKey(sku), soldOutKey(sku), driftKey(sku)} {
+	for _, k := range []string{genKey(sku), soldOutKey(sku), driftKey(sku), limitKey(sku), heldKey(sku, "u:{x}"), claimKey(sku, "o-{1}")} {
 		require.Equal(t, skuSlot, keySlot(k), "SKU-level key %s", k)
 	}
 	for b := range 16 {

@@ -152,3 +152,22 @@ func validateSKU(sku string) error {
 	}
 	return nil
 }
+
+// The per-buyer limit lives in the SKU's slot, beside the bucket count and
+// gen, so the edge reads it in the same MGET as the stock and one script
+// checks and counts it atomically (limit.go):
+//
+//	fs:{sku:<sku>}:limit          "<per-buyer limit>:<sale>" (written by a PUT of the SKU)
+//	fs:{sku:<sku>}:held:<user>    "<sale>:<units>" the buyer holds in that sale
+//	fs:{sku:<sku>}:claim:<order>  "<h|r|s><units>:<sale>:<user>" what the order counted
+//
+// <sale> is the SKU's sale_started_at in Unix milliseconds, the start of the
+// sale MySQL's limit check counts from: a count of another sale reads as 0.
+// The claim makes counting idempotent per order as the bucket markers make
+// taking idempotent ("h" held, "r" given back by Release, "s" given back by
+// Reserve sold out). User ids may contain ':', so the user comes last.
+func limitKey(sku string) string { return "fs:{sku:" + sku + "}:limit" }
+func heldKey(sku, userID string) string {
+	return "fs:{sku:" + sku + "}:held:" + userID
+}
+func claimKey(sku, orderID string) string { return "fs:{sku:" + sku + "}:claim:" + orderID }

@@ -21,7 +21,20 @@ type Reservation struct {
 	Parts    []Part
 }
 
-// Reserve takes qty units of sku for orderID.
+// Reserve is ReserveFor with no buyer: nothing is counted against a
+// per-buyer limit. For callers that reserve on nobody's behalf (benchmarks,
+// tests of the buckets); orders use ReserveFor.
+func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Reservation, error) {
+	return s.ReserveFor(ctx, "", orderID, sku, qty)
+}
+
+// ReserveFor takes qty units of sku for orderID of buyer userID.
+//
+// Before any bucket is touched, the units are counted against the buyer's
+// limit for the current sale (limit.go): an order that would give the buyer
+// more than the SKU's per-buyer limit is refused with a LimitExceeded error
+// holding nothing. The count is idempotent per order like the takes, and
+// every give-back below (and Release) returns it.
 //
 // It starts at bucket crc32(orderID)%N and probes (start+k)%N for
 // k = 0..N-1, taking min(still needed, bucket stock) from each until the
@@ -42,7 +55,7 @@ type Reservation struct {
 //
 // Reserve ignores the sold-out flag on purpose: the flag may be set while a
 // retried order already holds its units, and the retry must get them.
-func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Reservation, error) {
+func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty int64) (Reservation, error) {
 	if err := validateOrder(orderID, sku); err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
 	}
@@ -71,6 +84,11 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
 	}
+	// The limit first: an order over it must hold nothing, not take units
+	// other buyers are turned away from while MySQL has yet to refuse it.
+	if err := s.claim(ctx, userID, orderID, sku, qty); err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
+	}
 
 	need := qty
 	var parts []Part
@@ -96,13 +114,13 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 			// Released while (or before) we probed. Release visits every
 			// bucket, but run it again so nothing this call took can outlive
 			// the release even if the two interleaved.
-			if _, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeRelease); err != nil {
+			if _, _, err := s.giveBack(ctx, orderID, sku, lay, modeRelease); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
 			}
 			return Reservation{}, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
 		case -3:
 			// An earlier attempt of this order ended sold out; repeat that.
-			if _, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeSoldOut); err != nil {
+			if _, _, err := s.giveBack(ctx, orderID, sku, lay, modeSoldOut); err != nil {
 				return Reservation{}, fmt.Errorf("reserve %s: give back: %w", sku, err)
 			}
 			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
@@ -130,7 +148,7 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 
 	// Not enough in all buckets together: give back every take so the
 	// reservation is all or nothing, and remember the outcome in the markers.
-	_, held, err := s.releaseBuckets(ctx, orderID, sku, lay, modeSoldOut)
+	_, held, err := s.giveBack(ctx, orderID, sku, lay, modeSoldOut)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
 	}
@@ -154,7 +172,8 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 // attempt of the same order still in flight cannot take stock afterwards.
 // If the order held anything (now or earlier), bump.lua clears the sold-out
 // flag and publishes on StockChangedChannel; repeating that on a retry
-// covers a crash between the give-back and the bump.
+// covers a crash between the give-back and the bump. The order's units are
+// then given back to its buyer's limit, once (limit.go).
 func (s *Store) Release(ctx context.Context, orderID, sku string) (int64, error) {
 	if err := validateOrder(orderID, sku); err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
@@ -163,11 +182,26 @@ func (s *Store) Release(ctx context.Context, orderID, sku string) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}
-	released, _, err := s.releaseBuckets(ctx, orderID, sku, lay, modeRelease)
+	released, _, err := s.giveBack(ctx, orderID, sku, lay, modeRelease)
 	if err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}
 	return released, nil
+}
+
+// giveBack is releaseBuckets, then the order's count against its buyer's
+// limit given back in the same mode. The units go back to the buckets
+// first: a crash in between leaves the buyer counted (stricter), never a
+// unit uncounted, and the retry (or the order's Release) finishes it.
+func (s *Store) giveBack(ctx context.Context, orderID, sku string, lay layout, mode string) (int64, bool, error) {
+	released, held, err := s.releaseBuckets(ctx, orderID, sku, lay, mode)
+	if err != nil {
+		return released, held, err
+	}
+	if _, err := s.unclaim(ctx, orderID, sku, mode); err != nil {
+		return released, held, err
+	}
+	return released, held, nil
 }
 
 // releaseBuckets gives back the order's takes in mode (Release, or Reserve

@@ -38,6 +38,11 @@ var (
 	restockScript = script("restock.lua")
 	driftScript   = script("drift.lua")
 
+	// The per-buyer limit: an order's units counted before any bucket is
+	// touched, and given back with them (limit.go).
+	limitTakeScript = script("limit_take.lua")
+	limitGiveScript = script("limit_give.lua")
+
 	// Resizing: the count switch, both halves of a move, the lock's
 	// release (resize.go, move.go).
 	layoutScript  = script("layout.lua")
@@ -115,7 +120,7 @@ func (s *Store) evalPipelined(ctx context.Context, script *redis.Script, calls [
 // LoadScripts loads the buying path's scripts into the Redis script cache,
 // so a benchmark's first EVALSHA does not pay for a NOSCRIPT round trip.
 func (s *Store) LoadScripts(ctx context.Context) error {
-	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript, driftScript} {
+	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript, driftScript, limitTakeScript, limitGiveScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}

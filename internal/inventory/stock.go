@@ -234,6 +234,9 @@ type Availability struct {
 	// buckets are not read and Units is 0: the flag is only ever set for a
 	// generation whose buckets were seen empty, and any restock clears it.
 	SoldOut bool
+	// Allowance is the buyer's limit and units held (AvailableTo only;
+	// zero when Redis knows no limit).
+	Allowance Allowance
 }
 
 // Available sums sku's buckets: one MGET of the bucket count and generation,
@@ -242,12 +245,30 @@ type Availability struct {
 // promise (only Reserve takes units). It returns an UnknownSKU error if the SKU was
 // never preheated.
 func (s *Store) Available(ctx context.Context, sku string) (Availability, error) {
+	return s.AvailableTo(ctx, sku, "")
+}
+
+// AvailableTo is Available that also reads userID's allowance (the SKU's
+// per-buyer limit and the units the buyer holds, limit.go) in the same
+// MGET: the keys share the SKU's slot, so the edge turns a buyer at the
+// limit away at no extra round trip. An empty userID reads no allowance.
+func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (Availability, error) {
 	if err := validateSKU(sku); err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
-	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku), soldOutKey(sku)).Result()
+	keys := []string{bucketsKey(sku), genKey(sku), soldOutKey(sku)}
+	if userID != "" {
+		keys = append(keys, limitKey(sku), heldKey(sku, userID))
+	}
+	vals, err := s.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
+	}
+	var allow Allowance
+	if userID != "" {
+		if allow, err = parseAllowance(vals[3], vals[4]); err != nil {
+			return Availability{}, fmt.Errorf("available %s: %w", sku, err)
+		}
 	}
 	n, err := parseBuckets(vals[0])
 	if err != nil {
@@ -258,13 +279,13 @@ func (s *Store) Available(ctx context.Context, sku string) (Availability, error)
 		return Availability{}, fmt.Errorf("available %s: gen: %w", sku, err)
 	}
 	if vals[2] != nil {
-		return Availability{Buckets: n, Gen: gen, SoldOut: true}, nil
+		return Availability{Buckets: n, Gen: gen, SoldOut: true, Allowance: allow}, nil
 	}
 	per, err := s.readBuckets(ctx, sku, n)
 	if err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
-	av := Availability{Buckets: n, Gen: gen}
+	av := Availability{Buckets: n, Gen: gen, Allowance: allow}
 	for _, v := range per {
 		av.Units += max(v, 0)
 	}

@@ -126,6 +126,16 @@ func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (Waitlist
 // Transfer probes the current N buckets. Markers in buckets a shrink
 // removed are not handed over; the failed hand-over then releases them.
 func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qty int64) (Reservation, error) {
+	return s.TransferTo(ctx, "", fromOrder, toOrder, sku, qty)
+}
+
+// TransferTo is Transfer for toOrder of buyer userID, counted against the
+// buyer's limit first as ReserveFor counts (limit.go): a waiting buyer who
+// already holds the limit is refused with a LimitExceeded error, and the
+// released order's units go back on open sale as after any failed
+// hand-over. After the hand-over the released order's count is given back
+// to its own buyer, so its units are counted once, for the new holder.
+func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku string, qty int64) (Reservation, error) {
 	if err := validateOrder(fromOrder, sku); err != nil {
 		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
@@ -137,6 +147,20 @@ func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qt
 	}
 	n, err := s.bucketCount(ctx, sku)
 	if err != nil {
+		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+	}
+	if err := s.claim(ctx, userID, toOrder, sku, qty); err != nil {
+		if flashsale.ErrorCode(err) != flashsale.LimitExceeded {
+			return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+		}
+		// Nobody will ever release what the released order still holds:
+		// back on open sale, as for any failed hand-over.
+		if _, rerr := s.Release(ctx, toOrder, sku); rerr != nil {
+			return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, toOrder, rerr)
+		}
+		if _, rerr := s.Release(ctx, fromOrder, sku); rerr != nil {
+			return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, fromOrder, rerr)
+		}
 		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
 	calls := make([]scriptCall, n)
@@ -172,6 +196,11 @@ func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qt
 		}
 	}
 	if got == qty && !released {
+		// The units are toOrder's now; the released order's buyer holds
+		// them no more. Idempotent, so a retried hand-over repeats it.
+		if _, err := s.unclaim(ctx, fromOrder, sku, modeRelease); err != nil {
+			return Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, fromOrder, err)
+		}
 		return Reservation{SKU: sku, Quantity: qty, Parts: parts}, nil
 	}
 	// The hand-over failed: the receiving order was released meanwhile,

@@ -113,6 +113,17 @@ func (s *Store) Inventory(ctx context.Context, skuID string) (Inventory, error) 
 	return row.toInventory(), nil
 }
 
+// SaleStartedAt is when the SKU's current sale started (its last PutSKU):
+// the per-user limit counts the orders created since. Redis keeps a copy
+// of the limit under this sale (inventory.Store.SetLimit), or UnknownSKU.
+func (s *Store) SaleStartedAt(ctx context.Context, skuID string) (time.Time, error) {
+	row, err := takeInventory(s.db.WithContext(ctx), skuID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sale of %s: %w", skuID, err)
+	}
+	return row.SaleStartedAt, nil
+}
+
 // Restock adds qty units to a SKU during a sale (total and available go up
 // together) and journals a RESTOCK entry under requestID. It is idempotent
 // by requestID: the journal's unique (ref_id, sku_id, type) key records that
