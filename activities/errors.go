@@ -33,10 +33,6 @@ var errorTypes = []struct {
 	// than its per-user limit. The Redis units the order took are real
 	// (unlike StockDrift) and must be given back.
 	{flashsale.LimitExceeded, "LimitExceeded"},
-	// CreateOrder found the order id taken by an order of another buyer
-	// or other lines: nothing was written, and the Redis units the new
-	// order took are given back.
-	{flashsale.OrderIDConflict, "OrderIDConflict"},
 	// The payment's transaction id is recorded for another order
 	// (TransactionConflictDetails names it). Nothing was written for this
 	// order; the money is the other order's, neither captured nor refunded.
@@ -45,6 +41,10 @@ var errorTypes = []struct {
 	// that the order has not handled (PaymentReceivedDetails names it).
 	// Nothing was closed; the workflow applies the payment instead.
 	{flashsale.PaymentReceived, "PaymentReceived"},
+	// CreateOrder found the order id taken by an order of another buyer
+	// or other lines: nothing was written, and the Redis units the new
+	// order took are given back.
+	{flashsale.OrderIDConflict, "OrderIDConflict"},
 
 	// One way only. A database answer no retry can change travels as
 	// InvalidRequest: the same statement would fail the same way forever,

@@ -26,6 +26,7 @@ func TestErrorTypesNeverChange(t *testing.T) {
 		flashsale.LimitExceeded:       "LimitExceeded",
 		flashsale.TransactionConflict: "TransactionConflict",
 		flashsale.PaymentReceived:     "PaymentReceived",
+		flashsale.OrderIDConflict:     "OrderIDConflict",
 		flashsale.AlreadyReleased:     "SoldOut",
 	} {
 		require.Equal(t, typ, TypeFor(code), code)
@@ -33,7 +34,7 @@ func TestErrorTypesNeverChange(t *testing.T) {
 	require.Empty(t, TypeFor(flashsale.Internal), "an unknown failure stays retryable")
 	require.Equal(t, []string{
 		"SoldOut", "UnknownSKU", "StockDrift", "AmountMismatch", "OrderPaid", "OrderClosed",
-		"InvalidRequest", "LimitExceeded", "TransactionConflict", "PaymentReceived",
+		"InvalidRequest", "LimitExceeded", "TransactionConflict", "PaymentReceived", "OrderIDConflict",
 	}, NonRetryableErrorTypes)
 }
 

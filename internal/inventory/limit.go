@@ -91,15 +91,20 @@ func limitExceeded(userID string, qty, held, limit int64) error {
 
 // claim counts qty units of orderID against userID's limit for sku
 // (limit_take.lua): nil when counted (now or by an earlier attempt) or when
-// nothing is to be counted, a LimitExceeded error when over the limit. An
-// empty userID counts nothing.
-func (s *Store) claim(ctx context.Context, userID, orderID, sku string, qty int64) error {
+// nothing is to be counted, a LimitExceeded error when over the limit
+// (never with pastLimit, which counts the units regardless). An empty
+// userID counts nothing.
+func (s *Store) claim(ctx context.Context, userID, orderID, sku string, qty int64, pastLimit bool) error {
 	if userID == "" {
 		return nil
 	}
+	force := "0"
+	if pastLimit {
+		force = "1"
+	}
 	res, err := limitTakeScript.Run(ctx, s.rdb,
 		[]string{limitKey(sku), heldKey(sku, userID), claimKey(sku, orderID)},
-		userID, qty, s.heldMs).Int64Slice()
+		userID, qty, s.heldMs, force).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("count against the limit: %w", err)
 	}

@@ -7,6 +7,9 @@
 -- ARGV[1] user id
 -- ARGV[2] units wanted (> 0)
 -- ARGV[3] TTL in ms of the count and the claim (the held markers' TTL)
+-- ARGV[4] "1" to count past the limit: a waitlist hand-over, whose unit is
+--         already the order's; MySQL's refusal then passes the unit on to
+--         the next waiting buyer instead of this script dropping it
 --
 -- Returns
 --   {0, held, limit}   counted now: with this order the buyer holds held units
@@ -15,7 +18,8 @@
 --                      defined by a PUT since this key exists), or the
 --                      order's claim was given back already (its bucket
 --                      markers then give the order's answer)
---   {-1, held, limit}  refused: held + wanted would exceed the limit
+--   {-1, held, limit}  refused: held + wanted would exceed the limit (never
+--                      with ARGV[4] = "1")
 --
 -- All keys share the SKU's hash tag, so check-and-count is one atomic step:
 -- two orders of one buyer racing through different API instances and
@@ -63,7 +67,7 @@ end
 limit = tonumber(limit)
 
 local n = held()
-if n + wanted > limit then
+if n + wanted > limit and ARGV[4] ~= '1' then
   return {-1, n, limit}
 end
 n = n + wanted

@@ -86,7 +86,7 @@ func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty
 	}
 	// The limit first: an order over it must hold nothing, not take units
 	// other buyers are turned away from while MySQL has yet to refuse it.
-	if err := s.claim(ctx, userID, orderID, sku, qty); err != nil {
+	if err := s.claim(ctx, userID, orderID, sku, qty, false); err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
 	}
 

@@ -129,11 +129,10 @@ func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qt
 	return s.TransferTo(ctx, "", fromOrder, toOrder, sku, qty)
 }
 
-// TransferTo is Transfer for toOrder of buyer userID, counted against the
-// buyer's limit first as ReserveFor counts (limit.go): a waiting buyer who
-// already holds the limit is refused with a LimitExceeded error, and the
-// released order's units go back on open sale as after any failed
-// hand-over. After the hand-over the released order's count is given back
+// TransferTo is Transfer for toOrder of buyer userID, counted for the
+// buyer as ReserveFor counts (limit.go) but never refused on the limit: a
+// waiting buyer who holds it by now is refused by MySQL, and the offer's
+// compensation hands the unit on to the next waiting buyer. After the hand-over the released order's count is given back
 // to its own buyer, so its units are counted once, for the new holder.
 func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku string, qty int64) (Reservation, error) {
 	if err := validateOrder(fromOrder, sku); err != nil {
@@ -149,18 +148,10 @@ func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku 
 	if err != nil {
 		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
-	if err := s.claim(ctx, userID, toOrder, sku, qty); err != nil {
-		if flashsale.ErrorCode(err) != flashsale.LimitExceeded {
-			return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
-		}
-		// Nobody will ever release what the released order still holds:
-		// back on open sale, as for any failed hand-over.
-		if _, rerr := s.Release(ctx, toOrder, sku); rerr != nil {
-			return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, toOrder, rerr)
-		}
-		if _, rerr := s.Release(ctx, fromOrder, sku); rerr != nil {
-			return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, fromOrder, rerr)
-		}
+	// Counted even past the limit: the unit is on its way to this buyer,
+	// and MySQL's refusal of the offer (LimitExceeded) passes it on to the
+	// next waiting buyer, where a refusal here would drop it to open sale.
+	if err := s.claim(ctx, userID, toOrder, sku, qty, true); err != nil {
 		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
 	calls := make([]scriptCall, n)
