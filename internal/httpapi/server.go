@@ -10,6 +10,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -170,16 +171,19 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // HTTPServer returns an http.Server for the API on cfg.Addr with timeouts
 // for a public listener.
 func (s *Server) HTTPServer() *http.Server {
+	readTimeout := cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout)
 	return &http.Server{
 		Addr:    s.cfg.Addr,
 		Handler: s.handler,
 		// Slow-header clients (slowloris) are cut off early.
-		ReadHeaderTimeout: 5 * time.Second,
-		// Bodies are at most 64 KiB.
-		ReadTimeout: 15 * time.Second,
+		ReadHeaderTimeout: min(5*time.Second, readTimeout),
+		// A body not in by then is answered 408 (readBody): the write
+		// deadline is WriteTimeout's, so the answer still goes out.
+		ReadTimeout: readTimeout,
 		// Must exceed placeTimeout, or a buyer whose reservation took
-		// long would lose the answer after the unit was taken.
-		WriteTimeout:   placeTimeout + 10*time.Second,
+		// long would lose the answer after the unit was taken, and the
+		// read timeout, or a 408 would never reach the client.
+		WriteTimeout:   max(placeTimeout, readTimeout) + 10*time.Second,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
