@@ -90,11 +90,13 @@ type Server struct {
 	deps Deps
 	gate *edge.Gate
 	// admit is the adaptive limit on new orders in flight into Temporal.
-	admit    *admission
-	log      *slog.Logger
-	metrics  metrics
-	prom     promMetrics
-	recent   recentSKUs
+	admit   *admission
+	log     *slog.Logger
+	metrics metrics
+	prom    promMetrics
+	recent  recentSKUs
+	// stock caches GET /api/v1/inventory/{sku}'s public answers.
+	stock    *snapshots[inventoryResponse]
 	draining atomic.Bool
 	handler  http.Handler
 	// adminHash is SHA-256 of the admin token, compared in constant time.
@@ -127,6 +129,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		prom:      newPromMetrics(),
 		admit:     newAdmission(cfg.AdmissionMaxInFlight),
 	}
+	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -210,7 +213,7 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/orders/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getOrder})
 	route("/api/v1/orders/{id}/cancel", map[string]http.HandlerFunc{http.MethodPost: s.cancelOrder})
 	route("/api/v1/payments/callback", map[string]http.HandlerFunc{http.MethodPost: s.paymentCallback})
-	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory()})
+	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory})
 	route("/api/v1/skus/{sku}/waitlist", map[string]http.HandlerFunc{http.MethodPost: s.joinWaitlist})
 	route("/api/v1/skus/{sku}/waitlist/me", map[string]http.HandlerFunc{http.MethodGet: s.waitlistPlace})
 	route("/api/v1/admin/skus/{sku}", map[string]http.HandlerFunc{http.MethodPut: s.admin(s.putSKU())})
