@@ -74,6 +74,9 @@ const (
 	NotFound         Code = "NOT_FOUND"
 	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
 	PayloadTooLarge  Code = "PAYLOAD_TOO_LARGE"
+	// RequestTimeout: the request's body did not arrive within the
+	// server's read timeout. Nothing was done; the client may send it again.
+	RequestTimeout Code = "REQUEST_TIMEOUT"
 )
 
 // Why an order closed without being paid.

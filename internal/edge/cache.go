@@ -10,6 +10,11 @@ import (
 // ones. Observations take a few Redis round trips, far below this.
 const maxObservation = 5 * time.Second
 
+// maxCachedSKUs caps each of the cache's maps on insert. Only SKUs read
+// from Redis or MySQL, or named by a stock change, get in, but the maps
+// must not depend on prune running (Run) to stay small.
+const maxCachedSKUs = 4096
+
 // soldOutCache is the in-process sold-out layer: SKU -> until when this
 // instance answers SOLD_OUT without asking anyone.
 //
@@ -74,6 +79,13 @@ func (c *soldOutCache) set(sku string, tok token, now time.Time) bool {
 	if ch, ok := c.lastChange[sku]; ok && ch.seq > tok.seq {
 		return false
 	}
+	if _, ok := c.until[sku]; !ok && len(c.until) >= maxCachedSKUs {
+		c.pruneLocked(now)
+		if len(c.until) >= maxCachedSKUs {
+			// Not caching is always safe: the next buyer reads Redis.
+			return false
+		}
+	}
 	c.until[sku] = now.Add(c.ttl)
 	return true
 }
@@ -84,8 +96,18 @@ func (c *soldOutCache) changed(sku string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
-	c.lastChange[sku] = change{seq: c.seq, at: now}
 	delete(c.until, sku)
+	if _, ok := c.lastChange[sku]; !ok && len(c.lastChange) >= maxCachedSKUs {
+		c.pruneLocked(now)
+		if len(c.lastChange) >= maxCachedSKUs {
+			// Too many recent changes to remember each: refuse every
+			// observation in progress instead, as a reset does.
+			c.resetSeq = c.seq
+			clear(c.lastChange)
+			return
+		}
+	}
+	c.lastChange[sku] = change{seq: c.seq, at: now}
 }
 
 // reset forgets every entry and refuses every observation in progress.
@@ -102,6 +124,10 @@ func (c *soldOutCache) reset() {
 func (c *soldOutCache) prune(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.pruneLocked(now)
+}
+
+func (c *soldOutCache) pruneLocked(now time.Time) {
 	for sku, until := range c.until {
 		if !now.Before(until) {
 			delete(c.until, sku)

@@ -4,7 +4,9 @@
 // says "sold out", so the gate answers as many buy requests as it can
 // before that, cheapest first: an in-process sold-out cache (cache.go,
 // kept fresh by the Pub/Sub listener in listener.go), a full admission
-// window (BUSY), the per-user rate limit, the Redis sold-out flag, and a
+// window (BUSY), the per-user rate limit (first, for a request of several
+// items, so made-up SKU names beside a sold-out one are not free), the
+// Redis sold-out flag, and a
 // window of admitted units per SKU sized by what Redis still holds
 // (admission.go, window.go), so the workflows started grow with the stock,
 // not with the requests. An admitted request holds a Ticket (ticket.go)

@@ -87,10 +87,10 @@ func (t *Ticket) take(ctx context.Context, items []flashsale.Item, admitOne func
 		case tooFew:
 			t.release()
 			t.g.stats.soldOutStock.Add(1)
-			return fmt.Errorf("sku %s: %d wanted, fewer left: %w", it.SKU, it.Quantity, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+			return decidedBy(it.SKU, fmt.Errorf("sku %s: %d wanted, fewer left: %w", it.SKU, it.Quantity, flashsale.Errorf(flashsale.SoldOut, "sold out")))
 		default:
 			t.release()
-			return t.g.busy()
+			return decidedBy(it.SKU, t.g.busy())
 		}
 	}
 	return nil

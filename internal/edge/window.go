@@ -4,7 +4,9 @@ import "sync"
 
 // inflight counts, per SKU, the units of admitted requests whose placement
 // has not answered yet. Entries are deleted at zero, so unknown or idle SKUs
-// cost nothing.
+// cost nothing. Both maps are written only for admitted items, which passed
+// a stock read, so their keys are real SKUs, never a client's made-up names
+// (full and releases only read).
 type inflight struct {
 	mu    sync.Mutex
 	units map[string]int64

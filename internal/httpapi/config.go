@@ -15,6 +15,10 @@ import (
 // from internal/config like every other process.
 type Config struct {
 	Addr string // HTTP_ADDR, default :8080
+	// ReadTimeout bounds reading a request, headers and body
+	// (HTTP_READ_TIMEOUT, default DefaultReadTimeout). A body not in by
+	// then is answered 408 REQUEST_TIMEOUT.
+	ReadTimeout time.Duration
 	// WebhookSecrets verify payment callbacks (WEBHOOK_SECRET, comma
 	// separated). During a rotation both the new and the old secret are
 	// listed; the first one is the current one, used by `starter pay
@@ -51,6 +55,10 @@ type Config struct {
 // DefaultWaitlistPerUnit is WaitlistPerUnit's default.
 const DefaultWaitlistPerUnit int64 = 3
 
+// DefaultReadTimeout is ReadTimeout's default: bodies are at most 64 KiB,
+// so a client still sending one after this is stalled or hostile.
+const DefaultReadTimeout = 15 * time.Second
+
 // DefaultAddr is where the API listens unless HTTP_ADDR says otherwise.
 const DefaultAddr = ":8080"
 
@@ -65,11 +73,18 @@ const minSecretLen = 16
 // say they are.
 func LoadConfig(getenv func(string) string) (Config, error) {
 	cfg := Config{Addr: DefaultAddr, BuyRate: edge.DefaultBuyRate, MaxInFlight: edge.DefaultMaxInFlight,
-		WaitlistPerUnit: DefaultWaitlistPerUnit}
+		WaitlistPerUnit: DefaultWaitlistPerUnit, ReadTimeout: DefaultReadTimeout}
 	if v := getenv("HTTP_ADDR"); v != "" {
 		cfg.Addr = v
 	}
 	var errs []error
+	if v := getenv("HTTP_READ_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("HTTP_READ_TIMEOUT=%q: want a positive duration (15s)", v))
+		}
+		cfg.ReadTimeout = d
+	}
 	secrets, err := ParseSecrets(getenv("WEBHOOK_SECRET"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("WEBHOOK_SECRET: %w", err))
@@ -145,6 +160,9 @@ func (c Config) validate() error {
 	}
 	if len(c.AdminToken) < minSecretLen {
 		return fmt.Errorf("admin token shorter than %d characters", minSecretLen)
+	}
+	if c.ReadTimeout < 0 {
+		return errors.New("negative read timeout")
 	}
 	if c.WaitlistPerUnit < 0 {
 		return errors.New("negative waitlist places per unit")

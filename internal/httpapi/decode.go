@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/flashsale/flashsale"
@@ -17,16 +19,33 @@ import (
 // bug, and reading it would cost memory per connection.
 const maxBodyBytes = 64 << 10
 
-// readBody reads at most maxBodyBytes; a larger body is PayloadTooLarge.
+// readBody reads at most maxBodyBytes; a larger body is PayloadTooLarge, a
+// body still arriving when the server's read timeout (Config.ReadTimeout)
+// passed is RequestTimeout. Any other failure is the client's connection
+// ending mid-body: nobody is left to answer (clientGone).
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, fmt.Errorf("read body: %w: %w", &flashsale.Error{Code: flashsale.PayloadTooLarge}, err)
 		}
-		return nil, invalid("could not read the request body")
+		if bodyTimedOut(err) {
+			return nil, fmt.Errorf("read body: %w: %w", &flashsale.Error{Code: flashsale.RequestTimeout}, err)
+		}
+		return nil, fmt.Errorf("read body: %w: %w", invalid("could not read the request body"), err)
 	}
 	return body, nil
+}
+
+// bodyTimedOut tells the read deadline net/http set from ReadTimeout
+// (the client is still there) from the connection closing or resetting
+// (it is not).
+func bodyTimedOut(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
 }
 
 // decodeJSON decodes exactly one JSON object into dst. Unknown fields,

@@ -45,8 +45,10 @@ var answers = map[flashsale.Code]answer{
 	// Input validation runs before any layer below, and every Invalid
 	// message is written for the client (the one validation of an order,
 	// a restock request id reused with another quantity).
-	flashsale.Invalid:          {status: http.StatusBadRequest, message: "request refused as invalid", showOwn: true},
-	flashsale.PayloadTooLarge:  {status: http.StatusRequestEntityTooLarge, message: "request body larger than 64 KiB"},
+	flashsale.Invalid:         {status: http.StatusBadRequest, message: "request refused as invalid", showOwn: true},
+	flashsale.PayloadTooLarge: {status: http.StatusRequestEntityTooLarge, message: "request body larger than 64 KiB"},
+	// Not a 2xx, so a payment provider whose callback stalled retries it.
+	flashsale.RequestTimeout:   {status: http.StatusRequestTimeout, message: "request body not received in time; send the request again"},
 	flashsale.NotFound:         {status: http.StatusNotFound, message: "no such endpoint"},
 	flashsale.MethodNotAllowed: {status: http.StatusMethodNotAllowed, message: "method not allowed"},
 	flashsale.Unauthenticated: {status: http.StatusUnauthorized, message: "missing, expired or invalid buyer token",
@@ -149,11 +151,11 @@ func dependencyDown(err error) bool {
 }
 
 // writeError answers with err's code and logs what the client does not see.
-// A client that has hung up gets nothing: the failure is its own doing (a
-// cancelled request context), the middleware logs it once as 499, and it
-// says nothing about Redis, MySQL or Temporal.
+// A client that has hung up gets nothing (clientGone): the failure is its
+// own doing, the middleware logs it once as 499, and it says nothing about
+// Redis, MySQL or Temporal.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
+	if clientGone(r, err) {
 		return
 	}
 	a, body := answerFor(err)
@@ -173,6 +175,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", formatSeconds(a.retryAfter))
 	}
 	s.writeJSON(w, r, a.status, body)
+}
+
+// clientGone reports whether r's client hung up before err could be
+// answered. net/http cancels a request's context on every failed read of
+// its connection, and a body cut off by the server's own read timeout is
+// one of those while the client is still waiting: that client must hear
+// 408 (readBody's RequestTimeout), or net/http answers 200 with no body and
+// a payment provider that stops at any 2xx never sends its callback again.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && flashsale.ErrorCode(err) != flashsale.RequestTimeout
 }
 
 func formatSeconds(d time.Duration) string {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -46,6 +49,7 @@ func TestClassify(t *testing.T) {
 		{wrap(coded(flashsale.ResizeBusy)), 409, "RESIZE_IN_PROGRESS", ""},
 		{wrap(flashsale.Errorf(flashsale.Invalid, "quantity must be 1-1000")), 400, "INVALID_REQUEST", ""},
 		{wrap(tooLarge(t)), 413, "PAYLOAD_TOO_LARGE", ""},
+		{wrap(coded(flashsale.RequestTimeout)), 408, "REQUEST_TIMEOUT", ""},
 		{wrap(coded(flashsale.Unavailable)), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewResourceExhausted(0, "rps limit")), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewUnavailable("frontend down")), 503, "UNAVAILABLE", "2"},
@@ -171,4 +175,36 @@ func TestDecodeMessagesDoNotEchoInput(t *testing.T) {
 	require.Error(t, err)
 	require.Less(t, len(err.Error()), 200)
 	require.Contains(t, err.Error(), "unknown field")
+}
+
+// TestCancelledRequestStillAnswered: net/http cancels the request's
+// context when a body read fails, for a hang-up and for its own read
+// timeout alike. The timeout is answered 408; only a hang-up gets nothing.
+// A handler that writes nothing is answered 500, never net/http's empty 200.
+func TestCancelledRequestStillAnswered(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})), prom: newPromMetrics()}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cancelled := httptest.NewRequest(http.MethodPost, "/x", nil).WithContext(ctx)
+
+	timedOut := httptest.NewRequest(http.MethodPost, "/x", iotest.ErrReader(os.ErrDeadlineExceeded)).WithContext(ctx)
+	_, err := readBody(httptest.NewRecorder(), timedOut)
+	w := httptest.NewRecorder()
+	s.writeError(w, cancelled, err)
+	require.Equal(t, http.StatusRequestTimeout, w.Code)
+	require.JSONEq(t, `{"code":"REQUEST_TIMEOUT","message":"request body not received in time; send the request again"}`, w.Body.String())
+
+	hungUp := httptest.NewRequest(http.MethodPost, "/x", iotest.ErrReader(io.ErrUnexpectedEOF)).WithContext(ctx)
+	_, err = readBody(httptest.NewRecorder(), hungUp)
+	w = httptest.NewRecorder()
+	s.writeError(w, cancelled, err)
+	require.Empty(t, w.Body.String(), "nobody is left to read it")
+	require.Empty(t, logs.String())
+
+	w = httptest.NewRecorder()
+	s.middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/x", nil))
+	require.Equal(t, http.StatusInternalServerError, w.Code)
+	require.JSONEq(t, `{"code":"INTERNAL","message":"internal error"}`, w.Body.String())
+	require.Contains(t, logs.String(), "handler returned without an answer")
 }

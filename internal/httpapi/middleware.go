@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,6 +21,9 @@ import (
 // hung up before its answer was ready, so none was sent. It appears in the
 // access log and the metrics, never on the wire.
 const statusClientClosed = 499
+
+// errNoAnswer is a handler returning without writing a status.
+var errNoAnswer = errors.New("handler returned without an answer")
 
 // middleware counts answers by status, writes the access log, sets headers
 // every answer needs and turns a panic into a logged 500 instead of a
@@ -53,7 +57,12 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				status = statusClientClosed
 			}
 			if status == 0 {
-				status = http.StatusOK
+				// net/http would answer 200 with no body, which a payment
+				// provider takes for "done". Every path must write its
+				// answer; one that did not is a bug, logged at ERROR by
+				// writeError as any 500 is.
+				s.writeError(rec, r, errNoAnswer)
+				status = rec.status
 			}
 			took := time.Since(start)
 			s.metrics.count(status)

@@ -60,7 +60,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), placeTimeout)
 	defer cancel()
 	ticket, err := s.gate.Admit(ctx, edge.Request{OrderID: in.OrderID, ClientOrderID: clientID, UserID: in.UserID, Items: in.Items})
-	s.noteSKUs(in.Items, err)
+	s.noteSKUs(in.Items, ticket, err)
 	if err != nil {
 		s.writeError(w, r, err)
 		s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())

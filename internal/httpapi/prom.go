@@ -175,7 +175,8 @@ func boolValue(b bool) float64 {
 // Bounds of the per-SKU gauges, so a scrape never costs Redis or MySQL
 // more than a few reads, whatever buyers send.
 const (
-	// maxRecentSKUs caps the SKUs exported: the most recently asked for.
+	// maxRecentSKUs caps the SKUs remembered and exported: the most
+	// recently noted.
 	maxRecentSKUs = 16
 	// recentSKUTTL: a SKU not asked for this long drops out.
 	recentSKUTTL = 15 * time.Minute
@@ -188,69 +189,101 @@ const (
 	skuCacheFor = time.Second
 )
 
-// recentSKUs remembers the SKUs put on sale through this instance or asked
-// for by buyers, for the per-SKU gauges. Only SKUs the edge found on sale
-// are noted, so made-up SKU names cannot grow it. Noting runs on every buy
-// request, the shed ones too, so it takes no lock: a known SKU's last-seen
-// time is one atomic store. The cap and the TTL are applied at scrape time.
+// recentSKUs remembers the SKUs put on sale through this instance or found
+// by the edge, for the per-SKU gauges: at most maxRecentSKUs, the most
+// recently noted, capped on insert (a new SKU pushes the oldest out), so
+// nothing a request sends can grow it. Noting runs on every buy request,
+// the shed ones too, so a SKU already there costs one atomic store and no
+// lock; only a new SKU takes the lock.
 type recentSKUs struct {
-	seen sync.Map // sku -> *atomic.Int64 (unix nanoseconds last asked for)
+	mu   sync.Mutex // held to add or remove entries
+	n    int        // entries in seen
+	seen sync.Map   // sku -> *atomic.Int64 (unix nanoseconds last noted)
 }
 
-func (r *recentSKUs) note(items []flashsale.Item, now time.Time) {
-	for _, it := range items {
-		if v, ok := r.seen.Load(it.SKU); ok {
-			v.(*atomic.Int64).Store(now.UnixNano())
-			continue
-		}
-		at := new(atomic.Int64)
-		at.Store(now.UnixNano())
-		if v, loaded := r.seen.LoadOrStore(it.SKU, at); loaded {
-			v.(*atomic.Int64).Store(now.UnixNano())
-		}
+func (r *recentSKUs) note(sku string, now time.Time) {
+	at := now.UnixNano()
+	if v, ok := r.seen.Load(sku); ok {
+		v.(*atomic.Int64).Store(at)
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.seen.Load(sku); ok {
+		v.(*atomic.Int64).Store(at)
+		return
+	}
+	if r.n >= maxRecentSKUs {
+		oldest, oldestAt := "", int64(0)
+		r.seen.Range(func(k, v any) bool {
+			if t := v.(*atomic.Int64).Load(); oldest == "" || t < oldestAt {
+				oldest, oldestAt = k.(string), t
+			}
+			return true
+		})
+		r.seen.Delete(oldest)
+		r.n--
+	}
+	v := new(atomic.Int64)
+	v.Store(at)
+	r.seen.Store(sku, v)
+	r.n++
 }
 
-// list returns the SKUs asked for within recentSKUTTL, at most
-// maxRecentSKUs of them, the most recent; it forgets the rest.
+// list returns the SKUs noted within recentSKUTTL, the most recent first;
+// it forgets the rest.
 func (r *recentSKUs) list(now time.Time) []string {
 	type entry struct {
 		sku string
 		at  int64
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var live []entry
 	r.seen.Range(func(k, v any) bool {
 		at := v.(*atomic.Int64).Load()
 		if now.Sub(time.Unix(0, at)) > recentSKUTTL {
 			r.seen.Delete(k)
+			r.n--
 		} else {
 			live = append(live, entry{k.(string), at})
 		}
 		return true
 	})
 	slices.SortFunc(live, func(a, b entry) int { return cmp.Compare(b.at, a.at) })
-	out := make([]string, 0, min(len(live), maxRecentSKUs))
-	for i, e := range live {
-		if i >= maxRecentSKUs {
-			r.seen.Delete(e.sku)
-			continue
-		}
+	out := make([]string, 0, len(live))
+	for _, e := range live {
 		out = append(out, e.sku)
 	}
 	return out
 }
 
-// noteSKUs records the request's SKUs when the edge's answer shows they
-// are on sale (admitted, or shed for a reason that needs a known SKU).
-func (s *Server) noteSKUs(items []flashsale.Item, admitErr error) {
-	if code := flashsale.ErrorCode(admitErr); code != "" && code != flashsale.SoldOut && code != flashsale.Busy {
+// noteSKUs records the SKUs the edge's answer shows are real: every item
+// of a request it admitted (each was read from Redis, or MySQL while Redis
+// is down), or the one SKU that decided a refusal (found sold out, or with
+// its window full). Nothing else: an item the edge never looked at, or
+// found unknown, may be a name the client made up, and a flood of those
+// must neither grow the map nor push real SKUs out of the gauges.
+func (s *Server) noteSKUs(items []flashsale.Item, t *edge.Ticket, admitErr error) {
+	now := time.Now()
+	if admitErr != nil {
+		if sku, ok := edge.DecidingSKU(admitErr); ok {
+			s.recent.note(sku, now)
+		}
 		return
 	}
-	s.recent.note(items, time.Now())
+	if t.Duplicate {
+		// A repeat of a placed order is sent on unread: its items are
+		// whatever the repeat says.
+		return
+	}
+	for _, it := range items {
+		s.recent.note(it.SKU, now)
+	}
 }
 
 // noteSKU records a SKU an operator put on sale.
-func (s *Server) noteSKU(sku string) { s.recent.note([]flashsale.Item{{SKU: sku}}, time.Now()) }
+func (s *Server) noteSKU(sku string) { s.recent.note(sku, time.Now()) }
 
 var (
 	skuRedisAvailableDesc = prometheus.NewDesc("flashsale_sku_redis_available_units",

@@ -6,18 +6,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashsale/flashsale"
 	"github.com/stretchr/testify/require"
 )
 
 // TestRecentSKUsCapped: the per-SKU gauges cover at most maxRecentSKUs
-// SKUs, the most recently asked for, and forget those not asked for within
-// recentSKUTTL, so buyers cannot grow the scrape.
+// SKUs, the most recently noted, capped on insert (no scrape needed), and
+// forget those not noted within recentSKUTTL.
 func TestRecentSKUsCapped(t *testing.T) {
 	var r recentSKUs
 	now := time.Now()
 	for i := range maxRecentSKUs + 5 {
-		r.note([]flashsale.Item{{SKU: fmt.Sprintf("s%02d", i)}}, now.Add(time.Duration(i)*time.Second))
+		r.note(fmt.Sprintf("s%02d", i), now.Add(time.Duration(i)*time.Second))
+		n := 0
+		r.seen.Range(func(any, any) bool { n++; return true })
+		require.LessOrEqual(t, n, maxRecentSKUs)
+		require.Equal(t, n, r.n)
 	}
 	got := r.list(now.Add(time.Minute))
 	require.Len(t, got, maxRecentSKUs)

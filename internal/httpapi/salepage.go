@@ -8,17 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/flashsale/flashsale"
 )
 
 // The live sale page: the operators' "big screen" of one SKU (GET
 // /sale/{sku}), a static page that polls GET /api/v1/skus/{sku}/live once
 // a second. Both are public, so the snapshot holds nothing about a buyer or
-// an order id, and both are cheap: a SKU's snapshot is read at most once per
-// liveCacheFor whatever the number of viewers, and concurrent viewers of a
-// stale snapshot wait for one read (singleflight) instead of each reading.
+// an order id, and both are cheap: a SKU's snapshot is read at most once a
+// second whatever the number of viewers (snapshots.go).
 
 //go:embed web
 var webFS embed.FS
@@ -29,13 +26,6 @@ var salePageTmpl = template.Must(template.ParseFS(webFS, "web/sale.html"))
 var saleAssets = map[string]bool{"sale.js": true, "sale.css": true}
 
 const (
-	// liveCacheFor: viewers polling within this of the last read share it.
-	liveCacheFor = time.Second
-	// liveReadTimeout bounds one snapshot's reads (MySQL and Redis).
-	liveReadTimeout = 2 * time.Second
-	// liveMaxReads bounds snapshot reads running at once, across SKUs, so
-	// viewers of many (or made-up) SKUs cannot queue reads on MySQL.
-	liveMaxReads = 4
 	// liveMaxCached caps the SKUs whose snapshot is kept.
 	liveMaxCached = 64
 	// liveRecentOrders is how many of the latest orders the page lists.
@@ -52,23 +42,17 @@ const buyRoute = "POST /api/v1/orders"
 
 // saleBoard serves the page, its assets and the live JSON.
 type saleBoard struct {
-	s     *Server
-	reads chan struct{} // semaphore of liveMaxReads
-	group singleflight.Group
+	s         *Server
+	snapshots *snapshots[*saleLive]
 
 	mu      sync.Mutex
-	cache   map[string]liveEntry
 	traffic trafficHistory
 }
 
-type liveEntry struct {
-	at   time.Time
-	snap *saleLive
-	err  error
-}
-
 func newSaleBoard(s *Server) *saleBoard {
-	return &saleBoard{s: s, reads: make(chan struct{}, liveMaxReads), cache: map[string]liveEntry{}}
+	b := &saleBoard{s: s}
+	b.snapshots = newSnapshots(liveMaxCached, errLiveBusy, b.read)
+	return b
 }
 
 // saleLive is GET /api/v1/skus/{sku}/live. MySQL's numbers are the truth
@@ -171,65 +155,12 @@ func (b *saleBoard) live(w http.ResponseWriter, r *http.Request) {
 	b.s.writeJSON(w, r, http.StatusOK, snap)
 }
 
-func isUnknownSKU(err error) bool { return flashsale.ErrorCode(err) == flashsale.UnknownSKU }
-
 // errLiveBusy: every read slot is taken and the caller gave up waiting.
 var errLiveBusy = refuse(flashsale.Unavailable, "sale page busy, retry in a second")
 
-// snapshot returns sku's snapshot no older than liveCacheFor, reading it
-// once for all the callers that find it stale together.
+// snapshot returns sku's snapshot no older than a second.
 func (b *saleBoard) snapshot(ctx context.Context, sku string) (*saleLive, error) {
-	now := time.Now()
-	b.mu.Lock()
-	e, ok := b.cache[sku]
-	b.mu.Unlock()
-	if ok && now.Sub(e.at) < liveCacheFor {
-		return e.snap, e.err
-	}
-	ch := b.group.DoChan(sku, func() (any, error) {
-		select {
-		case b.reads <- struct{}{}:
-			defer func() { <-b.reads }()
-		case <-time.After(liveReadTimeout):
-			return nil, errLiveBusy
-		}
-		// Not the caller's context: the read serves every viewer waiting
-		// on it, so one viewer hanging up must not fail the others.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveReadTimeout)
-		defer cancel()
-		snap, err := b.read(rctx, sku)
-		// Only answers worth sharing are cached: a known SKU, or its
-		// absence. A failed read is retried by the next viewer.
-		if err == nil || isUnknownSKU(err) {
-			b.store(sku, liveEntry{at: time.Now(), snap: snap, err: err})
-		}
-		return snap, err
-	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.(*saleLive), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (b *saleBoard) store(sku string, e liveEntry) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.cache) >= liveMaxCached {
-		for k, old := range b.cache {
-			if e.at.Sub(old.at) > liveCacheFor {
-				delete(b.cache, k)
-			}
-		}
-		if len(b.cache) >= liveMaxCached {
-			return
-		}
-	}
-	b.cache[sku] = e
+	return b.snapshots.get(ctx, sku)
 }
 
 // read builds a snapshot: one MySQL snapshot (row, order counts, recent

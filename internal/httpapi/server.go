@@ -10,6 +10,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -89,11 +90,13 @@ type Server struct {
 	deps Deps
 	gate *edge.Gate
 	// admit is the adaptive limit on new orders in flight into Temporal.
-	admit    *admission
-	log      *slog.Logger
-	metrics  metrics
-	prom     promMetrics
-	recent   recentSKUs
+	admit   *admission
+	log     *slog.Logger
+	metrics metrics
+	prom    promMetrics
+	recent  recentSKUs
+	// stock caches GET /api/v1/inventory/{sku}'s public answers.
+	stock    *snapshots[inventoryResponse]
 	draining atomic.Bool
 	handler  http.Handler
 	// adminHash is SHA-256 of the admin token, compared in constant time.
@@ -126,6 +129,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		prom:      newPromMetrics(),
 		admit:     newAdmission(cfg.AdmissionMaxInFlight),
 	}
+	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -170,16 +174,19 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // HTTPServer returns an http.Server for the API on cfg.Addr with timeouts
 // for a public listener.
 func (s *Server) HTTPServer() *http.Server {
+	readTimeout := cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout)
 	return &http.Server{
 		Addr:    s.cfg.Addr,
 		Handler: s.handler,
 		// Slow-header clients (slowloris) are cut off early.
-		ReadHeaderTimeout: 5 * time.Second,
-		// Bodies are at most 64 KiB.
-		ReadTimeout: 15 * time.Second,
+		ReadHeaderTimeout: min(5*time.Second, readTimeout),
+		// A body not in by then is answered 408 (readBody): the write
+		// deadline is WriteTimeout's, so the answer still goes out.
+		ReadTimeout: readTimeout,
 		// Must exceed placeTimeout, or a buyer whose reservation took
-		// long would lose the answer after the unit was taken.
-		WriteTimeout:   placeTimeout + 10*time.Second,
+		// long would lose the answer after the unit was taken, and the
+		// read timeout, or a 408 would never reach the client.
+		WriteTimeout:   max(placeTimeout, readTimeout) + 10*time.Second,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
@@ -206,7 +213,7 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/orders/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getOrder})
 	route("/api/v1/orders/{id}/cancel", map[string]http.HandlerFunc{http.MethodPost: s.cancelOrder})
 	route("/api/v1/payments/callback", map[string]http.HandlerFunc{http.MethodPost: s.paymentCallback})
-	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory()})
+	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory})
 	route("/api/v1/skus/{sku}/waitlist", map[string]http.HandlerFunc{http.MethodPost: s.joinWaitlist})
 	route("/api/v1/skus/{sku}/waitlist/me", map[string]http.HandlerFunc{http.MethodGet: s.waitlistPlace})
 	route("/api/v1/admin/skus/{sku}", map[string]http.HandlerFunc{http.MethodPut: s.admin(s.putSKU())})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/catalog"
+	"github.com/flashsale/flashsale/internal/identity"
 )
 
 // The SKU endpoints decode, call the catalog's use case (the same the CLI
@@ -81,15 +82,50 @@ func skuEndpoint[In, Out any](s *Server, decode func([]byte) (In, error),
 	}
 }
 
-// getInventory is GET /api/v1/inventory/{sku}: catalog.Stock.
-func (s *Server) getInventory() http.HandlerFunc {
-	return skuEndpoint(s, nil, func(ctx context.Context, sku string, _ struct{}) (inventoryResponse, error) {
-		st, err := s.catalog().Stock(ctx, sku)
-		return inventoryResponse{
-			SKU: st.SKU, Total: st.Total, Available: st.Available, DBAvailable: st.DBAvailable, Frozen: st.Frozen,
-			Sold: st.Sold, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount,
-		}, err
-	})
+// getInventory is GET /api/v1/inventory/{sku}: catalog.Stock. It is public,
+// and a bot polling it for the sale to start must not cost MySQL and Redis a
+// read per request: callers share a snapshot at most a second old
+// (snapshots.go), as the live sale page's do. The admin token reads fresh,
+// so an operator sees the restock they just made; `starter stock` calls
+// catalog.Stock itself and is never cached.
+func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
+	sku, err := skuParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	admin := s.isAdmin(identity.BearerToken(r.Header.Get("Authorization")))
+	read := s.stock.get
+	if admin {
+		read = s.stock.fresh
+	}
+	out, err := read(ctx, sku)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !admin {
+		// A cache in front (a CDN, a proxy) may share it for as long as we do.
+		w.Header().Set("Cache-Control", "public, max-age=1")
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+// stockMaxCached caps the SKUs whose public stock answer is kept.
+const stockMaxCached = 256
+
+// errStockBusy: every stock read slot stayed taken.
+var errStockBusy = refuse(flashsale.Unavailable, "stock reads busy, retry in a second")
+
+// readStock is one uncached read of GET /api/v1/inventory/{sku}'s answer.
+func (s *Server) readStock(ctx context.Context, sku string) (inventoryResponse, error) {
+	st, err := s.catalog().Stock(ctx, sku)
+	return inventoryResponse{
+		SKU: st.SKU, Total: st.Total, Available: st.Available, DBAvailable: st.DBAvailable, Frozen: st.Frozen,
+		Sold: st.Sold, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount,
+	}, err
 }
 
 // skuResponse is PUT /api/v1/admin/skus/{sku}.
