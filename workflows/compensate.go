@@ -81,7 +81,7 @@ func (o *order) compensate(ctx workflow.Context, end outcome) error {
 	if o.rev >= settleInTask {
 		// Compensation settling inside this task needs no watch: the
 		// watch starts only if a step falls back to an activity
-		// (settle), which keeps a timer out of every normal history.
+		// (inTaskFirst), which keeps a timer out of every normal history.
 		o.fellBack = func() {
 			if stopWatch == nil {
 				stopWatch = o.watchStall(ctx, end.reason, began)
@@ -142,7 +142,7 @@ func (o *order) conclude(ctx workflow.Context, end outcome) {
 		o.reserved = true
 		return
 	}
-	o.settleAs(ctx, end.status, end.reason)
+	o.endAs(ctx, end.status, end.reason)
 }
 
 // closeInDatabase is the undo of a written order: CloseOrder's
@@ -157,7 +157,7 @@ func (o *order) closeInDatabase(ctx workflow.Context, end outcome) error {
 		return errFoundPaid // a payment received in time was found and applied
 	case codeOf(err) == flashsale.AlreadyPaid:
 		o.logger.Warn("order paid by a payment that committed late; not closing it", "wanted", end.status)
-		o.settleAs(ctx, flashsale.StatusPaid, "")
+		o.endAs(ctx, flashsale.StatusPaid, "")
 		return errFoundPaid
 	case err != nil:
 		return fmt.Errorf("close order as %s: %w", end.status, err)
@@ -280,10 +280,10 @@ func (o *order) closeUntilDecided(ctx workflow.Context, to flashsale.Status, rea
 	}
 }
 
-// settleAs sets the status compensation ends in. While the order shows
+// endAs sets the status compensation ends in. While the order shows
 // STALLED the status is only remembered: close sets it once the rest of the
 // compensation has completed too.
-func (o *order) settleAs(ctx workflow.Context, s flashsale.Status, reason flashsale.Code) {
+func (o *order) endAs(ctx workflow.Context, s flashsale.Status, reason flashsale.Code) {
 	o.closedAs, o.closedReason = s, reason
 	if o.view.Status == flashsale.StatusStalled {
 		return

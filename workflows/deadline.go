@@ -21,7 +21,7 @@ var (
 // first, then settles the order.
 func (o *order) awaitPayment(ctx workflow.Context) error {
 	closeAt := o.view.PayBy
-	byArrival := o.settleVersion(ctx) >= judgedByArrival
+	byArrival := o.paymentVersion(ctx) >= judgedByArrival
 	if byArrival {
 		closeAt = closeAt.Add(arrivalGrace)
 	}

@@ -68,7 +68,7 @@ type order struct {
 	// starts waiting for money (settleVersion); DefaultVersion before.
 	rev workflow.Version
 	// fellBack, set while compensation runs, is called when a step falls
-	// back from the task to a regular activity (settle).
+	// back from the task to a regular activity (inTaskFirst).
 	fellBack func()
 }
 
@@ -199,7 +199,7 @@ func (o *order) finish(ctx workflow.Context) (OrderView, error) {
 		for len(o.pending) > 0 {
 			p := o.pending[0]
 			o.pending = o.pending[1:]
-			if err := o.settleLate(ctx, p); err != nil {
+			if err := o.answerLatePayment(ctx, p); err != nil {
 				return OrderView{}, err
 			}
 		}

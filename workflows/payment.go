@@ -12,21 +12,6 @@ import (
 	"github.com/flashsale/flashsale/activities"
 )
 
-// boundedPaymentChangeID versions the bounds on an open order: payment
-// activities limited by pay_by (paymentOptions), so an order closes on time
-// even when its payment cannot be applied, and the STALLED watch over
-// compensation (watchStall). Orders recorded before it (workflows/testdata:
-// paid, cancelled, expired, rejected) retried payments without limit and ran
-// no watch timer; they replay on DefaultVersion and keep doing so.
-//
-// Not versioned, on purpose: what the workflow makes of the non-retryable
-// answers that are new (TransactionConflict and InvalidRequest from the
-// payment activities) or used to fail it (OrderPaid from CloseOrder). Before
-// this change those answers were retried forever or failed the workflow, so
-// no history continues past one; an order stuck retrying on an old worker is
-// set free by the new activities, whatever its version.
-const boundedPaymentChangeID = "bounded-payment"
-
 const (
 	// paymentGrace is how long past pay_by a payment being applied may keep
 	// the order open; after it the order closes (CloseOrder decides if the
@@ -48,49 +33,12 @@ const (
 	stallAfter = time.Minute
 )
 
-// paymentArrivalChangeID versions judging a payment by when the API
-// received it (Payment.ReceivedAt) instead of when the workflow got to it.
-// A payment can reach the workflow a moment after the API took it: the pay
-// update waits for the order's next workflow task, which may be busy (a
-// payment activity retrying) or, with the worker restarting, late. Before
-// this change the deadline timer fired at pay_by and such a payment found
-// the order closed and was refunded, or its callback was answered 503 while
-// it waited. Now the order stays open arrivalGrace past pay_by for money
-// received in time; money received after pay_by closes it at once and is
-// refunded. Orders recorded before it close at pay_by and judge by the
-// workflow's clock; they replay on DefaultVersion.
-//
-// Version 2 (settleInTask) also settles the order inside the workflow task
-// that decides it: ConfirmPayment, and compensation's CloseOrder,
-// OfferToWaitlist and ReleaseStock, run as local activities there, the way
-// the reservation does, and fall back to regular activities only when a
-// dependency does not answer in time (settle). Each regular activity costs
-// the server three state transitions and a task round trip more. Version 2
-// implies boundedPaymentChangeID and waitlistChangeID without asking for
-// them, so their markers (and the TemporalChangeVersion visibility upsert
-// each GetVersion makes) are no longer written either. One change id for
-// both, because every GetVersion costs a marker and a visibility write.
-const paymentArrivalChangeID = "payment-arrival"
-
-// Versions of paymentArrivalChangeID.
-const (
-	judgedByArrival workflow.Version = 1
-	settleInTask    workflow.Version = 2
-)
-
 // arrivalGrace is how long past pay_by an order waits for payments the API
 // received before pay_by to reach it. It covers the API's own wait for the
 // pay update (orders.payWait) plus the signal it falls back to, with room
 // for a loaded worker: the unit comes back to sale this much later, which
 // a 15-minute window does not notice.
 const arrivalGrace = 5 * time.Second
-
-// settleVersion records or reads this order's paymentArrivalChangeID
-// version; called once, when the order starts waiting for money.
-func (o *order) settleVersion(ctx workflow.Context) workflow.Version {
-	o.rev = workflow.GetVersion(ctx, paymentArrivalChangeID, workflow.DefaultVersion, settleInTask)
-	return o.rev
-}
 
 // arrivedLate reports whether p reached the API after the deadline. A
 // payment without an arrival time (a client from before the change) is
@@ -103,21 +51,12 @@ func (o *order) arrivedLate(ctx workflow.Context, p Payment) bool {
 	return at.After(o.view.PayBy)
 }
 
-// bounded reports whether this order runs with boundedPaymentChangeID.
-// The first call records the version; later calls return the same answer.
-func (o *order) bounded(ctx workflow.Context) bool {
-	if o.rev >= settleInTask {
-		return true // implied; see paymentArrivalChangeID
-	}
-	return workflow.GetVersion(ctx, boundedPaymentChangeID, workflow.DefaultVersion, 1) >= 1
-}
-
-// localSettle are the options of a settlement step run inside the workflow
+// inTaskOptions are the options of a settlement step run inside the workflow
 // task (settleInTask). MySQL and Redis answer in milliseconds; a step that
 // has no answer within ten seconds (two attempts of five) is not going to
 // get one soon, and holding the task longer would hold the order's updates
 // too: it continues as a regular activity, with its own retries.
-func localSettle(ctx workflow.Context) workflow.Context {
+func inTaskOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    5 * time.Second,
 		ScheduleToCloseTimeout: 10 * time.Second,
@@ -125,13 +64,13 @@ func localSettle(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// settle runs one settlement step: on a settleInTask order first as a local
+// inTaskFirst runs one settlement step: on a settleInTask order first as a local
 // activity inside the current workflow task, then, if that got no answer,
 // as the regular activity run(ctx) starts. A business answer from the local
 // attempt is final (the database decided); so is the context's end.
-func (o *order) settle(ctx workflow.Context, summary string, activity, in, out any, run func(workflow.Context) error) error {
+func (o *order) inTaskFirst(ctx workflow.Context, summary string, activity, in, out any, run func(workflow.Context) error) error {
 	if o.rev >= settleInTask {
-		err := workflow.ExecuteLocalActivity(localSettle(ctx), activity, in).Get(ctx, out)
+		err := workflow.ExecuteLocalActivity(inTaskOptions(ctx), activity, in).Get(ctx, out)
 		if err == nil || answered(err) || ctx.Err() != nil {
 			return err
 		}
@@ -182,7 +121,7 @@ var errNotInTime = errors.New("payment not applied in time")
 // they are.
 func (o *order) execPayment(ctx workflow.Context, bounded bool, summary string, activity, in, out any) error {
 	started := workflow.Now(ctx)
-	return o.settle(ctx, summary, activity, in, out, func(ctx workflow.Context) error {
+	return o.inTaskFirst(ctx, summary, activity, in, out, func(ctx workflow.Context) error {
 		return o.execPaymentActivity(ctx, bounded, summary, started, activity, in, out)
 	})
 }
@@ -315,10 +254,10 @@ func (o *order) record(out PaymentOutcome) {
 	o.view.Payments = append(o.view.Payments, out)
 }
 
-// settleLate answers a payment that arrived after the order closed (or
+// answerLatePayment answers a payment that arrived after the order closed (or
 // that was still pending when it closed): recorded for refund, unless the
 // database says it paid this order or belongs to another.
-func (o *order) settleLate(ctx workflow.Context, p Payment) error {
+func (o *order) answerLatePayment(ctx workflow.Context, p Payment) error {
 	if _, ok := o.outcomes[p.TransactionID]; ok {
 		return nil // a repeat of a payment already handled
 	}

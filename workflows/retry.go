@@ -45,10 +45,10 @@ func backoff(initial, maxInterval time.Duration) *temporal.RetryPolicy {
 }
 
 // exec runs a compensation step that must eventually happen: inside the
-// workflow task when the order settles there (settle), otherwise, or when
+// workflow task when the order settles there (inTaskFirst), otherwise, or when
 // that got no answer, as an activity retried without limit.
 func (o *order) exec(ctx workflow.Context, summary string, activity, in, out any) error {
-	return o.settle(ctx, summary, activity, in, out, func(ctx workflow.Context) error {
+	return o.inTaskFirst(ctx, summary, activity, in, out, func(ctx workflow.Context) error {
 		return workflow.ExecuteActivity(o.activityOptions(ctx, summary), activity, in).Get(ctx, out)
 	})
 }

@@ -9,14 +9,6 @@ import (
 	"github.com/flashsale/flashsale"
 )
 
-// validateChangeID versions validating the order with
-// flashsale.Order.Validate (the id alphabet, the reserved wl- prefix, a
-// waitlist offer's id) instead of the workflow's own length checks. Only an
-// order the new rules refuse and the old ones accept asks for it, so every
-// other order's history is as before and carries no marker; such an order
-// recorded before the change replays on DefaultVersion and goes on.
-const validateChangeID = "validate-order"
-
 // validate checks the order before any stock moves, so a bad request leaves
 // nothing behind.
 func (o *order) validate(ctx workflow.Context) error {
@@ -24,7 +16,7 @@ func (o *order) validate(ctx workflow.Context) error {
 	if err == nil || lengthsOnly(o.in) != nil {
 		return err
 	}
-	if workflow.GetVersion(ctx, validateChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !o.validatesStrictly(ctx) {
 		o.logger.Warn("order started before the stricter validation; going on", "error", err)
 		return nil
 	}

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -13,41 +11,9 @@ import (
 	"github.com/flashsale/flashsale/activities"
 )
 
-// waitlistChangeID versions the waitlist offer in compensation. Orders
-// recorded before it (workflows/testdata) released their units straight
-// after CloseOrder; replaying them must not find an offer activity there.
-const waitlistChangeID = "waitlist-offer"
-
-// offerIDChangeID versions two mends of the offer, asked for only where an
-// order reaches them, so no other order's history carries its marker:
-//
-//   - The offer's id is flashsale.WaitlistOrderID, a digest of the released
-//     order's id, and the child is started with a reuse policy that refuses
-//     any id used before. Offers recorded before it (legacyOfferID) kept a
-//     short id raw and hashed a long one, so two releases could name one
-//     offer, and the second run of that id took over the first's order.
-//   - An offer rejected because its buyer holds the per-user limit offers
-//     its unit to the next waiting buyer (offersUnitsOn); before, the unit
-//     went to open sale and the buyers still waiting were passed over.
-//
-// Histories recorded before it (settle-waitlist-offer.json and the
-// rejected offer of settle-waitlist-released.json) replay on DefaultVersion.
-const offerIDChangeID = "waitlist-offer-id"
-
-// legacyOfferID is the offer id of orders recorded before offerIDChangeID.
-// Delete it with that branch, once no open order predates it.
-func legacyOfferID(releasedOrderID string) string {
-	id := flashsale.WaitlistOrderPrefix + releasedOrderID
-	if len(id) <= flashsale.MaxIDLength {
-		return id
-	}
-	sum := sha256.Sum256([]byte(releasedOrderID))
-	return flashsale.WaitlistOrderPrefix + hex.EncodeToString(sum[:16])
-}
-
 // offerStart is the offer's id and how its start treats an id seen before.
 func (o *order) offerStart(ctx workflow.Context) (string, enumspb.WorkflowIdReusePolicy) {
-	if workflow.GetVersion(ctx, offerIDChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !o.offersByDigest(ctx) {
 		return legacyOfferID(o.in.OrderID), enumspb.WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED
 	}
 	// An offer id is started once, ever: a closed order of that id is not
@@ -68,8 +34,7 @@ func (o *order) offersUnitsOn(ctx workflow.Context, end outcome) bool {
 	case end.status != flashsale.StatusRejected:
 		return true
 	}
-	return o.in.FromOrder != "" && end.reason == flashsale.LimitExceeded &&
-		workflow.GetVersion(ctx, offerIDChangeID, workflow.DefaultVersion, 1) >= 1
+	return o.in.FromOrder != "" && end.reason == flashsale.LimitExceeded && o.offersByDigest(ctx)
 }
 
 // waitlistEligible says whether this order's units may be offered to a
@@ -102,8 +67,7 @@ func (o *order) waitlistEligible() bool {
 // once, but it only corrects a drift seen identically twice, and the child
 // starts within one workflow task.
 func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
-	// settleInTask implies this change (no marker, no visibility write).
-	if o.rev < settleInTask && workflow.GetVersion(ctx, waitlistChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !o.offersToWaitlist(ctx) {
 		return false, nil
 	}
 	if !o.waitlistEligible() {
