@@ -66,17 +66,11 @@ const (
 	WaitlistFull  Code = "WAITLIST_FULL"
 	NotOnWaitlist Code = "NOT_ON_WAITLIST"
 
-	// Who is asking, and the HTTP door's own refusals.
-	Unauthenticated  Code = "UNAUTHENTICATED"
-	Unauthorized     Code = "UNAUTHORIZED"
-	UserMismatch     Code = "USER_MISMATCH"
-	BadSignature     Code = "BAD_SIGNATURE"
-	NotFound         Code = "NOT_FOUND"
-	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
-	PayloadTooLarge  Code = "PAYLOAD_TOO_LARGE"
-	// RequestTimeout: the request's body did not arrive within the
-	// server's read timeout. Nothing was done; the client may send it again.
-	RequestTimeout Code = "REQUEST_TIMEOUT"
+	// Who is asking. (The HTTP door's own refusals, such as a bad
+	// signature or an unknown route, are its codes: internal/httpapi.)
+	Unauthenticated Code = "UNAUTHENTICATED"
+	Unauthorized    Code = "UNAUTHORIZED"
+	UserMismatch    Code = "USER_MISMATCH"
 )
 
 // Why an order closed without being paid.

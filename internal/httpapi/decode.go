@@ -27,10 +27,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, fmt.Errorf("read body: %w: %w", &flashsale.Error{Code: flashsale.PayloadTooLarge}, err)
+			return nil, fmt.Errorf("read body: %w: %w", &flashsale.Error{Code: PayloadTooLarge}, err)
 		}
 		if bodyTimedOut(err) {
-			return nil, fmt.Errorf("read body: %w: %w", &flashsale.Error{Code: flashsale.RequestTimeout}, err)
+			return nil, fmt.Errorf("read body: %w: %w", &flashsale.Error{Code: RequestTimeout}, err)
 		}
 		return nil, fmt.Errorf("read body: %w: %w", invalid("could not read the request body"), err)
 	}

@@ -45,19 +45,19 @@ var answers = map[flashsale.Code]answer{
 	// Input validation runs before any layer below, and every Invalid
 	// message is written for the client (the one validation of an order,
 	// a restock request id reused with another quantity).
-	flashsale.Invalid:         {status: http.StatusBadRequest, message: "request refused as invalid", showOwn: true},
-	flashsale.PayloadTooLarge: {status: http.StatusRequestEntityTooLarge, message: "request body larger than 64 KiB"},
+	flashsale.Invalid: {status: http.StatusBadRequest, message: "request refused as invalid", showOwn: true},
+	PayloadTooLarge:   {status: http.StatusRequestEntityTooLarge, message: "request body larger than 64 KiB"},
 	// Not a 2xx, so a payment provider whose callback stalled retries it.
-	flashsale.RequestTimeout:   {status: http.StatusRequestTimeout, message: "request body not received in time; send the request again"},
-	flashsale.NotFound:         {status: http.StatusNotFound, message: "no such endpoint"},
-	flashsale.MethodNotAllowed: {status: http.StatusMethodNotAllowed, message: "method not allowed"},
+	RequestTimeout:   {status: http.StatusRequestTimeout, message: "request body not received in time; send the request again"},
+	NotFound:         {status: http.StatusNotFound, message: "no such endpoint"},
+	MethodNotAllowed: {status: http.StatusMethodNotAllowed, message: "method not allowed"},
 	flashsale.Unauthenticated: {status: http.StatusUnauthorized, message: "missing, expired or invalid buyer token",
 		challenge: `Bearer realm="flashsale"`},
 	flashsale.Unauthorized: {status: http.StatusUnauthorized, message: "missing or wrong admin bearer token",
 		challenge: `Bearer realm="flashsale-admin"`},
 	flashsale.UserMismatch: {status: http.StatusForbidden,
 		message: "user_id differs from the buyer the token names; leave it out or send your own"},
-	flashsale.BadSignature: {status: http.StatusUnauthorized, message: "bad signature"},
+	BadSignature: {status: http.StatusUnauthorized, message: "bad signature"},
 
 	flashsale.RateLimited: {status: http.StatusTooManyRequests, message: "too many buy requests from this user; retry later"},
 	flashsale.Busy:        {status: http.StatusTooManyRequests, message: "units remain but many buyers are ahead of you; retry shortly"},
@@ -184,7 +184,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // 408 (readBody's RequestTimeout), or net/http answers 200 with no body and
 // a payment provider that stops at any 2xx never sends its callback again.
 func clientGone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && flashsale.ErrorCode(err) != flashsale.RequestTimeout
+	return r.Context().Err() != nil && flashsale.ErrorCode(err) != RequestTimeout
 }
 
 func formatSeconds(d time.Duration) string {

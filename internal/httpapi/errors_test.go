@@ -49,7 +49,7 @@ func TestClassify(t *testing.T) {
 		{wrap(coded(flashsale.ResizeBusy)), 409, "RESIZE_IN_PROGRESS", ""},
 		{wrap(flashsale.Errorf(flashsale.Invalid, "quantity must be 1-1000")), 400, "INVALID_REQUEST", ""},
 		{wrap(tooLarge(t)), 413, "PAYLOAD_TOO_LARGE", ""},
-		{wrap(coded(flashsale.RequestTimeout)), 408, "REQUEST_TIMEOUT", ""},
+		{wrap(coded(RequestTimeout)), 408, "REQUEST_TIMEOUT", ""},
 		{wrap(coded(flashsale.Unavailable)), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewResourceExhausted(0, "rps limit")), 503, "UNAVAILABLE", "2"},
 		{wrap(serviceerror.NewUnavailable("frontend down")), 503, "UNAVAILABLE", "2"},

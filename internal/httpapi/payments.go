@@ -33,7 +33,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := VerifySignature(r.Header.Get(SignatureHeader), body, s.cfg.WebhookSecrets, s.now()); err != nil {
-		s.writeError(w, r, refuse(flashsale.BadSignature, err.Error()))
+		s.writeError(w, r, refuse(BadSignature, err.Error()))
 		return
 	}
 	cb, err := decodeCallback(body)

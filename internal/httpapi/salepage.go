@@ -131,7 +131,7 @@ func (b *saleBoard) page(w http.ResponseWriter, r *http.Request) {
 func (b *saleBoard) asset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
 	if !saleAssets[name] {
-		b.s.writeError(w, r, &flashsale.Error{Code: flashsale.NotFound})
+		b.s.writeError(w, r, &flashsale.Error{Code: NotFound})
 		return
 	}
 	w.Header().Set("Cache-Control", "public, max-age=300")

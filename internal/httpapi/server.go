@@ -206,7 +206,7 @@ func (s *Server) routes() http.Handler {
 		// other methods: a JSON 405 instead of the mux's plain-text one.
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.writeError(w, r, refuse(flashsale.MethodNotAllowed, "method not allowed; use "+strings.Join(allow, ", ")))
+			s.writeError(w, r, refuse(MethodNotAllowed, "method not allowed; use "+strings.Join(allow, ", ")))
 		})
 	}
 	route("/api/v1/orders", map[string]http.HandlerFunc{http.MethodPost: s.createOrder})
@@ -228,7 +228,7 @@ func (s *Server) routes() http.Handler {
 	route("/static/sale/{file}", map[string]http.HandlerFunc{http.MethodGet: sale.asset})
 	route("/api/v1/skus/{sku}/live", map[string]http.HandlerFunc{http.MethodGet: sale.live})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, &flashsale.Error{Code: flashsale.NotFound})
+		s.writeError(w, r, &flashsale.Error{Code: NotFound})
 	})
 	return s.middleware(mux)
 }
