@@ -107,7 +107,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	rdb := testenv.Redis(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*", "rate:fs:waitlist:" + id + "*"} {
+		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*", "rate:fs:waitlist:" + id + "*", "rate:fs:orders:" + id + "*"} {
 			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				_ = rdb.Unlink(ctx, iter.Val()).Err()
