@@ -17,10 +17,14 @@ import (
 
 // orderCreated is the 201 answer to a buy request.
 type orderCreated struct {
-	OrderID string           `json:"order_id"`
-	Status  flashsale.Status `json:"status"`
-	Amount  int64            `json:"amount"`
-	PayBy   time.Time        `json:"pay_by"`
+	// OrderID is the system's id of the order (see orderIDFor): GET,
+	// cancel and the payment provider name the order by it.
+	OrderID string `json:"order_id"`
+	// ClientOrderID echoes the buyer's own key, when the request had one.
+	ClientOrderID string           `json:"client_order_id,omitempty"`
+	Status        flashsale.Status `json:"status"`
+	Amount        int64            `json:"amount"`
+	PayBy         time.Time        `json:"pay_by"`
 }
 
 // createOrder is POST /api/v1/orders: authenticate, validate, pass the
@@ -48,19 +52,14 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.UserID = c.buyer
-	clientID := in.OrderID != ""
-	if !clientID {
-		// Time-ordered, so ids sort by creation in the database index.
-		id, err := uuid.NewV7()
-		if err != nil {
-			s.writeError(w, r, fmt.Errorf("new order id: %w", err))
-			return
-		}
-		in.OrderID = id.String()
-	}
-
 	ctx, cancel := context.WithTimeout(r.Context(), placeTimeout)
 	defer cancel()
+	clientKey := in.OrderID
+	clientID := clientKey != ""
+	if in.OrderID, err = s.orderIDFor(ctx, c.buyer, clientKey); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ticket, err := s.gate.Admit(ctx, edge.Request{OrderID: in.OrderID, ClientOrderID: clientID, UserID: in.UserID, Items: in.Items})
 	s.noteSKUs(in.Items, err)
 	if err != nil {
@@ -99,7 +98,42 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, refuse(res.Reason, ""))
 		return
 	}
-	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: res.OrderID, Status: res.Status, Amount: res.Amount, PayBy: res.PayBy})
+	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: res.OrderID, ClientOrderID: clientKey,
+		Status: res.Status, Amount: res.Amount, PayBy: res.PayBy})
+}
+
+// orderIDFor is the id of the order a buy request places. Without a key of
+// the buyer's own it is new (a UUIDv7, time-ordered, so ids sort by
+// creation in the database index). With one it is
+// flashsale.BuyerOrderID(buyer, key): the key is the buyer's idempotency
+// key, never an id shared with other buyers, so nobody can take it first
+// and no answer tells anyone whether another buyer used it.
+//
+// Orders placed before that scheme are named by the bare key (workflow
+// order-<key>). A retry of one must reach it, not buy a second unit: the
+// edge's placed marker of the bare key names the buyer it was placed for,
+// for as long as a retry skips shedding (edge.DefaultPlacedTTL, 24 h).
+// Only that buyer is sent to it; for anyone else the key is theirs alone as
+// for any key, so the marker tells them nothing. The lookup can go once
+// every marker written before the scheme has expired.
+func (s *Server) orderIDFor(ctx context.Context, buyer, key string) (string, error) {
+	if key == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return "", fmt.Errorf("new order id: %w", err)
+		}
+		return id.String(), nil
+	}
+	owner, err := s.gate.PlacedBy(ctx, key)
+	switch {
+	case err != nil:
+		// Redis down: the edge degrades to MySQL; a retry of an order of
+		// the old scheme within that outage gets an order of the new one.
+		s.log.DebugContext(ctx, "placed marker of an order key unreadable", "error", err)
+	case owner == buyer:
+		return key, nil
+	}
+	return flashsale.BuyerOrderID(buyer, key), nil
 }
 
 // orderResponse is GET /api/v1/orders/{id}.

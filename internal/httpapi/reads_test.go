@@ -53,16 +53,15 @@ func TestOrderReadsAreOwnerFirst(t *testing.T) {
 	api.putSKU(open, 5, 300, 2, 1)
 	api.putSKU(closed, 5, 700, 2, 1)
 	alice := s.name("alice")
-	openID, closedID, rejectedID := s.name("o-open"), s.name("o-closed"), s.name("o-rejected")
-	require.Equal(t, http.StatusCreated, api.buy(openID, alice, open, 1).status)
-	require.Equal(t, http.StatusCreated, api.buy(closedID, alice, closed, 1).status)
+	openID, closedID := api.mustBuy(s.name("o-open"), alice, open, 1), api.mustBuy(s.name("o-closed"), alice, closed, 1)
+	rejectedID := orderID(alice, s.name("o-rejected"))
 	r := api.cancel(alice, closedID)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	// Money after the cancel: owed back, recorded in MySQL only.
 	r = api.pay(callback{OrderID: closedID, TransactionID: s.name("late-tx"), Amount: 700, Status: "SUCCESS"})
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	// The per-user limit refuses a second unit: REJECTED, no MySQL row.
-	r = api.buy(rejectedID, alice, open, 1)
+	r = api.buy(s.name("o-rejected"), alice, open, 1)
 	require.Equal(t, "LIMIT_EXCEEDED", r.code(t))
 	unknownID := s.name("o-nope")
 
