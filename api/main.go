@@ -5,7 +5,7 @@
 // separated, newest first), ADMIN_TOKEN and BUYER_JWT_SECRET or
 // BUYER_JWKS_URL (internal/identity), which have no defaults, and
 // optionally HTTP_READ_TIMEOUT, BUYER_JWT_AUDIENCE, BUYER_JWT_ISSUER, BUY_RATE_PER_USER,
-// EDGE_MAX_IN_FLIGHT, WAITLIST_PER_UNIT and METRICS_ADDR (Prometheus
+// ORDER_RATE_PER_USER, EDGE_MAX_IN_FLIGHT, WAITLIST_PER_UNIT and METRICS_ADDR (Prometheus
 // metrics on a listener of their own; off when unset). On SIGINT/SIGTERM it
 // fails /readyz, stops accepting connections and lets in-flight requests
 // finish.
@@ -59,6 +59,7 @@ environment (api):
   BUYER_JWT_AUDIENCE    expected aud of buyer tokens (optional)
   BUYER_JWT_ISSUER      expected iss of buyer tokens (optional)
   BUY_RATE_PER_USER     buy requests per second per user (default 5)
+  ORDER_RATE_PER_USER   order reads and cancels per second per user (default 10)
   EDGE_MAX_IN_FLIGHT    units of one SKU on their way through Temporal per instance (default 16)
   ADMISSION_MAX_IN_FLIGHT  ceiling of the adaptive limit on new orders in flight into Temporal
                         per instance (default 256); past the limit: 429 BUSY at once

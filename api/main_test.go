@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -152,8 +153,10 @@ func TestBinariesEndToEnd(t *testing.T) {
 	status, _ := call(http.MethodPut, "/api/v1/admin/skus/"+sku, `{"total":3,"price":1250,"buckets":2}`,
 		http.Header{"Authorization": {"Bearer " + admin}})
 	require.Equal(t, http.StatusOK, status)
-	order := "bin-o-" + id
-	body := `{"order_id":"` + order + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
+	// The buy request's order_id is the buyer's key; the order's id is
+	// derived from it and the buyer.
+	order := flashsale.BuyerOrderID("bin-u-"+id, "bin-o-"+id)
+	body := `{"order_id":"bin-o-` + id + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
 	status, out := call(http.MethodPost, "/api/v1/orders", body, nil)
 	require.Equal(t, http.StatusUnauthorized, status, "no token: %v", out)
 	require.Equal(t, "UNAUTHENTICATED", out["code"])

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -187,10 +188,12 @@ func TestMetricsDuringSale(t *testing.T) {
 		require.Equal(t, want, call(http.MethodPost, "/api/v1/orders", body, h), "buyer %d", i)
 	}
 	// A path with an id is counted under its route pattern.
-	require.Equal(t, http.StatusOK, call(http.MethodGet, "/api/v1/orders/met-o0-"+id, "", users[0]))
-	stdout, stderr, err := runBin(env, "starter", "pay", "--via-api", base, "--order", "met-o0-"+id, "--txn", "met-tx-"+id, "--amount", "1250")
+	// The orders' ids are derived from each buyer's key.
+	o0, o1 := flashsale.BuyerOrderID("met-u0-"+id, "met-o0-"+id), flashsale.BuyerOrderID("met-u1-"+id, "met-o1-"+id)
+	require.Equal(t, http.StatusOK, call(http.MethodGet, "/api/v1/orders/"+o0, "", users[0]))
+	stdout, stderr, err := runBin(env, "starter", "pay", "--via-api", base, "--order", o0, "--txn", "met-tx-"+id, "--amount", "1250")
 	require.NoError(t, err, "stdout %s stderr %s", stdout, stderr)
-	require.Equal(t, http.StatusOK, call(http.MethodPost, "/api/v1/orders/met-o1-"+id+"/cancel", "", users[1]))
+	require.Equal(t, http.StatusOK, call(http.MethodPost, "/api/v1/orders/"+o1+"/cancel", "", users[1]))
 
 	sale := map[string]string{"sku": sku}
 	// The cancelled unit goes back to Redis and MySQL asynchronously (the

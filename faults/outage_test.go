@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flashsale/flashsale"
 )
 
 // TestRedisUnreachable is case 4: Redis stops answering for 10 s in the
@@ -66,10 +68,12 @@ func TestRedisUnreachable(t *testing.T) {
 			}
 			c := newCrowd(sl.s.baseURL(), sl.sku, 1, 1)
 			rng := rand.New(rand.NewPCG(1, 2))
-			orderID := "after-outage-" + sl.s.id
+			key, buyer := "after-outage-"+sl.s.id, "late-buyer-"+sl.s.id
+			// The order's id is derived from the buyer's key.
+			orderID := flashsale.BuyerOrderID(buyer, key)
 			var status int
 			waitFor(ctx, 30*time.Second, func() bool {
-				status, _, _ = c.Place(ctx, rng, "late-buyer-"+sl.s.id, orderID)
+				status, _, _ = c.Place(ctx, rng, buyer, key)
 				return status == http.StatusCreated
 			})
 			if status != http.StatusCreated {

@@ -179,13 +179,14 @@ func TestConfig(t *testing.T) {
 
 	cfg, err := httpapi.LoadConfig(env(map[string]string{
 		"WEBHOOK_SECRET": testSecret + " , " + testOldSecret, "ADMIN_TOKEN": testAdmin, "BUYER_JWT_SECRET": testBuyerKey,
-		"HTTP_ADDR": "127.0.0.1:9999", "BUY_RATE_PER_USER": "7", "EDGE_MAX_IN_FLIGHT": "4", "WAITLIST_PER_UNIT": "5",
+		"HTTP_ADDR": "127.0.0.1:9999", "BUY_RATE_PER_USER": "7", "ORDER_RATE_PER_USER": "3", "EDGE_MAX_IN_FLIGHT": "4", "WAITLIST_PER_UNIT": "5",
 		"BUYER_JWT_AUDIENCE": "shop",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, []string{testSecret, testOldSecret}, cfg.WebhookSecrets)
 	require.Equal(t, "127.0.0.1:9999", cfg.Addr)
 	require.Equal(t, 7, cfg.BuyRate)
+	require.Equal(t, 3, cfg.OrderRate)
 	require.Equal(t, int64(4), cfg.MaxInFlight)
 	require.Equal(t, int64(5), cfg.WaitlistPerUnit)
 	require.Equal(t, identity.Config{Secret: []byte(testBuyerKey), Audience: "shop"}, cfg.Identity)
@@ -195,9 +196,10 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ":8080", cfg.Addr)
 	require.Equal(t, 5, cfg.BuyRate)
+	require.Equal(t, 10, cfg.OrderRate)
 	require.Equal(t, httpapi.DefaultWaitlistPerUnit, cfg.WaitlistPerUnit)
 
-	for k, v := range map[string]string{"BUY_RATE_PER_USER": "0", "WAITLIST_PER_UNIT": "-1", "BUYER_JWT_SECRET": "too-short"} {
+	for k, v := range map[string]string{"BUY_RATE_PER_USER": "0", "ORDER_RATE_PER_USER": "x", "WAITLIST_PER_UNIT": "-1", "BUYER_JWT_SECRET": "too-short"} {
 		bad := maps.Clone(base)
 		bad[k] = v
 		if k == "BUYER_JWT_SECRET" {

@@ -17,9 +17,6 @@ type caller struct {
 	admin bool
 }
 
-// owns reports whether the caller may see or change an order of userID.
-func (c caller) owns(userID string) bool { return c.admin || c.buyer == userID }
-
 // authenticate reads the bearer token. With allowAdmin, the admin token
 // is accepted too. A missing or bad token is 401 UNAUTHENTICATED; the
 // reason goes to the log only.

@@ -28,6 +28,10 @@ type Config struct {
 	// BuyRate is buy requests per second per user (BUY_RATE_PER_USER,
 	// default 5), shared by every instance.
 	BuyRate int
+	// OrderRate is order reads and cancels per second per buyer
+	// (ORDER_RATE_PER_USER, default edge.DefaultOrderRate), shared by every
+	// instance.
+	OrderRate int
 	// MaxInFlight bounds the units of one SKU on their way through Temporal
 	// from this instance (EDGE_MAX_IN_FLIGHT, default 16).
 	MaxInFlight int64
@@ -72,7 +76,7 @@ const minSecretLen = 16
 // rather than run with a guessable one, or with buyers who are whoever they
 // say they are.
 func LoadConfig(getenv func(string) string) (Config, error) {
-	cfg := Config{Addr: DefaultAddr, BuyRate: edge.DefaultBuyRate, MaxInFlight: edge.DefaultMaxInFlight,
+	cfg := Config{Addr: DefaultAddr, BuyRate: edge.DefaultBuyRate, OrderRate: edge.DefaultOrderRate, MaxInFlight: edge.DefaultMaxInFlight,
 		WaitlistPerUnit: DefaultWaitlistPerUnit, ReadTimeout: DefaultReadTimeout}
 	if v := getenv("HTTP_ADDR"); v != "" {
 		cfg.Addr = v
@@ -111,6 +115,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("BUY_RATE_PER_USER=%q: want a positive integer", v))
 		}
 		cfg.BuyRate = n
+	}
+	if v := getenv("ORDER_RATE_PER_USER"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("ORDER_RATE_PER_USER=%q: want a positive integer", v))
+		}
+		cfg.OrderRate = n
 	}
 	if v := getenv("EDGE_MAX_IN_FLIGHT"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/app"
 
 	"github.com/stretchr/testify/require"
@@ -107,7 +108,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	rdb := testenv.Redis(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*", "rate:fs:waitlist:" + id + "*"} {
+		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*", "rate:fs:waitlist:" + id + "*", "rate:fs:orders:" + id + "*"} {
 			iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 			for iter.Next(ctx) {
 				_ = rdb.Unlink(ctx, iter.Val()).Err()
@@ -209,6 +210,10 @@ func (s *stack) secondInstance() *instance {
 // name makes an id unique to the stack.
 func (s *stack) name(n string) string { return s.id + "-" + n }
 
+// orderID is the id of the order user placed with their key (a buy
+// request's order_id).
+func orderID(user, key string) string { return flashsale.BuyerOrderID(user, key) }
+
 type response struct {
 	status int
 	header http.Header
@@ -276,6 +281,14 @@ func (in *instance) putSKU(sku string, total, price int64, buckets, limit int) {
 func (in *instance) buy(orderID, user, sku string, qty int64) response {
 	in.t.Helper()
 	return in.call(http.MethodPost, "/api/v1/orders", buyBody(in.t, orderID, user, sku, qty), buyerHeader(in.t, user))
+}
+
+// mustBuy places an order as user with their key and returns its id.
+func (in *instance) mustBuy(key, user, sku string, qty int64) string {
+	in.t.Helper()
+	r := in.buy(key, user, sku, qty)
+	require.Equal(in.t, http.StatusCreated, r.status, "%s", r.body)
+	return r.json(in.t)["order_id"].(string)
 }
 
 // buyBody is a buy request; user goes into user_id unless it is empty.

@@ -143,7 +143,7 @@ func TestBuyerIsTheTokensSubject(t *testing.T) {
 	// The victim's own buy is untouched by all of that.
 	r = api.buy(s.name("victim-o1"), victim, sku, 1)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-	require.Equal(t, victim, api.order(s.name("victim-o1"))["user_id"])
+	require.Equal(t, victim, api.order(orderID(victim, s.name("victim-o1")))["user_id"])
 }
 
 // TestOrdersBelongToTheirBuyer: another buyer can neither read nor cancel
@@ -155,8 +155,7 @@ func TestOrdersBelongToTheirBuyer(t *testing.T) {
 	sku := s.name("sku")
 	api.putSKU(sku, 2, 100, 2, 1)
 	alice, bob := s.name("alice"), s.name("bob")
-	id := s.name("o1")
-	require.Equal(t, http.StatusCreated, api.buy(id, alice, sku, 1).status)
+	id := api.mustBuy(s.name("o1"), alice, sku, 1)
 
 	unknown := api.call(http.MethodGet, "/api/v1/orders/"+s.name("nope"), nil, buyerHeader(t, bob))
 	require.Equal(t, http.StatusNotFound, unknown.status)
@@ -192,8 +191,7 @@ func TestWaitlistIsBoundedAndOwned(t *testing.T) {
 	sku := s.name("wl")
 	api.putSKU(sku, 1, 100, 2, 1)
 	holder := s.name("holder")
-	orderA := s.name("oa")
-	require.Equal(t, http.StatusCreated, api.buy(orderA, holder, sku, 1).status)
+	orderA := api.mustBuy(s.name("oa"), holder, sku, 1)
 
 	// 1 unit x WaitlistPerUnit (3) places, 40 bots racing for them.
 	const bots = 40
@@ -398,11 +396,8 @@ func TestReusedTransactionCannotWedgeAnOrder(t *testing.T) {
 	api := s.api
 	sku := s.name("sku")
 	api.putSKU(sku, 5, 700, 2, 1)
-	a, b, c := s.name("oa"), s.name("ob"), s.name("oc")
-	for i, id := range []string{a, b, c} {
-		r := api.buy(id, s.name(fmt.Sprintf("u%d", i)), sku, 1)
-		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-	}
+	a, b, c := api.mustBuy(s.name("oa"), s.name("u0"), sku, 1), api.mustBuy(s.name("ob"), s.name("u1"), sku, 1),
+		api.mustBuy(s.name("oc"), s.name("u2"), sku, 1)
 	t1 := s.name("t1")
 	r := api.pay(callback{OrderID: a, TransactionID: t1, Amount: 700, Status: "SUCCESS"})
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)

@@ -22,28 +22,31 @@ func TestBuyReadAndDuplicate(t *testing.T) {
 	sku := s.name("phone")
 	api.putSKU(sku, 5, 4999, 4, 1)
 
-	id := s.name("o1")
-	r := api.buy(id, s.name("alice"), sku, 1)
+	key := s.name("o1")
+	r := api.buy(key, s.name("alice"), sku, 1)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	created := r.json(t)
+	// The order's id is the buyer's key made theirs alone.
+	id := orderID(s.name("alice"), key)
 	require.Equal(t, id, created["order_id"])
+	require.Equal(t, key, created["client_order_id"])
 	require.Equal(t, "PENDING_PAYMENT", created["status"])
 	require.Equal(t, float64(4999), created["amount"])
 	payBy, err := time.Parse(time.RFC3339Nano, created["pay_by"].(string))
 	require.NoError(t, err)
 	require.WithinDuration(t, time.Now().Add(15*time.Minute), payBy, time.Minute)
-	require.Len(t, created, 4)
+	require.Len(t, created, 5)
 
-	// The same order id again: the same answer, and no second unit.
-	again := api.buy(id, s.name("alice"), sku, 1)
+	// The same key again: the same answer, and no second unit.
+	again := api.buy(key, s.name("alice"), sku, 1)
 	require.Equal(t, http.StatusCreated, again.status)
 	require.JSONEq(t, string(r.body), string(again.body))
 	require.Equal(t, inventoryOut{SKU: sku, Total: 5, Available: 4, DBAvailable: 4, Frozen: 1, BucketCount: 4}, api.inventory(sku))
 
-	// Somebody else cannot take the id over.
-	r = api.buy(id, s.name("mallory"), sku, 1)
-	require.Equal(t, http.StatusConflict, r.status)
-	require.Equal(t, "ORDER_ID_CONFLICT", r.code(t))
+	// Somebody else's equal key is their own order, not this one.
+	r = api.buy(key, s.name("mallory"), sku, 1)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	require.NotEqual(t, id, r.json(t)["order_id"])
 
 	o := api.order(id)
 	require.Equal(t, id, o["order_id"])
@@ -58,8 +61,8 @@ func TestBuyReadAndDuplicate(t *testing.T) {
 	r = api.buy(s.name("o2"), s.name("alice"), sku, 1)
 	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
 	require.Equal(t, "LIMIT_EXCEEDED", r.code(t))
-	require.Equal(t, inventoryOut{SKU: sku, Total: 5, Available: 4, DBAvailable: 4, Frozen: 1, BucketCount: 4}, api.inventory(sku))
-	r = api.call(http.MethodGet, "/api/v1/orders/"+s.name("o2"), nil, adminHeader())
+	require.Equal(t, inventoryOut{SKU: sku, Total: 5, Available: 3, DBAvailable: 3, Frozen: 2, BucketCount: 4}, api.inventory(sku))
+	r = api.call(http.MethodGet, "/api/v1/orders/"+orderID(s.name("alice"), s.name("o2")), nil, adminHeader())
 	require.Equal(t, http.StatusNotFound, r.status, "no order was started: %s", r.body)
 
 	// Without an order id the server picks one (a UUIDv7).
@@ -74,7 +77,7 @@ func TestBuyReadAndDuplicate(t *testing.T) {
 	require.Equal(t, "ORDER_NOT_FOUND", r.code(t))
 
 	m := api.metrics()
-	require.Equal(t, int64(2), m.WorkflowsStarted, "o1 and bob's; repeats, the conflict and o2 (over the limit) started nothing")
+	require.Equal(t, int64(3), m.WorkflowsStarted, "o1, mallory's and bob's; repeats and o2 (over the limit) started nothing")
 	require.Equal(t, int64(1), m.Edge.Duplicates)
 }
 
@@ -237,8 +240,7 @@ func TestCancel(t *testing.T) {
 	api := s.api
 	sku := s.name("sku")
 	api.putSKU(sku, 2, 100, 2, 1)
-	id := s.name("o1")
-	require.Equal(t, http.StatusCreated, api.buy(id, s.name("u1"), sku, 1).status)
+	id := api.mustBuy(s.name("o1"), s.name("u1"), sku, 1)
 
 	r := api.cancel(s.name("u1"), id)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)

@@ -24,8 +24,7 @@ func TestPaymentCallback(t *testing.T) {
 	api := s.api
 	sku := s.name("sku")
 	api.putSKU(sku, 5, 4999, 4, 1)
-	id := s.name("o1")
-	require.Equal(t, http.StatusCreated, api.buy(id, s.name("u1"), sku, 1).status)
+	id := api.mustBuy(s.name("o1"), s.name("u1"), sku, 1)
 	pending := map[string]any{"order_id": id, "status": "PENDING_PAYMENT"}
 
 	good := callback{OrderID: id, TransactionID: s.name("tx-1"), Amount: 4999, Status: "SUCCESS"}
@@ -133,8 +132,7 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 	t.Run("late and repeated", func(t *testing.T) {
 		sku := s.name("late")
 		api.putSKU(sku, 1, 700, 2, 1)
-		id := s.name("late-o")
-		require.Equal(t, http.StatusCreated, api.buy(id, s.name("late-u"), sku, 1).status)
+		id := api.mustBuy(s.name("late-o"), s.name("late-u"), sku, 1)
 		require.Eventually(t, func() bool { return api.order(id)["status"] == "EXPIRED" }, 20*time.Second, 100*time.Millisecond)
 
 		// The provider retries, sometimes in parallel: every attempt is
@@ -178,13 +176,12 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 		results := make([]result, len(offsets))
 		payBy := make([]time.Time, len(offsets))
 		for i := range offsets {
-			id := s.name(fmt.Sprintf("race-o%d", i))
-			r := api.buyRetrying(id, s.name(fmt.Sprintf("race-u%d", i)), sku, 1)
+			r := api.buyRetrying(s.name(fmt.Sprintf("race-o%d", i)), s.name(fmt.Sprintf("race-u%d", i)), sku, 1)
 			require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 			var err error
 			payBy[i], err = time.Parse(time.RFC3339Nano, r.json(t)["pay_by"].(string))
 			require.NoError(t, err)
-			results[i].id = id
+			results[i].id = r.json(t)["order_id"].(string)
 		}
 		answers := make([]response, len(offsets))
 		var wg sync.WaitGroup
@@ -268,15 +265,18 @@ func TestPaymentWhileNoWorkerCanAnswer(t *testing.T) {
 	api := s.api
 	sku := s.name("busy")
 	api.putSKU(sku, 2, 900, 2, 1)
-	inTime, late := s.name("in-time"), s.name("late")
 	payBy := map[string]time.Time{}
-	for _, id := range []string{inTime, late} {
-		r := api.buyRetrying(id, s.name("u-"+id), sku, 1)
+	var ids []string
+	for _, key := range []string{s.name("in-time"), s.name("late")} {
+		r := api.buyRetrying(key, s.name("u-"+key), sku, 1)
 		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		id := r.json(t)["order_id"].(string)
 		at, err := time.Parse(time.RFC3339Nano, r.json(t)["pay_by"].(string))
 		require.NoError(t, err)
 		payBy[id] = at
+		ids = append(ids, id)
 	}
+	inTime, late := ids[0], ids[1]
 
 	s.stopWorker()
 	send := map[string]time.Time{inTime: payBy[inTime].Add(-1500 * time.Millisecond), late: payBy[late].Add(500 * time.Millisecond)}
@@ -349,14 +349,17 @@ func TestPaymentReceivedButNeverDeliveredIsApplied(t *testing.T) {
 	sku := s.name("lost")
 	api.putSKU(sku, 2, 800, 2, 1)
 	payBy := map[string]time.Time{}
-	for _, id := range []string{s.name("kept"), s.name("late")} {
-		r := api.buyRetrying(id, s.name("u-"+id), sku, 1)
+	var ids []string
+	for _, key := range []string{s.name("kept"), s.name("late")} {
+		r := api.buyRetrying(key, s.name("u-"+key), sku, 1)
 		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		id := r.json(t)["order_id"].(string)
 		at, err := time.Parse(time.RFC3339Nano, r.json(t)["pay_by"].(string))
 		require.NoError(t, err)
 		payBy[id] = at
+		ids = append(ids, id)
 	}
-	kept, late := s.name("kept"), s.name("late")
+	kept, late := ids[0], ids[1]
 	ctx := context.Background()
 	require.NoError(t, s.b.Orders.RecordReceipt(ctx, orderdb.Receipt{
 		TransactionID: kept + "-tx", OrderID: kept, Amount: 800, ReceivedAt: payBy[kept].Add(-time.Second)}))

@@ -110,7 +110,9 @@ func TestRequestIDReachesWorkerLogs(t *testing.T) {
 	minted := buy(id+"-o2", id+"-u2", "")
 	require.NotEqual(t, given, minted)
 
-	for orderID, requestID := range map[string]string{id + "-o1": given, id + "-o2": minted} {
+	first := orderID(id+"-u1", id+"-o1")
+	requests := map[string]string{first: given, orderID(id+"-u2", id+"-o2"): minted}
+	for orderID, requestID := range requests {
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			var workflowLine, activityLine bool
 			for _, l := range logs.lines(t) {
@@ -136,7 +138,7 @@ func TestRequestIDReachesWorkerLogs(t *testing.T) {
 	// No other order's lines carry these ids: the id names one request.
 	for _, l := range logs.lines(t) {
 		if l["request_id"] == given && l["order_id"] != nil {
-			require.Equal(t, id+"-o1", l["order_id"], "%v", l)
+			require.Equal(t, first, l["order_id"], "%v", l)
 		}
 	}
 }

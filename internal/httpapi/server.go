@@ -114,6 +114,9 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	if cfg.WaitlistPerUnit == 0 {
 		cfg.WaitlistPerUnit = DefaultWaitlistPerUnit
 	}
+	if cfg.OrderRate <= 0 {
+		cfg.OrderRate = edge.DefaultOrderRate
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}

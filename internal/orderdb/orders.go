@@ -2,9 +2,12 @@ package orderdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/flashsale/flashsale"
 )
 
 // Order returns an order with its items and payments, or OrderNotFound.
@@ -49,4 +52,33 @@ func (s *Store) Payments(ctx context.Context, orderID string) ([]Payment, error)
 		out[i] = r.toPayment()
 	}
 	return out, nil
+}
+
+// OrderHead is who an order belongs to and where it stands: what a reader
+// needs to decide, before anything costlier, whether the caller may see it
+// and where its answer lives (closed orders in MySQL, open ones in their
+// workflow).
+type OrderHead struct {
+	OrderID string           `json:"order_id"`
+	UserID  string           `json:"user_id"`
+	Status  flashsale.Status `json:"status"`
+}
+
+// Head reads one order row by its unique order_id key, or OrderNotFound.
+// It is one indexed point read and nothing else, so an order that exists
+// and one that does not cost a reader the same.
+func (s *Store) Head(ctx context.Context, orderID string) (OrderHead, error) {
+	var row struct {
+		UserID string `gorm:"column:user_id"`
+		Status string `gorm:"column:status"`
+	}
+	err := s.db.WithContext(ctx).Model(&orderRow{}).Select("user_id", "status").
+		Where("order_id = ?", orderID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return OrderHead{}, fmt.Errorf("order %s: %w", orderID, flashsale.Errorf(flashsale.OrderNotFound, "not found"))
+	}
+	if err != nil {
+		return OrderHead{}, fmt.Errorf("order %s: %w", orderID, err)
+	}
+	return OrderHead{OrderID: orderID, UserID: row.UserID, Status: flashsale.Status(row.Status)}, nil
 }

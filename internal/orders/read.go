@@ -58,6 +58,11 @@ func (s *Service) Snapshot(ctx context.Context, orderID string) (workflows.Order
 	if err != nil {
 		return workflows.OrderView{}, fmt.Errorf("read order %s: %w", orderID, err)
 	}
+	return viewOf(o), nil
+}
+
+// viewOf is an order as the database has it, in the workflow's shape.
+func viewOf(o orderdb.Order) workflows.OrderView {
 	view := workflows.OrderView{
 		OrderID: o.OrderID, UserID: o.UserID, Status: o.Status, Amount: o.Amount,
 		PayBy: o.PayBy, Reason: flashsale.Code(o.Reason), Degraded: o.Degraded,
@@ -74,7 +79,7 @@ func (s *Service) Snapshot(ctx context.Context, orderID string) (workflows.Order
 		}
 		view.Payments = append(view.Payments, out)
 	}
-	return view, nil
+	return view
 }
 
 // Status returns the order as its workflow sees it, plus payments recorded
