@@ -32,8 +32,11 @@ func jwksKeyfunc(ctx context.Context, cfg Config, changed func()) (jwt.Keyfunc, 
 		// The API may start while the IdP is briefly away; the refresh
 		// below and the next unknown kid try again.
 		NoErrorReturnFirstHTTPReq: true,
-		RefreshErrorHandler: func(ctx context.Context, err error) {
-			slog.Default().ErrorContext(ctx, "refresh buyer jwks", "url", u, "error", err)
+		RefreshErrorHandler: func(rctx context.Context, err error) {
+			if ctx.Err() != nil {
+				return // shutting down, not the IdP's fault
+			}
+			slog.Default().ErrorContext(rctx, "refresh buyer jwks", "url", u, "error", err)
 		},
 		RefreshInterval: every,
 		Storage:         &watchedKeys{Storage: jwkset.NewMemoryStorage(), changed: changed},
