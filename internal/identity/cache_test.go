@@ -382,3 +382,15 @@ func assertNoError(t *testing.T, err error) bool {
 	}
 	return true
 }
+
+func TestLoadConfigCacheSize(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "500": 500, " 64 ": 64, "0": -1} {
+		cfg, err := identity.LoadConfig(env(map[string]string{"BUYER_JWT_SECRET": string(secret), "BUYER_TOKEN_CACHE_SIZE": in}))
+		require.NoError(t, err, in)
+		require.Equal(t, want, cfg.CacheSize, in)
+	}
+	for _, in := range []string{"-1", "many"} {
+		_, err := identity.LoadConfig(env(map[string]string{"BUYER_JWT_SECRET": string(secret), "BUYER_TOKEN_CACHE_SIZE": in}))
+		require.ErrorContains(t, err, "BUYER_TOKEN_CACHE_SIZE", in)
+	}
+}
