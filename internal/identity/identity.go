@@ -12,18 +12,23 @@
 //
 // Either way `exp` is required, a small clock skew is allowed, and `aud`
 // and `iss` are checked when BUYER_JWT_AUDIENCE / BUYER_JWT_ISSUER are set.
+//
+// A token that verified is remembered (BUYER_TOKEN_CACHE_SIZE of them, least
+// recently used out first), so the same token repeated at the peak of a sale
+// is not verified again; its exp, nbf and iat are still checked on every use,
+// and the cache is emptied when the JWKS loses or changes a key.
 package identity
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flashsale/flashsale"
 
-	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -51,6 +56,16 @@ type Config struct {
 	Audience, Issuer string
 	// Leeway is the allowed clock skew; zero means DefaultLeeway.
 	Leeway time.Duration
+	// CacheSize is how many verified tokens are remembered
+	// (BUYER_TOKEN_CACHE_SIZE); zero means DefaultCacheSize, a negative
+	// size turns the cache off.
+	CacheSize int
+	// Now is the clock tokens are checked against; nil means time.Now.
+	Now func() time.Time
+
+	// How often the JWKS is fetched again, and at most how often an unknown
+	// kid may fetch it; zero means hourly and five minutes. Set by tests.
+	jwksRefresh, jwksUnknownKID time.Duration
 }
 
 // LoadConfig reads the settings above from getenv. It refuses a config that
@@ -61,6 +76,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		JWKSURL:  strings.TrimSpace(getenv("BUYER_JWKS_URL")),
 		Audience: getenv("BUYER_JWT_AUDIENCE"),
 		Issuer:   getenv("BUYER_JWT_ISSUER"),
+	}
+	if s := strings.TrimSpace(getenv("BUYER_TOKEN_CACHE_SIZE")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("BUYER_TOKEN_CACHE_SIZE must be a number of tokens, 0 for none: %q", s)
+		}
+		cfg.CacheSize = n
+		if n == 0 {
+			cfg.CacheSize = -1
+		}
 	}
 	return cfg, cfg.Validate()
 }
@@ -84,6 +109,11 @@ func (c Config) Validate() error {
 type Verifier struct {
 	parser  *jwt.Parser
 	keyfunc jwt.Keyfunc
+	// validator checks a cached token's claims with the parser's options:
+	// the same leeway, clock, audience and issuer.
+	validator *jwt.Validator
+	// cache is nil when turned off.
+	cache *tokenCache
 }
 
 // NewVerifier builds a verifier for cfg. With a JWKS URL it fetches the keys
@@ -98,22 +128,35 @@ func NewVerifier(ctx context.Context, cfg Config) (*Verifier, error) {
 		leeway = DefaultLeeway
 	}
 	opts := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(leeway), jwt.WithIssuedAt()}
+	if cfg.Now != nil {
+		opts = append(opts, jwt.WithTimeFunc(cfg.Now))
+	}
 	if cfg.Audience != "" {
 		opts = append(opts, jwt.WithAudience(cfg.Audience))
 	}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
 	}
-	v := &Verifier{}
+	v := &Verifier{validator: jwt.NewValidator(opts...)}
+	size := cfg.CacheSize
+	if size == 0 {
+		size = DefaultCacheSize
+	}
+	// A flush of no cache is nothing; the JWKS watcher calls it all the same.
+	flush := func() {}
+	if size > 0 {
+		v.cache = newTokenCache(size)
+		flush = v.cache.flush
+	}
 	if cfg.JWKSURL != "" {
 		// Only asymmetric algorithms: an HS256 token "signed" with the
 		// public key would otherwise verify (the classic alg confusion).
 		opts = append(opts, jwt.WithValidMethods([]string{"RS256", "ES256"}))
-		k, err := keyfunc.NewDefaultCtx(ctx, []string{cfg.JWKSURL})
+		k, err := jwksKeyfunc(ctx, cfg, flush)
 		if err != nil {
 			return nil, fmt.Errorf("buyer jwks %s: %w", cfg.JWKSURL, err)
 		}
-		v.keyfunc = k.KeyfuncCtx(ctx)
+		v.keyfunc = k
 	} else {
 		opts = append(opts, jwt.WithValidMethods([]string{"HS256"}))
 		secret := cfg.Secret
@@ -129,14 +172,43 @@ func (v *Verifier) Buyer(token string) (string, error) {
 	if token == "" {
 		return "", fmt.Errorf("%w: no bearer token", ErrUnauthenticated)
 	}
-	var claims jwt.RegisteredClaims
-	if _, err := v.parser.ParseWithClaims(token, &claims, v.keyfunc); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	if v.cache == nil {
+		claims, err := v.verify(token)
+		if err != nil {
+			return "", err
+		}
+		return claims.Subject, nil
+	}
+	key := keyOf(token)
+	if claims, ok := v.cache.get(key); ok {
+		// The signature was good and stays good; the time does not.
+		if err := v.validator.Validate(claims); err != nil {
+			v.cache.remove(key)
+			return "", fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		}
+		return claims.Subject, nil
+	}
+	gen := v.cache.generation()
+	claims, err := v.verify(token)
+	if err != nil {
+		// Never cached: a token refused for an unknown key may pass once
+		// the key set has it.
+		return "", err
+	}
+	v.cache.add(gen, key, claims)
+	return claims.Subject, nil
+}
+
+// verify checks token's signature and claims in full.
+func (v *Verifier) verify(token string) (*jwt.RegisteredClaims, error) {
+	claims := new(jwt.RegisteredClaims)
+	if _, err := v.parser.ParseWithClaims(token, claims, v.keyfunc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	if claims.Subject == "" {
-		return "", fmt.Errorf("%w: token has no subject", ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: token has no subject", ErrUnauthenticated)
 	}
-	return claims.Subject, nil
+	return claims, nil
 }
 
 // Minter issues HS256 buyer tokens, as the shop's login service would: for

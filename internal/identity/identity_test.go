@@ -129,7 +129,7 @@ type jwksServer struct {
 	*httptest.Server
 }
 
-func newJWKSServer(t *testing.T) *jwksServer {
+func newJWKSServer(t testing.TB) *jwksServer {
 	s := &jwksServer{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		s.fetches.Add(1)
@@ -142,7 +142,7 @@ func newJWKSServer(t *testing.T) *jwksServer {
 	return s
 }
 
-func (s *jwksServer) publish(t *testing.T, pub crypto.PublicKey, alg jwkset.ALG, kid string) {
+func (s *jwksServer) publish(t testing.TB, pub crypto.PublicKey, alg jwkset.ALG, kid string) {
 	t.Helper()
 	k, err := jwkset.NewJWKFromKey(pub, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{ALG: alg, KID: kid, USE: jwkset.UseSig}})
 	require.NoError(t, err)
