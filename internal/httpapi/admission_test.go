@@ -44,8 +44,9 @@ func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
 	require.NoError(t, api.server.RegisterMetrics(reg))
 	sku := s.name("adm")
 	api.putSKU(sku, 5, 300, 4, 1)
-	paid := s.name("paid-later")
-	require.Equal(t, http.StatusCreated, api.buyRetrying(paid, s.name("u-p"), sku, 1).status)
+	r := api.buyRetrying(s.name("paid-later"), s.name("u-p"), sku, 1)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	paid := r.json(t)["order_id"].(string)
 
 	s.stopWorker()
 	// A buyer whose order cannot be answered (no worker) holds the only
@@ -75,7 +76,7 @@ func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
 		5*time.Second, 20*time.Millisecond)
 	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_limit"))
 
-	r := api.buy(s.name("shed"), s.name("u-shed"), sku, 1)
+	r = api.buy(s.name("shed"), s.name("u-shed"), sku, 1)
 	require.Equal(t, http.StatusTooManyRequests, r.status, "%s", r.body)
 	require.Equal(t, "BUSY", r.code(t))
 	require.Equal(t, "1", r.header.Get("Retry-After"))

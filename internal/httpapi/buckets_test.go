@@ -20,8 +20,7 @@ func TestResizeBuckets(t *testing.T) {
 	sku := s.name("resize")
 	path := "/api/v1/admin/skus/" + sku + "/buckets"
 	api.putSKU(sku, 100, 100, 16, 5)
-	order := s.name("o1")
-	require.Equal(t, http.StatusCreated, api.buy(order, s.name("u1"), sku, 2).status)
+	order := api.mustBuy(s.name("o1"), s.name("u1"), sku, 2)
 	require.Equal(t, http.StatusCreated, api.buy("", s.name("u2"), sku, 1).status)
 
 	for _, n := range []int{64, 4} {

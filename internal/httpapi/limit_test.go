@@ -40,9 +40,9 @@ func TestLimitAtTheEdge(t *testing.T) {
 	api.putSKU(sku, 20, 100, 4, 2)
 	hoarder, greedy, other := s.name("hoarder"), s.name("greedy"), s.name("other")
 
-	first := s.name("h-1")
-	r := api.buy(first, hoarder, sku, 2)
+	r := api.buy(s.name("h-1"), hoarder, sku, 2)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	first := r.json(t)["order_id"].(string)
 	started := api.metrics().WorkflowsStarted
 	require.EqualValues(t, 1, started)
 

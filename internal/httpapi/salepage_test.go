@@ -173,7 +173,7 @@ func TestSalePageInBrowser(t *testing.T) {
 			switch r.status {
 			case http.StatusCreated:
 				mu.Lock()
-				won = append(won, id)
+				won = append(won, r.json(t)["order_id"].(string))
 				mu.Unlock()
 			case http.StatusConflict:
 			default:

@@ -30,8 +30,7 @@ func TestStalledCallbackIsNotAcknowledged(t *testing.T) {
 	s := newStack(t, stackOptions{})
 	sku := s.name("sku")
 	s.api.putSKU(sku, 2, 4999, 2, 1)
-	id := s.name("o1")
-	require.Equal(t, http.StatusCreated, s.api.buy(id, s.name("u1"), sku, 1).status)
+	id := s.api.mustBuy(s.name("o1"), s.name("u1"), sku, 1)
 
 	const readTimeout = 700 * time.Millisecond
 	cfg := s.apiConfig()

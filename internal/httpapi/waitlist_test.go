@@ -83,9 +83,7 @@ func TestWaitlistEndToEnd(t *testing.T) {
 	sku := s.name("wl")
 	api.putSKU(sku, 1, 100, 4, 1)
 	a, b, c := s.name("ua"), s.name("ub"), s.name("uc")
-	orderA := s.name("oa")
-
-	require.Equal(t, http.StatusCreated, api.buy(orderA, a, sku, 1).status)
+	orderA := api.mustBuy(s.name("oa"), a, sku, 1)
 	r := api.buy(s.name("ob"), b, sku, 1)
 	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
 	require.Equal(t, "SOLD_OUT", r.code(t))
