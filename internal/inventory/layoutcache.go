@@ -31,13 +31,14 @@ import (
 	"time"
 )
 
-const (
-	// layoutCacheTTL is how long a cached layout is used before it is read
-	// again: one MGET per SKU per second per process, next to nothing.
-	layoutCacheTTL = time.Second
-	// layoutCacheMax bounds the cache; past it, it starts over empty.
-	layoutCacheMax = 4096
-)
+// layoutCacheTTL is how long a cached layout is used before it is read
+// again: one MGET per SKU per second per process, next to nothing. A
+// variable so tests can keep entries long enough to prove the stamps,
+// not the TTL, refuse a stale one.
+var layoutCacheTTL = time.Second
+
+// layoutCacheMax bounds the cache; past it, it starts over empty.
+const layoutCacheMax = 4096
 
 // cachedLayout is what Reserve needs to know about a SKU before its first
 // take, as read by one MGET at read.
