@@ -5,9 +5,13 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -90,4 +94,71 @@ func TestRawTakeMovesStock(t *testing.T) {
 	st, err := s.Stock(ctx, sku)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), st.Available)
+}
+
+// benchRoundOps is how many calls each side of one paired round makes.
+const benchRoundOps = 2000
+
+// BenchmarkReserveVsRaw is the bench's "redis Reserve vs raw EVALSHA" pair
+// in one run: every iteration is a round of benchRoundOps 1-unit Reserves
+// on a SKU with the given bucket count, then as many bare EVALSHAs of
+// take.lua, both at the same concurrency, alternating so that noise on a
+// shared machine hits both sides alike. It reports the median over rounds
+// of Reserve's throughput as a fraction of the raw script's (reserve/raw;
+// 1 would mean Reserve costs nothing beyond its one script call). Run it
+// with a fixed round count: -bench ReserveVsRaw -benchtime 20x.
+func BenchmarkReserveVsRaw(b *testing.B) {
+	for _, buckets := range []int{1, 16} {
+		b.Run(fmt.Sprintf("buckets=%d", buckets), func(b *testing.B) {
+			s, rdb := newStore(b)
+			ctx := context.Background()
+			sku := newSKU(b, rdb)
+			_, err := s.Preheat(ctx, sku, int64(2*benchRoundOps*(b.N+1)+16*buckets), buckets)
+			require.NoError(b, err)
+			raw := newSKU(b, rdb)
+			require.NoError(b, rdb.Set(ctx, stockKey(raw, 0), 1<<50, 0).Err())
+			require.NoError(b, s.LoadScripts(ctx))
+
+			conc := benchParallelism * runtime.GOMAXPROCS(0)
+			round := func(name string, i int, op func(id string) error) time.Duration {
+				var seq atomic.Int64
+				var wg sync.WaitGroup
+				start := time.Now()
+				for range conc {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							k := seq.Add(1)
+							if k > benchRoundOps {
+								return
+							}
+							if err := op(fmt.Sprintf("%s-%d-%d", name, i, k)); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				return time.Since(start)
+			}
+			var ratios []float64
+			var reserveTotal time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				r := round("res", i, func(id string) error {
+					_, err := s.Reserve(ctx, id, sku, 1)
+					return err
+				})
+				w := round("raw", i, func(id string) error { return s.RawTake(ctx, raw, 0, id) })
+				reserveTotal += r
+				ratios = append(ratios, float64(w)/float64(r))
+			}
+			b.StopTimer()
+			sort.Float64s(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "reserve/raw")
+			b.ReportMetric(float64(reserveTotal.Nanoseconds())/float64(b.N*benchRoundOps), "ns/reserve")
+		})
+	}
 }

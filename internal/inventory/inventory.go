@@ -67,6 +67,9 @@ type Store struct {
 
 	soldOutMs, heldMs, zeroMs int64
 
+	// layouts caches each SKU's layout for Reserve (layoutcache.go).
+	layouts layoutCache
+
 	// beforeVerify, if set, runs between Preheat's writes and its read-back,
 	// so tests can prove the verification is able to fail.
 	beforeVerify func(sku string)

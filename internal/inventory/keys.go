@@ -83,6 +83,16 @@ func restockKey(sku string, bucket int, requestID string) string {
 // step and Reserve reads them with one MGET.
 func layoutsKey(sku string) string { return "fs:{sku:" + sku + "}:layouts" }
 
+// epochKey is the SKU's layout epoch: it moves on every change of the
+// bucket count or the resize history (Preheat, Resize, Restore), and a
+// Store caches the layout together with it (layoutcache.go).
+func epochKey(sku string) string { return "fs:{sku:" + sku + "}:layout:epoch" }
+
+// stampKey is bucket i's copy of the layout epoch, written BEFORE the
+// epoch itself moves, so take.lua can refuse a take made under a cached
+// layout that is no longer current (layoutcache.go). Absent reads as 0.
+func stampKey(sku string, bucket int) string { return bucketTag(sku, bucket) + ":layout" }
+
 // resizeLockKey serializes Resize calls of one SKU.
 func resizeLockKey(sku string) string { return "fs:{sku:" + sku + "}:resize:lock" }
 

@@ -12,6 +12,7 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flashsale/flashsale"
 
@@ -30,15 +31,21 @@ type layout struct {
 	n     int   // current count: buyers take from 0..n-1
 	probe int   // buckets a marker may live in: max(n, every earlier count)
 	past  []int // every count from the layouts list (empty: never resized)
+	epoch int64 // the layout epoch read with them (0: never stamped)
 }
 
-// parseLayout reads the bucket count and layouts list from an MGET reply.
-func parseLayout(count, layouts any) (layout, error) {
+// parseLayout reads the bucket count, layouts list and layout epoch from
+// an MGET reply.
+func parseLayout(count, layouts, epoch any) (layout, error) {
 	n, err := parseBuckets(count)
 	if err != nil {
 		return layout{}, err
 	}
-	lay := layout{n: n, probe: n}
+	e, err := parseInt(epoch)
+	if err != nil {
+		return layout{}, fmt.Errorf("layout epoch: %w", err)
+	}
+	lay := layout{n: n, probe: n, epoch: e}
 	if layouts == nil {
 		return lay, nil
 	}
@@ -57,13 +64,41 @@ func parseLayout(count, layouts any) (layout, error) {
 	return lay, nil
 }
 
-// layout reads the count and layouts list with one MGET.
+// layout reads the count, layouts list and epoch with one MGET.
 func (s *Store) layout(ctx context.Context, sku string) (layout, error) {
-	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), layoutsKey(sku)).Result()
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), layoutsKey(sku), epochKey(sku)).Result()
 	if err != nil {
 		return layout{}, err
 	}
-	return parseLayout(vals[0], vals[1])
+	return parseLayout(vals[0], vals[1], vals[2])
+}
+
+// nextEpoch is the epoch a layout change moves cur to. It is at least the
+// clock in milliseconds, so a SKU whose keys were deleted and loaded again
+// does not start over at an epoch some process still caches from before.
+func nextEpoch(cur int64) int64 {
+	return max(cur+1, time.Now().UnixMilli())
+}
+
+// stampBuckets raises the layout stamp of buckets 0..n-1 to epoch (one
+// pipeline of stamp.lua). It must return before the epoch itself moves:
+// from then on a take under any older cached layout is refused in every
+// bucket such a layout can lead to (layoutcache.go).
+func (s *Store) stampBuckets(ctx context.Context, sku string, n int, epoch int64) error {
+	calls := make([]scriptCall, n)
+	for b := range calls {
+		calls[b] = scriptCall{keys: []string{stampKey(sku, b)}, args: []any{epoch}}
+	}
+	cmds, err := s.evalPipelined(ctx, stampScript, calls)
+	if err != nil {
+		return fmt.Errorf("stamp layout epoch: %w", err)
+	}
+	for b, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return fmt.Errorf("stamp layout epoch in bucket %d: %w", b, err)
+		}
+	}
+	return nil
 }
 
 // walkOf is the probe order of an order under count m, followed by the

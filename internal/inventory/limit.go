@@ -39,6 +39,9 @@ func (s *Store) SetLimit(ctx context.Context, sku string, limit int, sale int64)
 	if err := s.rdb.Set(ctx, limitKey(sku), strconv.Itoa(limit)+":"+strconv.FormatInt(sale, 10), 0).Err(); err != nil {
 		return fmt.Errorf("set limit %s: %w", sku, err)
 	}
+	// Reserve skips the count for a SKU cached as having no limit; this
+	// process sees the new one at once, others within layoutCacheTTL.
+	s.layouts.forget(sku)
 	return nil
 }
 

@@ -255,6 +255,20 @@ func (s *Store) Restore(ctx context.Context, sku string, available int64, bucket
 	if _, err := pipe.Exec(ctx); err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: write buckets: %w", sku, err)
 	}
+	// A layout loaded again is a new layout: buckets that survived the
+	// loss may still carry the stamp some process caches its old layout
+	// under, so they are stamped with a new epoch, and the epoch written,
+	// before the count admits buyers (layoutcache.go). Two restorers racing
+	// may leave the epoch below the highest stamp: cached takes are then
+	// refused and every Reserve reads the layout, until the next Preheat or
+	// Resize; never a take under a stale layout.
+	epoch := nextEpoch(0)
+	if err := s.stampBuckets(ctx, sku, buckets, epoch); err != nil {
+		return RestoreResult{}, fmt.Errorf("restore %s: %w", sku, err)
+	}
+	if err := s.rdb.Set(ctx, epochKey(sku), epoch, 0).Err(); err != nil {
+		return RestoreResult{}, fmt.Errorf("restore %s: write layout epoch: %w", sku, err)
+	}
 	// The count goes last: the moment it exists buyers are admitted, and
 	// every bucket must be there by then.
 	set, err := s.rdb.SetNX(ctx, bucketsKey(sku), buckets, 0).Result()

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/flashsale/flashsale"
@@ -34,7 +35,8 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 // limit for the current sale (limit.go): an order that would give the buyer
 // more than the SKU's per-buyer limit is refused with a LimitExceeded error
 // holding nothing. The count is idempotent per order like the takes, and
-// every give-back below (and Release) returns it.
+// every give-back below (and Release) returns it. A SKU without a limit
+// (read with the layout) costs no call for it.
 //
 // It starts at bucket crc32(orderID)%N and probes (start+k)%N for
 // k = 0..N-1, taking min(still needed, bucket stock) from each until the
@@ -42,8 +44,14 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 // buckets hold stock (after a resize, a retry walks the layout its first
 // attempt walked: walkFor in layout.go). If all buckets together cannot
 // serve qty, every take of this order is given back, the sold-out flag is
-// set when the probe proves the SKU empty, and a SoldOut error is returned: a
-// reservation is never partial.
+// set when the buckets are then seen empty, and a SoldOut error is
+// returned: a reservation is never partial.
+//
+// The layout (N, the resize history) comes from a per-process cache, so an
+// order served by its first bucket costs one script call. Every take under
+// a cached layout is checked against the bucket's stamp of the layout
+// epoch; a refused one makes Reserve read the layout and walk again, as a
+// retry would (layoutcache.go).
 //
 // Reserve is idempotent per (orderID, sku) as long as qty is the same: a retry
 // replays the markers the first attempt left and returns the same Reservation
@@ -62,78 +70,100 @@ func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty
 	if qty <= 0 {
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
 	}
+	tookCached := false
+	if c, ok := s.layouts.get(sku); ok {
+		res, took, err := s.reserveUnder(ctx, userID, orderID, sku, qty, c, true, false)
+		if !errors.Is(err, errStaleLayout) {
+			return res, err
+		}
+		// The layout changed under the cache: read it and walk again. The
+		// takes made so far are this order's markers, which the walk
+		// below replays (or, after a resize, finds: walkFor).
+		s.layouts.forget(sku)
+		tookCached = took
+	}
+	c, err := s.readLayout(ctx, sku)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve %s: read layout: %w", sku, err)
+	}
+	res, _, err := s.reserveUnder(ctx, userID, orderID, sku, qty, c, false, tookCached)
+	return res, err
+}
 
-	// N, gen and the resize history share the SKU slot: one MGET. gen must
-	// be read BEFORE the probe so soldout.lua can tell whether stock came
-	// back during it.
-	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), genKey(sku), layoutsKey(sku)).Result()
-	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: read bucket count: %w", sku, err)
-	}
-	lay, err := parseLayout(vals[0], vals[2])
-	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
-	}
-	gen, err := parseInt(vals[1])
-	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: read gen: %w", sku, err)
-	}
+// errStaleLayout is take.lua's refusal of a cached layout (-4).
+var errStaleLayout = errors.New("stale layout")
+
+// reserveUnder is one walk of ReserveFor under layout c: cached (every
+// take checked against the bucket's stamp; errStaleLayout when refused)
+// or just read (no check). took reports whether this walk took units
+// before an errStaleLayout; mayHold says an earlier walk of this call
+// did, so a limit refusal must give them back.
+func (s *Store) reserveUnder(ctx context.Context, userID, orderID, sku string, qty int64, c *cachedLayout, cached, mayHold bool) (_ Reservation, took bool, _ error) {
+	lay := c.lay
 	// After a resize a retry must walk the buckets its first attempt
 	// walked (layout.go); for a SKU never resized this is the plain walk.
 	walk, err := s.walkFor(ctx, sku, orderID, lay)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
+		return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, err)
 	}
 	// The limit first: an order over it must hold nothing, not take units
 	// other buyers are turned away from while MySQL has yet to refuse it.
-	if err := s.claim(ctx, userID, orderID, sku, qty, false); err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
+	if c.hasLimit {
+		if err := s.claim(ctx, userID, orderID, sku, qty, false); err != nil {
+			if mayHold && flashsale.ErrorCode(err) == flashsale.LimitExceeded {
+				// Only when the limit appeared while a cached walk (one
+				// that knew none) was taking; that walk's units go back.
+				if _, _, gerr := s.giveBack(ctx, orderID, sku, lay, modeSoldOut); gerr != nil {
+					return Reservation{}, false, fmt.Errorf("reserve %s: %w (giving back: %v)", sku, err, gerr)
+				}
+			}
+			return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, err)
+		}
 	}
 
+	epoch := epochArg(lay, cached)
 	need := qty
 	var parts []Part
-	// allFresh stays true only if every bucket was probed live by this call.
-	// A replayed "0" is an old observation (the bucket may have been refilled
-	// since), so it cannot justify a sold-out flag.
-	allFresh := true
 	for _, b := range walk {
 		if need == 0 {
 			break
 		}
 		res, err := takeScript.Run(ctx, s.rdb,
-			[]string{stockKey(sku, b), orderKey(sku, b, orderID)},
-			need, s.heldMs, s.zeroMs).Int64Slice()
+			[]string{stockKey(sku, b), orderKey(sku, b, orderID), stampKey(sku, b)},
+			need, s.heldMs, s.zeroMs, epoch).Int64Slice()
 		if err != nil {
-			return Reservation{}, fmt.Errorf("reserve %s: take from bucket %d: %w", sku, b, err)
+			return Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: %w", sku, b, err)
 		}
 		if len(res) < 2 {
-			return Reservation{}, fmt.Errorf("reserve %s: take from bucket %d: unexpected reply %v", sku, b, res)
+			return Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: unexpected reply %v", sku, b, res)
 		}
 		switch res[0] {
+		case -4:
+			if cached {
+				return Reservation{}, need < qty, errStaleLayout
+			}
+			return Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: refused a layout read just now", sku, b)
 		case -2:
 			// Released while (or before) we probed. Release visits every
 			// bucket, but run it again so nothing this call took can outlive
 			// the release even if the two interleaved.
 			if _, _, err := s.giveBack(ctx, orderID, sku, lay, modeRelease); err != nil {
-				return Reservation{}, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
+				return Reservation{}, false, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
 			}
-			return Reservation{}, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
+			return Reservation{}, false, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
 		case -3:
 			// An earlier attempt of this order ended sold out; repeat that.
 			if _, _, err := s.giveBack(ctx, orderID, sku, lay, modeSoldOut); err != nil {
-				return Reservation{}, fmt.Errorf("reserve %s: give back: %w", sku, err)
+				return Reservation{}, false, fmt.Errorf("reserve %s: give back: %w", sku, err)
 			}
-			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+			return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
 		}
 		got := res[0]
-		if len(res) > 2 && res[2] == 1 {
-			allFresh = false
-		}
 		if got > need {
 			// Only a replay can return more than asked: the first attempt of
 			// this order wanted more. The markers cannot say which quantity
 			// is right, so refuse rather than guess; the units stay held.
-			return Reservation{}, fmt.Errorf("reserve %s: %w", sku, invalidf(
+			return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, invalidf(
 				"order %s already holds %d units in bucket %d but only %d are still wanted: retried with a different quantity",
 				orderID, got, b, need))
 		}
@@ -143,25 +173,45 @@ func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty
 		}
 	}
 	if need == 0 {
-		return Reservation{SKU: sku, Quantity: qty, Parts: parts}, nil
+		return Reservation{SKU: sku, Quantity: qty, Parts: parts}, false, nil
 	}
 
 	// Not enough in all buckets together: give back every take so the
 	// reservation is all or nothing, and remember the outcome in the markers.
 	_, held, err := s.giveBack(ctx, orderID, sku, lay, modeSoldOut)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
+		return Reservation{}, false, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
 	}
+	soldOut := flashsale.Errorf(flashsale.SoldOut, "sold out")
 	// If this order held units, giving them back bumped gen, so the SKU is
-	// not empty and soldout.lua would refuse anyway; skip the round trip.
-	if allFresh && !held {
-		err := soldOutScript.Run(ctx, s.rdb, []string{genKey(sku), soldOutKey(sku)}, gen, s.soldOutMs).Err()
-		if err != nil {
+	// not empty and soldout.lua would refuse anyway; skip the round trips.
+	if !held {
+		if err := s.flagSoldOut(ctx, sku); err != nil {
 			// The flag is only an optimisation; the answer stays sold out.
-			return Reservation{}, fmt.Errorf("reserve %s: %w (setting sold-out flag: %v)", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"), err)
+			return Reservation{}, false, fmt.Errorf("reserve %s: %w (setting sold-out flag: %v)", sku, soldOut, err)
 		}
 	}
-	return Reservation{}, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+	return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, soldOut)
+}
+
+// flagSoldOut sets the sold-out flag if every bucket is empty now. gen is
+// read BEFORE the buckets (Available), so soldout.lua refuses if stock came
+// back after any of them was read. The walk's own answers are not used as
+// the observation: the walk ran before gen was read (its layout may come
+// from the cache, which holds no gen), and replayed answers are older
+// still. The cost, one MGET and one pipeline, is paid only by a buyer who
+// found the SKU sold out without the flag, which the flag then spares the
+// next ones.
+func (s *Store) flagSoldOut(ctx context.Context, sku string) error {
+	av, err := s.Available(ctx, sku)
+	if err != nil {
+		return err
+	}
+	if av.Units > 0 {
+		return nil
+	}
+	_, err = s.MarkSoldOut(ctx, sku, av.Gen)
+	return err
 }
 
 // Release returns every unit orderID holds in sku to the bucket it came

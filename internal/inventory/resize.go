@@ -64,18 +64,13 @@ func (s *Store) Resize(ctx context.Context, sku string, buckets int) (ResizeResu
 		return res, fmt.Errorf("resize %s: finish earlier moves: %w", sku, err)
 	}
 
-	reply, err := layoutScript.Run(ctx, s.rdb, []string{bucketsKey(sku), layoutsKey(sku)}, buckets).Int64Slice()
+	reply, err := s.switchLayout(ctx, sku, before, buckets)
 	if err != nil {
-		return res, fmt.Errorf("resize %s: switch count: %w", sku, err)
-	}
-	if len(reply) != 2 {
-		return res, fmt.Errorf("resize %s: switch count: unexpected reply %v", sku, reply)
-	}
-	if reply[0] == 0 {
-		return res, fmt.Errorf("resize %s: %w", sku, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+		return res, fmt.Errorf("resize %s: %w", sku, err)
 	}
 	res.Previous = int(reply[0])
 	highest := int(reply[1])
+	s.layouts.forget(sku) // refused at its next take anyway; spare that round trip
 
 	var removed []int
 	for b := buckets; b < highest; b++ {
@@ -102,6 +97,45 @@ func (s *Store) Resize(ctx context.Context, sku string, buckets int) (ResizeResu
 	}
 	res.RedisTotal = st.Available
 	return res, nil
+}
+
+// switchLayout is step 2 of the protocol: stamp every bucket a layout old
+// or new can lead a buyer to with the next epoch, then switch the count,
+// history and epoch in one step (layout.lua). Stamping first is what
+// makes cached layouts safe: once layout.lua ran, no take under the old
+// epoch can succeed in any of those buckets (layoutcache.go). layout.lua
+// refuses when the epoch moved since it was read (a Resize that outlived
+// its lock, a Preheat); then the stamps are written again for the epoch
+// after the current one. It returns layout.lua's {previous, highest}.
+func (s *Store) switchLayout(ctx context.Context, sku string, before layout, buckets int) ([]int64, error) {
+	epoch := before.epoch
+	for range 5 {
+		next := nextEpoch(epoch)
+		if err := s.stampBuckets(ctx, sku, max(before.probe, buckets), next); err != nil {
+			return nil, err
+		}
+		reply, err := layoutScript.Run(ctx, s.rdb, []string{bucketsKey(sku), layoutsKey(sku), epochKey(sku)},
+			buckets, epoch, next).Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("switch count: %w", err)
+		}
+		if len(reply) != 2 {
+			return nil, fmt.Errorf("switch count: unexpected reply %v", reply)
+		}
+		switch {
+		case reply[0] == 0:
+			return nil, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku")
+		case reply[0] == -1:
+			// The epoch moved; so may have the history: read both again.
+			if before, err = s.layout(ctx, sku); err != nil {
+				return nil, err
+			}
+			epoch = before.epoch
+			continue
+		}
+		return reply, nil
+	}
+	return nil, fmt.Errorf("switch count: the layout epoch keeps moving")
 }
 
 // lockResize takes the SKU's resize lock, waiting up to resizeLockWait,

@@ -43,9 +43,11 @@ var (
 	limitTakeScript = script("limit_take.lua")
 	limitGiveScript = script("limit_give.lua")
 
-	// Resizing: the count switch, both halves of a move, the lock's
-	// release (resize.go, move.go).
+	// Resizing: the count switch, the per-bucket stamps of the layout
+	// epoch that guard cached layouts, both halves of a move, the lock's
+	// release (resize.go, layout.go, move.go).
 	layoutScript  = script("layout.lua")
+	stampScript   = script("stamp.lua")
 	moveOutScript = script("moveout.lua")
 	moveInScript  = script("movein.lua")
 	unlockScript  = script("unlock.lua")

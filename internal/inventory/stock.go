@@ -31,19 +31,29 @@ func (s *Store) Preheat(ctx context.Context, sku string, available int64, bucket
 		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, err)
 	}
 
-	// The previous count tells which bucket keys would be left behind.
-	oldN := 0
-	prev, err := s.rdb.Get(ctx, bucketsKey(sku)).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-	case err != nil:
+	// The previous count tells which bucket keys would be left behind; the
+	// history and epoch, which buckets a cached layout may lead to.
+	oldN, stampN := 0, buckets
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), layoutsKey(sku), epochKey(sku)).Result()
+	if err != nil {
 		return PreheatResult{}, fmt.Errorf("preheat %s: read bucket count: %w", sku, err)
+	}
+	old, err := parseLayout(vals[0], vals[1], vals[2])
+	switch {
+	case vals[0] == nil:
+	case err != nil:
+		// A corrupt count is overwritten below; clean up as far as the
+		// largest possible layout so no stale bucket survives.
+		oldN, stampN = flashsale.MaxBuckets, flashsale.MaxBuckets
 	default:
-		if oldN, err = parseBuckets(prev); err != nil {
-			// A corrupt count is overwritten below; clean up as far as the
-			// largest possible layout so no stale bucket survives.
-			oldN = flashsale.MaxBuckets
-		}
+		oldN, stampN = old.n, max(old.probe, buckets)
+	}
+	// A new count is a new layout: every process that cached the old one
+	// must have its takes refused, so the buckets are stamped with the
+	// next epoch before it is written (layoutcache.go).
+	epoch := nextEpoch(old.epoch)
+	if err := s.stampBuckets(ctx, sku, stampN, epoch); err != nil {
+		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, err)
 	}
 
 	// The keys live in different slots, so this cannot be one transaction;
@@ -53,7 +63,9 @@ func (s *Store) Preheat(ctx context.Context, sku string, available int64, bucket
 	for b := range buckets {
 		pipe.Set(ctx, stockKey(sku, b), evenShare(available, buckets, b), 0)
 	}
-	pipe.Set(ctx, bucketsKey(sku), buckets, 0)
+	// Count and epoch in one MSET (one slot): no reader sees one without
+	// the other.
+	pipe.MSet(ctx, bucketsKey(sku), buckets, epochKey(sku), epoch)
 	for b := buckets; b < oldN; b++ {
 		pipe.Del(ctx, stockKey(sku, b))
 	}
@@ -63,6 +75,7 @@ func (s *Store) Preheat(ctx context.Context, sku string, available int64, bucket
 	if err := s.bump(ctx, sku); err != nil {
 		return PreheatResult{}, fmt.Errorf("preheat %s: bump: %w", sku, err)
 	}
+	s.layouts.forget(sku) // refused at its next take anyway; spare that round trip
 
 	if s.beforeVerify != nil {
 		s.beforeVerify(sku)

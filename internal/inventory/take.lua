@@ -5,8 +5,13 @@
 -- ARGV[1] units still wanted (> 0)
 -- ARGV[2] marker TTL in ms when units were taken (held)
 -- ARGV[3] marker TTL in ms when nothing was taken (zero)
+-- KEYS[3] layout stamp        fs:{sku:<sku>:b<i>}:layout   (optional)
+-- ARGV[4] layout epoch the caller cached, or absent / '' when the caller
+--         read the layout itself just before this call (no check)
 --
 -- Returns
+--   {-4, stamp}           stale layout: the bucket's stamp is not ARGV[4];
+--                         nothing was read or written
 --   {take, remaining, 0}  fresh probe: take units moved, remaining left
 --   {k, remaining, 1}     replay: the marker already holds the first answer
 --   {-2, k}               the order was released (Release ran before/while)
@@ -14,6 +19,19 @@
 --
 -- Both keys share the bucket's hash tag, so the check-and-take below is one
 -- atomic step even on Redis Cluster.
+
+-- A cached layout is checked first, before a replay: a stale layout may
+-- have led the caller to the wrong bucket, where even a replayed answer
+-- would be the wrong one. Resize and Preheat stamp every bucket with the
+-- new epoch before the epoch itself moves (layoutcache.go), so a stamp
+-- equal to the caller's epoch means the layout is still the cached one at
+-- this moment.
+if ARGV[4] and ARGV[4] ~= '' then
+  local stamp = redis.call('GET', KEYS[3]) or '0'
+  if stamp ~= ARGV[4] then
+    return {-4, tonumber(stamp)}
+  end
+end
 
 local marker = redis.call('GET', KEYS[2])
 if marker then
