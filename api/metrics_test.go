@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -122,6 +125,63 @@ func dashboardMetrics(t *testing.T) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// ruleMetrics lists the metric names deploy/prometheus's rules read, the
+// series the recording rules define and Prometheus's own up left out.
+func ruleMetrics(t *testing.T) []string {
+	t.Helper()
+	type rules struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `yaml:"record"`
+				Expr   string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	var exprs []string
+	recorded := map[string]bool{}
+	for _, f := range []string{"recording.rules.yml", "alerts.rules.yml"} {
+		raw, err := os.ReadFile("../deploy/prometheus/" + f)
+		require.NoError(t, err)
+		var r rules
+		require.NoError(t, yaml.Unmarshal(raw, &r), f)
+		for _, g := range r.Groups {
+			for _, rule := range g.Rules {
+				exprs = append(exprs, rule.Expr)
+				if rule.Record != "" {
+					recorded[rule.Record] = true
+				}
+			}
+		}
+	}
+	// A recorded name (level:metric:ops) is one token; label matchers and
+	// strings are dropped first.
+	ident := regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
+	strip := regexp.MustCompile(`\{[^}]*\}|"[^"]*"|\b(?:by|on|without|ignoring)\s*\([^)]*\)`)
+	seen := map[string]bool{}
+	for _, e := range exprs {
+		for _, name := range ident.FindAllString(strip.ReplaceAllString(e, ""), -1) {
+			if recorded[name] || !regexp.MustCompile(`^(?:flashsale|temporal|go_sql)_`).MatchString(name) {
+				continue
+			}
+			seen[name] = true
+		}
+	}
+	require.Greater(t, len(seen), 10, "the rules read metrics")
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// onlyAfterFailure are rule metrics a healthy sale does not show: the
+// Temporal SDK exports a counter from its first increment. Each is checked
+// against the SDK's own name for it instead.
+var onlyAfterFailure = map[string]string{
+	"temporal_workflow_failed_total": "WorkflowFailedCounter",
 }
 
 // TestMetricsDuringSale runs the real api and worker with METRICS_ADDR,
@@ -286,12 +346,42 @@ func TestMetricsDuringSale(t *testing.T) {
 			missing = append(missing, name)
 		}
 	}
+	for _, name := range ruleMetrics(t) {
+		if exported[name] {
+			continue
+		}
+		if c, ok := onlyAfterFailure[name]; ok {
+			requireSDKMetric(t, c, strings.TrimSuffix(name, "_total"))
+			continue
+		}
+		missing = append(missing, "rules: "+name)
+	}
+	// The rules' label values: the workflow type reconcile ran as above.
+	require.Greater(t, value(worker, "temporal_workflow_completed_total", map[string]string{"workflow_type": "ReconcileWorkflow"}), 0.0)
+	require.Equal(t, 0.0, value(worker, "flashsale_orders_stalled", nil))
+	require.GreaterOrEqual(t, value(worker, "flashsale_payments_refund_required", nil), 0.0)
+	require.Equal(t, 0.0, value(worker, "flashsale_backlog_read_errors", nil))
 	if len(missing) > 0 {
 		var all []string
 		for n := range exported {
 			all = append(all, n)
 		}
 		slices.Sort(all)
-		t.Fatalf("the dashboard queries metrics nobody exports: %v\nexported: %s", missing, strings.Join(all, " "))
+		t.Fatalf("the dashboard or the rules query metrics nobody exports: %v\nexported: %s", missing, strings.Join(all, " "))
 	}
+}
+
+// requireSDKMetric checks the Temporal SDK in go.mod names constant as name
+// (its internal/common/metrics/constants.go, read from the module cache).
+func requireSDKMetric(t *testing.T, constant, name string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "go.temporal.io/sdk").Output()
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "internal/common/metrics/constants.go"))
+	require.NoError(t, err)
+	prefix := regexp.MustCompile(`TemporalMetricsPrefix\s*=\s*"([a-z_]+)"`).FindSubmatch(raw)
+	require.NotNil(t, prefix, "the SDK's metric prefix")
+	m := regexp.MustCompile(constant + `\s*=\s*TemporalMetricsPrefix \+ "([a-z_]+)"`).FindSubmatch(raw)
+	require.NotNil(t, m, "the SDK has no %s", constant)
+	require.Equal(t, name, string(prefix[1])+string(m[1]), "the SDK's %s", constant)
 }

@@ -7,7 +7,8 @@
 #   the APIs health-checking /readyz, and the Temporal Web UI (ui-server)
 #   against the frontend.
 #
-#   scripts/cluster.sh up         build what is missing (first run: the Temporal
+#   scripts/cluster.sh up         check prerequisites (installing missing Debian
+#                                 packages as root), build what is missing (first run: the Temporal
 #                                 server, 4-10 min on 2 cores, and the Web UI,
 #                                 about 1.5 min), start what is
 #                                 not running, print where everything is
@@ -451,9 +452,60 @@ start_node() {
 	esac
 }
 
+# ---- prerequisites ---------------------------------------------------------
+
+# prerequisites: everything up needs, checked before anything is built (a
+# fresh machine once built for 7 minutes, started Temporal, and only then
+# found no haproxy). Missing Debian packages are installed when running as
+# root with apt-get (as scripts/test.sh does), unless
+# FLASHSALE_CLUSTER_NO_INSTALL=1; otherwise up stops at once naming them.
+# Then the services it does not start itself (PostgreSQL, MySQL) must
+# answer, and the ports of the nodes it will start must be free.
+prerequisites() {
+	local -A pkg=([haproxy]=haproxy [redis-server]=redis-server [redis-cli]=redis-tools
+		[psql]=postgresql-client [openssl]=openssl [curl]=curl [flock]=util-linux [setsid]=util-linux)
+	local missing=() need=() c
+	command -v go >/dev/null || missing+=("go (https://go.dev/dl/, the version of go.mod)")
+	for c in "${!pkg[@]}"; do
+		command -v "$c" >/dev/null && continue
+		missing+=("$c (Debian package ${pkg[$c]})")
+		[[ " ${need[*]} " == *" ${pkg[$c]} "* ]] || need+=("${pkg[$c]}")
+	done
+	if [ ${#need[@]} -gt 0 ] && [ "${FLASHSALE_CLUSTER_NO_INSTALL:-}" != 1 ] && [ "$(id -u)" = 0 ] &&
+		command -v apt-get >/dev/null && ! [[ " ${missing[*]} " == *"go (https"* ]]; then
+		say "installing ${need[*]} (apt-get; log /tmp/flashsale-cluster-apt.log)"
+		if { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}"; } >/tmp/flashsale-cluster-apt.log 2>&1; then
+			missing=()
+			for c in "${!pkg[@]}"; do command -v "$c" >/dev/null || missing+=("$c (Debian package ${pkg[$c]})"); done
+		else
+			say "apt-get install ${need[*]} failed; see /tmp/flashsale-cluster-apt.log"
+		fi
+	fi
+	if [ ${#missing[@]} -gt 0 ]; then
+		die "missing before anything is built: ${missing[*]}${need[*]:+
+  install with: apt-get install ${need[*]}}"
+	fi
+	psql_ -d postgres -c 'select 1' >/dev/null 2>&1 ||
+		die "PostgreSQL is not answering on $PG_HOST:$PG_PORT as $PG_USER (Temporal's database; e.g. pg_ctlcluster --skip-systemctl-redirect \$(ls /etc/postgresql) main start, or set PG_HOST/PG_PORT/PG_USER)"
+	local mysql_addr=${MYSQL_SERVER_DSN#*tcp(}
+	mysql_addr=${mysql_addr%%)*}
+	(exec 3<>"/dev/tcp/${mysql_addr%:*}/${mysql_addr##*:}") 2>/dev/null ||
+		die "MySQL is not answering on $mysql_addr (MYSQL_SERVER_DSN; scripts/services.sh starts one)"
+	local n grpc busy=()
+	for n in "${TEMPORAL_NODES[@]}"; do
+		running "$n" && continue
+		read -r _ grpc _ <<<"$(node_ports "$n")"
+		port_open "$grpc" && busy+=("$grpc ($n)")
+	done
+	running temporal-ui || ! port_open "$UI_PORT" || busy+=("$UI_PORT (temporal-ui)")
+	running api-1 || ! port_open "$API1_PORT" || busy+=("$API1_PORT (api-1)")
+	running api-2 || ! port_open "$API2_PORT" || busy+=("$API2_PORT (api-2)")
+	running haproxy || ! port_open "$HAPROXY_PORT" || busy+=("$HAPROXY_PORT (haproxy)")
+	[ ${#busy[@]} -eq 0 ] || die "ports taken by processes this script did not start: ${busy[*]}"
+}
+
 cmd_up() {
-	command -v go >/dev/null || die "go is not installed"
-	command -v psql >/dev/null || die "psql is not installed (PostgreSQL client)"
+	prerequisites
 	mkdir -p "$STATE" "$LOGS" "$PIDS"
 	exec 8>"$STATE/.lock"
 	flock 8

@@ -41,6 +41,9 @@ command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
 # internal/tooling/bench drives the API with wrk beside its own load generator.
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+# promtool (Debian's prometheus package; the service is never started here)
+# checks deploy/prometheus/ and runs its rule tests.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "test: installing ${need[*]} (apt-get)" >&2
 	# --no-install-recommends: docker-compose alone, not a Docker engine.
@@ -62,6 +65,12 @@ trap cleanup EXIT
 printf '%s\n' POSTGRES_PASSWORD=x MYSQL_ROOT_PASSWORD=x WEBHOOK_SECRET=x ADMIN_TOKEN=x >"$compose_env"
 docker-compose --env-file "$compose_env" -f docker-compose.yml config --quiet
 echo "test: docker-compose.yml valid" >&2
+# The alerts and recording rules on synthetic series (deploy/rules_test.go
+# runs the same, and checks every alert has a runbook section and cases).
+(cd deploy/prometheus && promtool check config prometheus.yml >/dev/null &&
+	promtool check rules recording.rules.yml alerts.rules.yml >/dev/null &&
+	promtool test rules recording_test.yml alerts_test.yml >/dev/null)
+echo "test: deploy/prometheus rules valid, promtool tests passed" >&2
 
 # internal/httpapi's sale page test drives a real headless Chromium (Debian's); without it
 # that test fails with the command to install it.

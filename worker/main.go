@@ -5,7 +5,8 @@
 // on SIGINT/SIGTERM, finishing the tasks it holds. With METRICS_ADDR set it
 // serves Prometheus metrics there: the Temporal SDK's (task latencies,
 // schedule-to-start, sticky cache, pollers), the orders its activities
-// moved to each status, and its Redis circuit breaker. `worker -help`
+// moved to each status, its Redis circuit breaker, and the backlogs left
+// for a person (stalled orders, payments to refund). `worker -help`
 // prints the environment and exits.
 package main
 
@@ -86,7 +87,9 @@ func run(logger *slog.Logger) error {
 	interceptors := extraInterceptors
 	if mx != nil {
 		activityMetrics := NewActivityMetrics()
-		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(activityMetrics)); err != nil {
+		backlog := &backlogCollector{temporal: b.Temporal, orders: b.Orders}
+		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(activityMetrics),
+			mx.Registry.Register(backlog)); err != nil {
 			return fmt.Errorf("register metrics: %w", err)
 		}
 		interceptors = append([]interceptor.WorkerInterceptor{activityMetrics.Interceptor()}, interceptors...)

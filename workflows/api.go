@@ -70,6 +70,14 @@ func RunningOrdersQuery(sku string) string {
 		SKUIDsKey.GetName(), quoted)
 }
 
+// StalledOrdersQuery is the visibility query for the running order
+// workflows showing STALLED: compensation still retrying a minute past the
+// deadline (the worker's flashsale_orders_stalled gauge counts them).
+func StalledOrdersQuery() string {
+	return fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND %s = '%s'",
+		OrderStatusKey.GetName(), flashsale.StatusStalled)
+}
+
 // OrderInput starts an OrderWorkflow: the buyer's order (the fields of
 // flashsale.Order, flat, as every recorded history has them) and how long
 // they have to pay.

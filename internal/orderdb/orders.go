@@ -82,3 +82,16 @@ func (s *Store) Head(ctx context.Context, orderID string) (OrderHead, error) {
 	}
 	return OrderHead{OrderID: orderID, UserID: row.UserID, Status: flashsale.Status(row.Status)}, nil
 }
+
+// RefundsRequired counts the payments recorded for refund (REFUND_REQUIRED):
+// money taken that must go back, the backlog the refund alert watches. A
+// scan of payments, which holds one row per payment (thousands for a sale),
+// read at most every few seconds by a metrics collector.
+func (s *Store) RefundsRequired(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&paymentRow{}).Where("status = ?", PaymentRefundRequired).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count payments to refund: %w", err)
+	}
+	return n, nil
+}
