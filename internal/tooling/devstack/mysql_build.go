@@ -86,13 +86,24 @@ func mysqldBinary(ctx context.Context, w io.Writer) (string, error) {
 // directory or one above it. A binary built with -trimpath and run outside
 // the checkout has neither.
 func moduleSource() (string, error) {
-	var candidates []string
+	var built string
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
 		// file is <module>/internal/tooling/devstack/mysql_build.go.
-		candidates = append(candidates, filepath.Join(filepath.Dir(file), "..", "..", ".."))
+		built = filepath.Join(filepath.Dir(file), "..", "..", "..")
 	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
+	wd, _ := os.Getwd()
+	return findModule(built, wd)
+}
+
+// findModule returns built if it holds mysqldModule, else wd or the first
+// directory above it that does.
+func findModule(built, wd string) (string, error) {
+	var candidates []string
+	if built != "" {
+		candidates = append(candidates, built)
+	}
+	if wd != "" {
+		for d := filepath.Clean(wd); ; d = filepath.Dir(d) {
 			candidates = append(candidates, d)
 			if filepath.Dir(d) == d {
 				break
