@@ -2,6 +2,7 @@ package flashsale_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,27 @@ func TestProductLinksNoTooling(t *testing.T) {
 	for _, p := range deps {
 		if strings.Contains(p, "/flashsale/internal/tooling/") || strings.HasSuffix(p, "/flashsale/internal/testenv") {
 			t.Errorf("a product process links %s", p)
+		}
+	}
+}
+
+// The starter as `go run ./starter` builds it, demo and bench included,
+// links no go-mysql-server: the demo runs it as a process of its own
+// (internal/tooling/devstack/mysqld), so the init of its ICU regex package
+// (a second of CPU) is not paid by every CLI command. starter's
+// TestStartupInit runs the binary and reads its package inits.
+func TestStarterLinksNoEmbeddedMySQL(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./starter").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/flashsale/flashsale/internal/tooling/devstack") {
+		t.Fatalf("the starter no longer links devstack: this test no longer proves anything")
+	}
+	for _, p := range deps {
+		if strings.HasPrefix(p, "github.com/dolthub/") || strings.HasPrefix(p, "github.com/tetratelabs/wazero") {
+			t.Errorf("the starter links %s", p)
 		}
 	}
 }

@@ -115,7 +115,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	}
 	if cfg.MySQLDSN == "" {
 		fmt.Fprintln(progress, "starting MySQL-compatible store (embedded go-mysql-server)...")
-		m, err := devstack.StartMySQL(ctx)
+		m, err := devstack.StartMySQL(ctx, devstack.MySQLOptions{Progress: progress})
 		if err != nil {
 			return nil, fmt.Errorf("start mysql: %w", err)
 		}

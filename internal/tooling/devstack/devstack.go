@@ -1,7 +1,9 @@
 // Package devstack starts the services a flash sale needs on a machine that
-// has nothing but Go: an embedded Redis (miniredis), an embedded
-// MySQL-compatible store (go-mysql-server) and a Temporal dev server run as a
-// child process (the CLI, installed from the Go module proxy on first use).
+// has nothing but Go: an embedded Redis (miniredis), and as child processes
+// a MySQL-compatible store (go-mysql-server, package mysqld, built from this
+// module on first use) and a Temporal dev server (the CLI, installed from
+// the Go module proxy on first use). go-mysql-server is not linked here: its
+// init costs every process that links it about a second of CPU (mysql.go).
 //
 // It exists for the one-command demo and for tests that must run anywhere.
 // Production and the real-service tests (internal/testenv) use Redis,

@@ -1,20 +1,17 @@
 package devstack
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net"
-	"sync"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
 	"time"
 
-	sqle "github.com/dolthub/go-mysql-server"
-	"github.com/dolthub/go-mysql-server/memory"
-	"github.com/dolthub/go-mysql-server/server"
-	gms "github.com/dolthub/go-mysql-server/sql"
 	"github.com/go-sql-driver/mysql"
-	"github.com/sirupsen/logrus"
 )
 
 // MySQLDatabase is the database StartMySQL creates, empty: the same name
@@ -28,17 +25,32 @@ const MySQLDatabase = "flashsale"
 // demo forever without an error.
 const lockWaitTimeout = 50 * time.Second
 
-// MySQL is an in-process MySQL-compatible server: go-mysql-server with its
-// in-memory storage, listening on a free loopback port. Everything is lost
-// on Stop.
+// mysqlReadyTimeout bounds the wait for the server's address once it runs;
+// it listens within milliseconds.
+const mysqlReadyTimeout = 30 * time.Second
+
+// MySQLOptions configures StartMySQL.
+type MySQLOptions struct {
+	// LockWait is how long a statement waits for another connection's
+	// transaction before MySQL's lock wait timeout (1205); 0 means 50 s,
+	// InnoDB's default.
+	LockWait time.Duration
+	// Progress receives the server's build on first use. Nil discards it.
+	Progress io.Writer
+}
+
+// MySQL is a MySQL-compatible server run as a child process (package
+// mysqld: go-mysql-server with its in-memory storage), listening on a free
+// loopback port. Everything is lost on Stop.
 //
-// The in-memory storage has no concurrency control of its own (a
-// transaction copies the tables it touches and writes them all back at
-// COMMIT, so two concurrent transactions silently overwrite each other, and
-// FOR UPDATE locks nothing). StartMySQL therefore runs transactions one at a
-// time (see serialHandler), which makes every isolation level the store asks
-// for hold trivially: each transaction sees every earlier commit and nothing
-// runs beside it.
+// It runs in a process of its own so that nothing else links
+// go-mysql-server: its regex package compiles ICU from WebAssembly in its
+// init, about a second of CPU in every process that links it, which every
+// starter command paid while the demo linked the server in (mysqld/main.go).
+//
+// The in-memory storage has no concurrency control of its own, so the
+// server runs transactions one at a time (mysqld/serial.go), which makes
+// every isolation level the store asks for hold trivially.
 //
 // It is sized for a demo, not a benchmark: every write statement re-sorts
 // the whole table and its indexes, and lookups by secondary key scan, so
@@ -47,55 +59,91 @@ const lockWaitTimeout = 50 * time.Second
 // grow (measured on 2 cores: 250 orders in 2.8 s at the start, the sixth
 // 250 in 15.7 s).
 type MySQL struct {
-	engine   *sqle.Engine
-	srv      *server.Server
-	addr     string
-	served   chan struct{}
-	stopOnce sync.Once
+	child
+	addr string
+	// stdin is the server's stdin, held open while it runs: the server
+	// stops when it closes, so it dies with this process even where there
+	// is no parent-death signal.
+	stdin io.Closer
 }
 
-// StartMySQL starts the server with an empty MySQLDatabase and waits until
-// it answers a query. Stop it when done.
-func StartMySQL(ctx context.Context) (*MySQL, error) {
-	return startMySQL(ctx, lockWaitTimeout)
-}
-
-// startMySQL is StartMySQL with the lock wait timeout as a parameter, so a
-// test can see it expire.
-func startMySQL(ctx context.Context, lockWait time.Duration) (*MySQL, error) {
-	quietGMSLogs()
-
-	db := memory.NewDatabase(MySQLDatabase)
-	// Point reads by primary key then use the key instead of scanning.
-	db.EnablePrimaryKeyIndexes()
-	provider := memory.NewDBProvider(db)
-	engine := sqle.NewDefault(provider)
-
-	ln, err := net.Listen("tcp", hostPort(0))
-	if err != nil {
-		return nil, fmt.Errorf("start embedded mysql: listen: %w", err)
+// StartMySQL builds the server if needed (mysqldBinary), starts it with an
+// empty MySQLDatabase and waits until it answers a query. Stop it when done.
+// ctx bounds the build and the start, not the server's lifetime.
+func StartMySQL(ctx context.Context, opts MySQLOptions) (*MySQL, error) {
+	w := opts.Progress
+	if w == nil {
+		w = io.Discard
 	}
-	h := newSerialHandler(lockWait)
-	cfg := server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln}
-	srv, err := server.NewServerWithHandler(cfg, engine, gms.NewContext,
-		h.sessionBuilder(memory.NewSessionBuilder(provider)), nil, h.wrap)
+	lockWait := opts.LockWait
+	if lockWait <= 0 {
+		lockWait = lockWaitTimeout
+	}
+	bin, err := mysqldBinary(ctx, w)
 	if err != nil {
-		_ = ln.Close()
 		return nil, fmt.Errorf("start embedded mysql: %w", err)
 	}
-	m := &MySQL{engine: engine, srv: srv, addr: ln.Addr().String(), served: make(chan struct{})}
-	go func() {
-		defer close(m.served)
-		// Start blocks in the accept loop until the listener is closed; it
-		// has no other way to fail once the listener exists.
-		_ = srv.Start()
-	}()
-
-	if err := m.ping(ctx); err != nil {
-		_ = m.Stop()
+	logFile, err := os.CreateTemp("", "flashsale-mysql-*.log")
+	if err != nil {
+		return nil, fmt.Errorf("start embedded mysql: log file: %w", err)
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		_ = logFile.Close()
 		return nil, fmt.Errorf("start embedded mysql: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_ = logFile.Close()
+		_, _ = stdinR.Close(), stdinW.Close()
+		return nil, fmt.Errorf("start embedded mysql: %w", err)
+	}
+	cmd := exec.Command(bin, "--addr", hostPort(0), "--lock-wait", lockWait.String())
+	cmd.Stdin, cmd.Stdout = stdinR, outW
+	m := &MySQL{child: newChild("mysql", cmd, logFile.Name(), logFile), stdin: stdinW}
+	err = m.spawn()
+	// The child holds its own copies of these ends now.
+	_, _ = stdinR.Close(), outW.Close()
+	if err != nil {
+		_, _ = stdinW.Close(), outR.Close()
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start embedded mysql: %w", err)
+	}
+	if m.addr, err = m.waitListening(ctx, outR); err == nil {
+		err = m.ping(ctx)
+	}
+	if err != nil {
+		_ = m.child.stop(false)
+		_ = m.stdin.Close()
+		return nil, fmt.Errorf("start embedded mysql: %w\n%s", err, m.logTail())
 	}
 	return m, nil
+}
+
+// waitListening reads the server's "listening <addr>" line.
+func (m *MySQL) waitListening(ctx context.Context, out *os.File) (string, error) {
+	line := make(chan string, 1)
+	go func() {
+		defer out.Close()
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- s
+		// Nothing more is written to stdout; the read end closes here.
+	}()
+	timer := time.NewTimer(mysqlReadyTimeout)
+	defer timer.Stop()
+	select {
+	case s := <-line:
+		addr, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
+		if !ok {
+			<-m.exited
+			return "", fmt.Errorf("server exited before listening: %v", m.waitErr)
+		}
+		return addr, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-timer.C:
+		return "", fmt.Errorf("server did not listen within %s", mysqlReadyTimeout)
+	}
 }
 
 // ping connects with the same driver the store uses, so a failure here is
@@ -113,17 +161,6 @@ func (m *MySQL) ping(ctx context.Context) error {
 	return nil
 }
 
-// quietGMSLogs turns go-mysql-server's logging (the process-wide logrus
-// logger, which nothing else in the project uses) down to errors. At its
-// default level it logs every connection and, as warnings, every failed
-// statement; the store provokes some on purpose (a duplicate key tells it a
-// concurrent attempt won), which would bury the demo's output.
-func quietGMSLogs() {
-	if logrus.GetLevel() > logrus.ErrorLevel {
-		logrus.SetLevel(logrus.ErrorLevel)
-	}
-}
-
 // Addr is the server's host:port.
 func (m *MySQL) Addr() string { return m.addr }
 
@@ -139,20 +176,13 @@ func (m *MySQL) DSN() string {
 	return cfg.FormatDSN()
 }
 
-// Stop closes the listener and ends the queries still running. Clients'
-// open connections fail on their next use. It is safe to call more than
-// once.
+// Stop ends the server process (SIGTERM, SIGKILL after stopGrace) and
+// waits for it. Clients' open connections fail on their next use. The log
+// is removed unless the server had died by itself. It is safe to call more
+// than once.
 func (m *MySQL) Stop() error {
-	var err error
-	m.stopOnce.Do(func() {
-		err = m.srv.Close()
-		<-m.served
-		// The engine cancels its background threads' context on the way
-		// out and reports that as its error; that is the shutdown working.
-		if cerr := m.engine.Close(); !errors.Is(cerr, context.Canceled) {
-			err = errors.Join(err, cerr)
-		}
-	})
+	err := m.stop(true)
+	_ = m.stdin.Close()
 	if err != nil {
 		return fmt.Errorf("stop embedded mysql: %w", err)
 	}

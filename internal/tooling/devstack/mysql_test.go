@@ -21,7 +21,7 @@ func runMySQL(t *testing.T) *MySQL {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := StartMySQL(ctx)
+	m, err := StartMySQL(ctx, MySQLOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, m.Stop()) })
 	return m
@@ -300,7 +300,7 @@ func race(n int, fn func(i int)) {
 // long gets MySQL's lock wait timeout.
 func TestMySQLTransactions(t *testing.T) {
 	ctx := context.Background()
-	m, err := startMySQL(ctx, 300*time.Millisecond)
+	m, err := StartMySQL(ctx, MySQLOptions{LockWait: 300 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Stop() })
 	db := rawDB(t, m.DSN())
@@ -376,7 +376,7 @@ func TestMySQLTransactions(t *testing.T) {
 
 func TestMySQLStop(t *testing.T) {
 	ctx := context.Background()
-	m, err := StartMySQL(ctx)
+	m, err := StartMySQL(ctx, MySQLOptions{})
 	require.NoError(t, err)
 	require.NoError(t, m.Stop())
 	require.NoError(t, m.Stop(), "idempotent")
@@ -388,4 +388,20 @@ func TestMySQLStop(t *testing.T) {
 	err = db.PingContext(ctx)
 	require.Error(t, err)
 	require.False(t, errors.Is(err, context.DeadlineExceeded), "refused at once, not hanging: %v", err)
+}
+
+// The server is a child process; it must not outlive the process that
+// started it. Linux's parent-death signal covers a parent killed outright;
+// everywhere, the server stops when its stdin (held by the parent) closes.
+func TestMySQLStopsWhenStdinCloses(t *testing.T) {
+	m, err := StartMySQL(context.Background(), MySQLOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Stop() })
+	require.NoError(t, m.stdin.Close())
+	select {
+	case <-m.exited:
+		require.NoError(t, m.waitErr, "a clean shutdown")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still runs 10 s after its stdin closed")
+	}
 }

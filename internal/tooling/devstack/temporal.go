@@ -11,10 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
@@ -30,10 +28,6 @@ const TemporalNamespace = "default"
 // exits. It starts in a few seconds; a first start with a database file may
 // take a little longer while SQLite creates its schema.
 const readyTimeout = 2 * time.Minute
-
-// stopGrace is how long Stop waits after SIGTERM before SIGKILL. The dev
-// server shuts down in well under a second; this only bounds a hang.
-const stopGrace = 10 * time.Second
 
 // TemporalOptions configures StartTemporal.
 type TemporalOptions struct {
@@ -53,17 +47,9 @@ type TemporalOptions struct {
 
 // Temporal is a Temporal dev server running as a child process.
 type Temporal struct {
-	cmd     *exec.Cmd
-	port    int
-	uiPort  int
-	logPath string
-	logFile *os.File
-
-	exited  chan struct{} // closed when the process has been waited for
-	waitErr error         // set before exited is closed
-
-	stopOnce sync.Once
-	stopErr  error
+	child
+	port   int
+	uiPort int
 }
 
 // StartTemporal runs `temporal server start-dev` with the flags of
@@ -126,9 +112,7 @@ func startTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		dyn = DefaultDynamicConfig()
 	}
 	cmd := exec.Command(bin, temporalArgs(port, uiPort, opts.DBFile, dyn)...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = childProcAttr()
-	t := &Temporal{cmd: cmd, port: port, uiPort: uiPort, logPath: logPath, logFile: logFile, exited: make(chan struct{})}
+	t := &Temporal{child: newChild("temporal", cmd, logPath, logFile), port: port, uiPort: uiPort}
 
 	fmt.Fprintf(w, "temporal: starting dev server on %s (Web UI %s, log %s)\n", t.Address(), t.UIURL(), logPath)
 	start := time.Now()
@@ -171,28 +155,6 @@ func temporalArgs(port, uiPort int, dbFile string, dynamicConfig []string) []str
 		args = append(args, "--db-filename", dbFile)
 	}
 	return args
-}
-
-// spawn starts the process from a goroutine locked to its OS thread, which
-// stays locked until the process has exited. Linux's parent-death signal
-// (childProcAttr) fires when the thread that forked the child ends, not the
-// process, and the Go runtime may retire an idle thread at any time: the
-// lock keeps that thread alive exactly as long as the child.
-func (t *Temporal) spawn() error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// No UnlockOSThread: when this goroutine returns the runtime ends
-		// the thread, which is what we want once the child is gone.
-		if err := t.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		t.waitErr = t.cmd.Wait()
-		close(t.exited)
-	}()
-	return <-started
 }
 
 // waitReady polls until the frontend describes the default namespace and
@@ -268,56 +230,6 @@ func (t *Temporal) LogPath() string { return t.logPath }
 // it is kept when the server had died by itself. It is safe to call more
 // than once.
 func (t *Temporal) Stop() error { return t.stop(true) }
-
-func (t *Temporal) stop(removeLog bool) error {
-	t.stopOnce.Do(func() {
-		running := true
-		select {
-		case <-t.exited:
-			running = false
-		default:
-		}
-		if running {
-			t.stopErr = t.terminate()
-		}
-		_ = t.logFile.Close()
-		if removeLog && running && t.stopErr == nil {
-			_ = os.Remove(t.logPath)
-		}
-	})
-	return t.stopErr
-}
-
-// terminate sends SIGTERM to the process group, SIGKILL after stopGrace,
-// and waits for the process.
-func (t *Temporal) terminate() error {
-	var err error
-	if serr := signalGroup(t.cmd.Process, sigTerm); serr != nil {
-		err = fmt.Errorf("stop temporal: %w", serr)
-	}
-	select {
-	case <-t.exited:
-	case <-time.After(stopGrace):
-		if kerr := signalGroup(t.cmd.Process, sigKill); kerr != nil {
-			err = errors.Join(err, fmt.Errorf("stop temporal: kill: %w", kerr))
-		}
-		<-t.exited
-	}
-	return err
-}
-
-// logTail returns the end of the server's log for error messages.
-func (t *Temporal) logTail() string {
-	b, err := os.ReadFile(t.logPath)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return "last lines of " + t.logPath + ":\n" + strings.Join(lines, "\n")
-}
 
 // checkPortFree fails if something listens on the loopback port.
 func checkPortFree(port int) error {
