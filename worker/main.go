@@ -6,7 +6,8 @@
 // serves Prometheus metrics there: the Temporal SDK's (task latencies,
 // schedule-to-start, sticky cache, pollers), the orders its activities
 // moved to each status, and its Redis circuit breaker. `worker -help`
-// prints the environment and exits.
+// prints the environment and exits; `worker -version` prints the build
+// (internal/buildinfo) and exits.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/metrics"
 	"github.com/flashsale/flashsale/workflows"
@@ -31,14 +33,16 @@ import (
 // build (tag "faults", see lostreply_faults.go) fills it from its init.
 var extraInterceptors []interceptor.WorkerInterceptor
 
-const usage = `usage: worker
+const usage = `usage: worker [-version]
 
 Runs the order workflows and activities on TASK_QUEUE until SIGINT/SIGTERM.
 Migrates MySQL and creates the order workflow's search attributes on start.
+-version prints the build (module version, VCS revision) and exits.
 
 %s%s`
 
 func main() {
+	version := flag.Bool("version", false, "print the build and exit")
 	flag.Usage = func() { fmt.Fprintf(os.Stdout, usage, backend.EnvHelp, backend.MetricsEnvHelp) }
 	// -help prints usage and exits 0 (flag.ExitOnError), before anything
 	// is read or connected; any argument is a mistake.
@@ -47,6 +51,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "worker takes no arguments, got %q\n", flag.Args())
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *version {
+		if err := buildinfo.Read().Print(os.Stdout, "worker"); err != nil {
+			os.Exit(1)
+		}
+		return
 	}
 	logger, err := config.NewLogger(os.Getenv, os.Stderr)
 	if err != nil {
@@ -103,7 +113,7 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	logger.Info("worker started", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress,
-		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode())
+		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode(), slog.Group("build", buildinfo.Read().LogAttrs()...))
 	<-ctx.Done()
 	logger.Info("stopping worker")
 	w.Stop() // waits for in-flight tasks up to the worker's stop timeout
