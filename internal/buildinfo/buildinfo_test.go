@@ -55,8 +55,8 @@ func TestFrom(t *testing.T) {
 		},
 		{
 			name: "a module version from go install mod@v: kept over the fallback",
-			bi: &debug.BuildInfo{Main: debug.Module{Path: "github.com/flashsale/flashsale", Version: "v1.2.3"}},
-			ok: true, version: "v9",
+			bi:   &debug.BuildInfo{Main: debug.Module{Path: "github.com/flashsale/flashsale", Version: "v1.2.3"}},
+			ok:   true, version: "v9",
 			want: Info{Module: "github.com/flashsale/flashsale", Version: "v1.2.3"},
 			line: "github.com/flashsale/flashsale v1.2.3 revision unknown",
 		},
