@@ -90,11 +90,15 @@ func (s *stack) startWorker() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		var exit error
 		select {
-		case <-done:
+		case exit = <-done:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			exit = <-done
+		}
+		if exit != nil {
+			s.t.Logf("worker exited: %v", exit)
 		}
 		if s.t.Failed() {
 			s.t.Logf("worker log:\n%s", logs.String())
