@@ -57,6 +57,14 @@ type stack struct {
 
 func newStack(t *testing.T, paymentTimeout time.Duration) *stack {
 	t.Helper()
+	s := newServices(t, paymentTimeout)
+	s.startWorker()
+	return s
+}
+
+// newServices is newStack without a worker: the test starts its own.
+func newServices(t *testing.T, paymentTimeout time.Duration) *stack {
+	t.Helper()
 	queue := "e2e-" + testenv.UniqueID(t)
 	s := &stack{t: t, queue: queue, env: append(os.Environ(),
 		"MYSQL_DSN="+testenv.MySQLDSN(t),
@@ -66,7 +74,6 @@ func newStack(t *testing.T, paymentTimeout time.Duration) *stack {
 		"PAYMENT_TIMEOUT="+paymentTimeout.String(),
 	)}
 	s.requireTemporal()
-	s.startWorker()
 	return s
 }
 

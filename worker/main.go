@@ -116,6 +116,9 @@ func run(logger *slog.Logger) error {
 		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode(), slog.Group("build", buildinfo.Read().LogAttrs()...))
 	<-ctx.Done()
 	logger.Info("stopping worker")
-	w.Stop() // waits for in-flight tasks up to the worker's stop timeout
+	// Polls no more and lets the tasks it holds finish, up to
+	// workflows.StopTimeout; then cancels what is left.
+	w.Stop()
+	logger.Info("worker stopped")
 	return nil
 }
