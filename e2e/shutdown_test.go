@@ -94,9 +94,9 @@ func TestWorkerFinishesWhatItHoldsOnSIGTERM(t *testing.T) {
 		// activity, blocked on the same lock.
 		var attempt int32
 		require.Eventually(t, func() bool {
-			d, err := tc.DescribeWorkflowExecution(context.Background(), workflows.OrderWorkflowID(id), "")
+			d, err := tc.DescribeWorkflow(context.Background(), workflows.OrderWorkflowID(id), "")
 			require.NoError(t, err)
-			for _, p := range d.GetPendingActivities() {
+			for _, p := range d.RawResponse.GetPendingActivities() {
 				if p.GetActivityType().GetName() == "CloseOrder" && p.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
 					attempt = p.GetAttempt()
 					return true
@@ -157,7 +157,9 @@ func (s *stack) startWorkerProcess() *worker {
 	s.t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		// Killed, or already exited (the test checked how).
-		_ = <-w.done
+		if err := <-w.done; err != nil {
+			s.t.Logf("worker: %v", err)
+		}
 		if s.t.Failed() {
 			s.t.Logf("worker log:\n%s", w.logs.String())
 		}
