@@ -111,7 +111,7 @@ func TestPermanentDatabaseErrorIsNotRetried(t *testing.T) {
 	}))
 
 	_, err := f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: orderID, TransactionID: "t1", Amount: created.Amount})
-	nonRetryable(t, err, activities.TypeFor(flashsale.Invalid))
+	_ = nonRetryable(t, err, activities.TypeFor(flashsale.Invalid))
 	pays, err := f.orders.Payments(ctx, orderID)
 	require.NoError(t, err)
 	require.Empty(t, pays, "the payment rolled back")

@@ -14,6 +14,7 @@
 //	api -healthcheck  GET /readyz on HTTP_ADDR; exit 0 if ready (for
 //	                  container health checks: the image has no curl)
 //	api -help         print the flags and the environment, and exit
+//	api -version      print the build (internal/buildinfo) and exit
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
@@ -41,7 +43,7 @@ import (
 // it exceeds the longest request (Update-with-Start, 30 s).
 const shutdownGrace = 35 * time.Second
 
-const usage = `usage: api [-healthcheck]
+const usage = `usage: api [-healthcheck] [-version]
 
 Serves the flash sale's HTTP API (buyers, payment callbacks, operators).
 
@@ -68,6 +70,7 @@ environment (api):
 
 func main() {
 	healthcheck := flag.Bool("healthcheck", false, "check /readyz of a running api on HTTP_ADDR and exit")
+	version := flag.Bool("version", false, "print the build (module version, VCS revision) and exit")
 	flag.Usage = func() {
 		var flags strings.Builder
 		flag.CommandLine.SetOutput(&flags)
@@ -77,6 +80,12 @@ func main() {
 	// -help prints usage and exits 0 (flag.ExitOnError), before anything
 	// is read or connected.
 	flag.Parse()
+	if *version {
+		if err := buildinfo.Read().Print(os.Stdout, "api"); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	logger, err := config.NewLogger(os.Getenv, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
@@ -145,7 +154,8 @@ func run(logger *slog.Logger) error {
 	srv := api.HTTPServer()
 	served := make(chan error, 1)
 	go func() { served <- srv.ListenAndServe() }()
-	logger.Info("api started", "addr", apiCfg.Addr, "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
+	logger.Info("api started", "addr", apiCfg.Addr, "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress,
+		slog.Group("build", buildinfo.Read().LogAttrs()...))
 
 	select {
 	case err := <-served:

@@ -57,6 +57,14 @@ type stack struct {
 
 func newStack(t *testing.T, paymentTimeout time.Duration) *stack {
 	t.Helper()
+	s := newServices(t, paymentTimeout)
+	s.startWorker()
+	return s
+}
+
+// newServices is newStack without a worker: the test starts its own.
+func newServices(t *testing.T, paymentTimeout time.Duration) *stack {
+	t.Helper()
 	queue := "e2e-" + testenv.UniqueID(t)
 	s := &stack{t: t, queue: queue, env: append(os.Environ(),
 		"MYSQL_DSN="+testenv.MySQLDSN(t),
@@ -66,7 +74,6 @@ func newStack(t *testing.T, paymentTimeout time.Duration) *stack {
 		"PAYMENT_TIMEOUT="+paymentTimeout.String(),
 	)}
 	s.requireTemporal()
-	s.startWorker()
 	return s
 }
 
@@ -90,11 +97,15 @@ func (s *stack) startWorker() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		var exit error
 		select {
-		case <-done:
+		case exit = <-done:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			exit = <-done
+		}
+		if exit != nil {
+			s.t.Logf("worker exited: %v", exit)
 		}
 		if s.t.Failed() {
 			s.t.Logf("worker log:\n%s", logs.String())

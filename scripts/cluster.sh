@@ -547,14 +547,16 @@ flashsale cluster is up:
 EOF
 }
 
-# stop NAME: SIGTERM, then SIGKILL after 10 s.
+# stop NAME: SIGTERM, then SIGKILL after 10 s; a worker gets 135 s, past
+# its own stop timeout (workflows.StopTimeout, 125 s) for the tasks it holds.
 stop_node() {
-	local name=$1 pid i
+	local name=$1 pid i ticks=40
 	pid=$(pid_of "$name")
 	[ -n "$pid" ] || return 0
+	case $name in worker-*) ticks=540 ;; esac
 	say "stopping $name (pid $pid)"
 	kill "$pid" 2>/dev/null || true
-	for ((i = 0; i < 40; i++)); do
+	for ((i = 0; i < ticks; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.25
 	done

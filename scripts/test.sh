@@ -22,13 +22,17 @@ go vet -tags faults ./faults/
 go vet -tags scaleout ./scaleout/
 
 # The lint gate (samples-go's Makefile): go.mod must match the imports,
-# staticcheck over everything, and workflowcheck proves workflows/ calls
-# nothing non-deterministic (time.Now, goroutines, map ranges, global
-# state). Pinned versions, built from the module proxy on first use.
-echo "test: lint (go mod tidy -diff, staticcheck, workflowcheck)" >&2
+# staticcheck over everything, errcheck (no error dropped unless
+# scripts/errcheck.exclude says why losing it loses nothing), and
+# workflowcheck proves workflows/ calls nothing non-deterministic
+# (time.Now, goroutines, map ranges, global state). Pinned versions, built
+# from the module proxy on first use.
+echo "test: lint (go mod tidy -diff, staticcheck, errcheck, workflowcheck)" >&2
 go mod tidy -diff
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags integration ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults,scaleout ./faults/ ./scaleout/
+go run github.com/kisielk/errcheck@v1.30.0 -exclude scripts/errcheck.exclude -tags integration ./...
+go run github.com/kisielk/errcheck@v1.30.0 -exclude scripts/errcheck.exclude -tags faults,scaleout ./faults/ ./scaleout/
 go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
 # docker-compose validates docker-compose.yml (no Docker engine runs here:

@@ -15,6 +15,7 @@
 //	starter token --user U [--ttl 1h]
 //	starter demo [--units N --buyers N ...]   (prints a table for a person)
 //	starter --help, starter CMD --help         (usage on stdout, exit 0)
+//	starter --version                          (the build, internal/buildinfo)
 //
 // Configuration comes from the same environment variables as the worker.
 package main
@@ -31,6 +32,7 @@ import (
 	"syscall"
 
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/buildinfo"
 )
 
 // command is one subcommand. run parses args and returns the JSON-able
@@ -75,6 +77,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if isHelp(args[0]) {
 		fmt.Fprintln(stdout, usageText())
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		if err := buildinfo.Read().Print(stdout, "starter"); err != nil {
+			return 1
+		}
 		return 0
 	}
 	for _, c := range commands() {
@@ -122,5 +130,5 @@ func usageText() string {
 	for _, c := range commands() {
 		s += fmt.Sprintf("\n  %-9s %s", c.name, c.usage)
 	}
-	return s + "\n\nstarter CMD --help prints a command's flags.\n\n" + strings.TrimRight(backend.EnvHelp, "\n")
+	return s + "\n\nstarter CMD --help prints a command's flags; starter --version the build.\n\n" + strings.TrimRight(backend.EnvHelp, "\n")
 }

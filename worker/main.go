@@ -7,7 +7,8 @@
 // schedule-to-start, sticky cache, pollers), the orders its activities
 // moved to each status, its Redis circuit breaker, and the backlogs left
 // for a person (stalled orders, payments to refund). `worker -help`
-// prints the environment and exits.
+// prints the environment and exits; `worker -version` prints the build
+// (internal/buildinfo) and exits.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/metrics"
 	"github.com/flashsale/flashsale/workflows"
@@ -32,14 +34,16 @@ import (
 // build (tag "faults", see lostreply_faults.go) fills it from its init.
 var extraInterceptors []interceptor.WorkerInterceptor
 
-const usage = `usage: worker
+const usage = `usage: worker [-version]
 
 Runs the order workflows and activities on TASK_QUEUE until SIGINT/SIGTERM.
 Migrates MySQL and creates the order workflow's search attributes on start.
+-version prints the build (module version, VCS revision) and exits.
 
 %s%s`
 
 func main() {
+	version := flag.Bool("version", false, "print the build and exit")
 	flag.Usage = func() { fmt.Fprintf(os.Stdout, usage, backend.EnvHelp, backend.MetricsEnvHelp) }
 	// -help prints usage and exits 0 (flag.ExitOnError), before anything
 	// is read or connected; any argument is a mistake.
@@ -48,6 +52,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "worker takes no arguments, got %q\n", flag.Args())
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *version {
+		if err := buildinfo.Read().Print(os.Stdout, "worker"); err != nil {
+			os.Exit(1)
+		}
+		return
 	}
 	logger, err := config.NewLogger(os.Getenv, os.Stderr)
 	if err != nil {
@@ -106,9 +116,12 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	logger.Info("worker started", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress,
-		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode())
+		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode(), slog.Group("build", buildinfo.Read().LogAttrs()...))
 	<-ctx.Done()
 	logger.Info("stopping worker")
-	w.Stop() // waits for in-flight tasks up to the worker's stop timeout
+	// Polls no more and lets the tasks it holds finish, up to
+	// workflows.StopTimeout; then cancels what is left.
+	w.Stop()
+	logger.Info("worker stopped")
 	return nil
 }

@@ -51,6 +51,10 @@ func (o *order) arrivedLate(ctx workflow.Context, p Payment) bool {
 	return at.After(o.view.PayBy)
 }
 
+// inTaskBudget bounds a settlement step inside the workflow task, retries
+// included (inTaskOptions).
+const inTaskBudget = 10 * time.Second
+
 // inTaskOptions are the options of a settlement step run inside the workflow
 // task (settleInTask). MySQL and Redis answer in milliseconds; a step that
 // has no answer within ten seconds (two attempts of five) is not going to
@@ -59,7 +63,7 @@ func (o *order) arrivedLate(ctx workflow.Context, p Payment) bool {
 func inTaskOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    5 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Second,
+		ScheduleToCloseTimeout: inTaskBudget,
 		RetryPolicy:            backoff(50*time.Millisecond, 2*time.Second),
 	})
 }
@@ -103,7 +107,7 @@ func (o *order) paymentOptions(ctx workflow.Context, bounded bool, summary strin
 	left := o.view.PayBy.Add(paymentGrace).Sub(now)
 	floor := max(paymentFloor-now.Sub(started), time.Second)
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    10 * time.Second,
+		StartToCloseTimeout:    settleAttempt,
 		ScheduleToCloseTimeout: max(left, floor),
 		RetryPolicy:            backoff(200*time.Millisecond, time.Minute),
 		Summary:                summary,

@@ -285,12 +285,16 @@ func (rc *reconcile) correct(ctx workflow.Context, res *SKUReconcile) {
 	rc.logger.Info("corrected drift", "sku_id", res.SKU, "drift", res.First.Drift, "applied", out.Applied)
 }
 
+// reconcileReadAttempt is one attempt of the reconciler's reads, the
+// longest activity attempt of the house.
+const reconcileReadAttempt = 2 * time.Minute
+
 // readOptions are for the read-only activities: retried freely, but
 // bounded, because the next scheduled run will read again anyway.
 func (rc *reconcile) readOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// A SCAN of a large keyspace per SKU; heartbeats after each SKU.
-		StartToCloseTimeout:    2 * time.Minute,
+		StartToCloseTimeout:    reconcileReadAttempt,
 		HeartbeatTimeout:       time.Minute,
 		ScheduleToCloseTimeout: 5 * time.Minute,
 		RetryPolicy:            backoff(time.Second, 15*time.Second),

@@ -36,6 +36,10 @@ type ResyncResult struct {
 // maxResyncPasses bounds one run's history; the next run carries on.
 const maxResyncPasses = 100
 
+// resyncAttempt is one attempt of the resync activity: it moves a SKU's
+// whole Redis stock back from MySQL.
+const resyncAttempt = 30 * time.Second
+
 // ResyncWorkflow re-syncs a SKU's Redis buckets from MySQL once Redis is
 // back, then clears the SKU's resync flag so buyers use Redis again
 // (Reconciler.ResyncStock explains how that is exact). The activity retries
@@ -49,7 +53,7 @@ func ResyncWorkflow(ctx workflow.Context, in ResyncInput) (ResyncResult, error) 
 	out := ResyncResult{SKU: in.SKU}
 	requests := workflow.GetSignalChannel(ctx, SignalResyncRequested)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: resyncAttempt,
 		RetryPolicy:         backoff(200*time.Millisecond, 2*time.Second),
 		Summary:             "re-sync redis from mysql",
 	})

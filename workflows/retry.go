@@ -9,6 +9,18 @@ import (
 	"github.com/flashsale/flashsale/activities"
 )
 
+// The attempt timeouts the worker's stop timeout is sized from
+// (StopTimeout): a worker told to stop lets the longest of these finish.
+const (
+	// reserveBudget bounds the reservation's local activities, retries
+	// included; the workflow task waits for them all that time.
+	reserveBudget = 30 * time.Second
+	// settleAttempt is one attempt of a settlement activity (ConfirmPayment,
+	// RecordRefund, CloseOrder, the waitlist offer, ReleaseStock) once it
+	// runs as a regular activity.
+	settleAttempt = 10 * time.Second
+)
+
 // reserveOptions are the options of the reservation's local activities.
 // Redis and MySQL answer in milliseconds; a slow call is a stuck
 // connection, retried quickly. The overall bound keeps a buyer from waiting
@@ -17,7 +29,7 @@ import (
 func reserveOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    5 * time.Second,
-		ScheduleToCloseTimeout: 30 * time.Second,
+		ScheduleToCloseTimeout: reserveBudget,
 		RetryPolicy:            backoff(50*time.Millisecond, 2*time.Second),
 	})
 }
@@ -26,7 +38,7 @@ func (o *order) activityOptions(ctx workflow.Context, summary string) workflow.C
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Settlement must eventually happen, however long a dependency is
 		// down: no attempt limit, backoff capped at a minute.
-		StartToCloseTimeout: 10 * time.Second,
+		StartToCloseTimeout: settleAttempt,
 		RetryPolicy:         backoff(200*time.Millisecond, time.Minute),
 		Summary:             summary,
 	})

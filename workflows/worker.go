@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
@@ -30,6 +31,21 @@ func Register(w worker.Registry, acts *activities.Activities) {
 	})
 }
 
+// LongestTask is the longest a worker may be holding one task: the longest
+// activity attempt (StartToCloseTimeout: the reconciler's reads), or a
+// workflow task waiting for its local activities with their retries (the
+// reservation's budget). Raise one of those and the stop timeout follows.
+const LongestTask = max(reconcileReadAttempt, resyncAttempt, settleAttempt, reserveBudget, inTaskBudget)
+
+// StopTimeout is how long a stopping worker lets the tasks it holds
+// finish (worker.Options.WorkerStopTimeout; the SDK's default is 0: every
+// activity cancelled on Stop and run again elsewhere, a local activity's
+// result thrown away with its workflow task). It is LongestTask and a few
+// seconds to report the result. Stop returns as soon as nothing is held, so
+// an idle worker still stops at once. Whatever kills a stopping worker
+// (compose's stop_grace_period, scripts/cluster.sh stop) waits longer.
+const StopTimeout = LongestTask + 5*time.Second
+
 // NewWorker returns a worker for cfg.TaskQueue with Register done. The
 // caller starts and stops it. Interceptors wrap every workflow and
 // activity, local ones included; the fault-injection build of the worker
@@ -39,6 +55,7 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, 
 		MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
 		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
+		WorkerStopTimeout:                       StopTimeout,
 		// request_id on the workflows' and activities' loggers first, so
 		// the other interceptors' log lines carry it too.
 		Interceptors: append([]interceptor.WorkerInterceptor{requestid.NewWorkerInterceptor()}, interceptors...),
