@@ -27,6 +27,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/buying"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/inventory"
@@ -89,8 +90,11 @@ type Server struct {
 	cfg  Config
 	deps Deps
 	gate *edge.Gate
-	// admit is the adaptive limit on new orders in flight into Temporal.
-	admit   *admission
+	// placements is the adaptive limit on new orders in flight into
+	// Temporal.
+	placements *edge.PlacementLimit
+	// buying is the buy use case behind POST /api/v1/orders.
+	buying  *buying.Service
 	log     *slog.Logger
 	metrics metrics
 	prom    promMetrics
@@ -128,10 +132,11 @@ func New(deps Deps, cfg Config) (*Server, error) {
 			MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
 			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
 		}),
-		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
-		prom:      newPromMetrics(),
-		admit:     newAdmission(cfg.AdmissionMaxInFlight),
+		adminHash:  sha256.Sum256([]byte(cfg.AdminToken)),
+		prom:       newPromMetrics(),
+		placements: edge.NewPlacementLimit(cfg.AdmissionMaxInFlight),
 	}
+	s.buying = &buying.Service{Gate: s.gate, Limit: s.placements, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.handler = s.routes()
 	return s, nil
