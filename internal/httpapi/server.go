@@ -98,7 +98,9 @@ type Server struct {
 	log     *slog.Logger
 	metrics metrics
 	prom    promMetrics
-	recent  recentSKUs
+	// quick are the quick sold-out answer's instruments (quick.go).
+	quick  quickMetrics
+	recent recentSKUs
 	// stock caches GET /api/v1/inventory/{sku}'s public answers.
 	stock    *snapshots[inventoryResponse]
 	draining atomic.Bool
@@ -138,7 +140,10 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	}
 	s.buying = &buying.Service{Gate: s.gate, Limit: s.placements, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
-	s.handler = s.routes()
+	s.quick = newQuickMetrics(s.prom)
+	// The quick sold-out answer comes before everything else, the
+	// middleware included (quick.go).
+	s.handler = s.quickSoldOut(s.routes())
 	return s, nil
 }
 
