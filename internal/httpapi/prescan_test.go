@@ -67,3 +67,15 @@ func TestClaimedSubject(t *testing.T) {
 		}
 	}
 }
+
+// A SKU noted from a view of a pooled buffer stays what it was when the
+// buffer is reused.
+func TestRecentSKUsKeepTheirOwnCopy(t *testing.T) {
+	var r recentSKUs
+	buf := []byte("sku-1")
+	r.note(view(buf), time.Now())
+	copy(buf, "XXXXX")
+	if got := r.list(time.Now()); len(got) != 1 || got[0] != "sku-1" {
+		t.Fatalf("recent SKUs %q", got)
+	}
+}

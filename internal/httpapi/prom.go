@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -220,7 +221,9 @@ func (r *recentSKUs) note(sku string, now time.Time) {
 	}
 	v := new(atomic.Int64)
 	v.Store(at)
-	r.seen.Store(sku, v)
+	// Cloned: the quick sold-out answer notes SKUs that are views of a
+	// pooled buffer (quick.go).
+	r.seen.Store(strings.Clone(sku), v)
 	r.n++
 }
 
