@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // Every admitted id joins its SKU's placed set before its unit is taken;
@@ -50,6 +51,18 @@ func TestQuickAnswer(t *testing.T) {
 	require.Equal(t, QuickMaybeRepeat, g.QuickAnswer(f.sku, placed, ""), "an id of the earlier scheme, by its bare key")
 	require.Equal(t, QuickNone, g.QuickAnswer(f.sku+"-x", "", ""))
 	require.Zero(t, testing.AllocsPerRun(100, func() { g.QuickAnswer(f.sku, key, f.id+"-u2") }))
+
+	// While Redis is down there is no quick answer: the degraded path
+	// decides.
+	guard := redisguard.New(redisguard.Options{Failures: 1, Cooldown: time.Hour})
+	done, ok := guard.Allow()
+	require.True(t, ok)
+	done(context.DeadlineExceeded)
+	require.False(t, guard.Up())
+	up := g.opts.Guard
+	g.opts.Guard = guard
+	require.Equal(t, QuickNone, g.QuickAnswer(f.sku, "", ""))
+	g.opts.Guard = up
 
 	// A unit comes back: every instance hears it and stops answering.
 	require.NoError(t, f.rdb.Publish(ctx, inventory.StockChangedChannel, f.sku).Err())
