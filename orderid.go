@@ -22,8 +22,25 @@ const BuyerOrderPrefix = "b-"
 // within MaxIDLength and the id alphabet whatever the buyer and key, and
 // leaves room for WaitlistOrderID's prefix.
 func BuyerOrderID(buyer, clientKey string) string {
+	var id [BuyerOrderIDLength]byte
+	return string(AppendBuyerOrderID(id[:0], buyer, clientKey))
+}
+
+// BuyerOrderIDLength is the length of every BuyerOrderID.
+const BuyerOrderIDLength = len(BuyerOrderPrefix) + 40
+
+// buyerOrderLabel keeps these digests apart from any other.
+const buyerOrderLabel = "flashsale buyer order id v1\x00"
+
+// AppendBuyerOrderID appends BuyerOrderID(buyer, clientKey) to dst. With
+// room in dst and ids of at most MaxIDLength it allocates nothing (the
+// edge's sold-out answer computes it per request).
+func AppendBuyerOrderID(dst []byte, buyer, clientKey string) []byte {
 	// Both are ids (no NUL byte), so the separator makes the pair
-	// unambiguous; the label keeps these digests apart from any other.
-	sum := sha256.Sum256([]byte("flashsale buyer order id v1\x00" + buyer + "\x00" + clientKey))
-	return BuyerOrderPrefix + hex.EncodeToString(sum[:20])
+	// unambiguous.
+	var buf [len(buyerOrderLabel) + 2*MaxIDLength + 1]byte
+	in := append(append(append(append(buf[:0], buyerOrderLabel...), buyer...), 0), clientKey...)
+	sum := sha256.Sum256(in)
+	dst = append(dst, BuyerOrderPrefix...)
+	return hex.AppendEncode(dst, sum[:20])
 }

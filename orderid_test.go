@@ -1,6 +1,8 @@
 package flashsale_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -30,5 +32,21 @@ func TestBuyerOrderID(t *testing.T) {
 		if offer := flashsale.WaitlistOrderID(id); !flashsale.ValidID(offer, flashsale.MaxIDLength) {
 			t.Fatalf("offer id %q of %q is not a valid id", offer, id)
 		}
+	}
+}
+
+// AppendBuyerOrderID is BuyerOrderID's digest as first written, and with
+// room in dst allocates nothing.
+func TestAppendBuyerOrderID(t *testing.T) {
+	for _, c := range [][2]string{{"u1", "k1"}, {"", ""}, {strings.Repeat("b", flashsale.MaxIDLength), strings.Repeat("k", flashsale.MaxIDLength)}} {
+		sum := sha256.Sum256([]byte("flashsale buyer order id v1\x00" + c[0] + "\x00" + c[1]))
+		want := flashsale.BuyerOrderPrefix + hex.EncodeToString(sum[:20])
+		if got := flashsale.BuyerOrderID(c[0], c[1]); got != want {
+			t.Fatalf("flashsale.BuyerOrderID(%q, %q) = %s, want %s", c[0], c[1], got, want)
+		}
+	}
+	var dst [flashsale.BuyerOrderIDLength]byte
+	if n := testing.AllocsPerRun(100, func() { flashsale.AppendBuyerOrderID(dst[:0], "buyer-1", "cart-42") }); n != 0 {
+		t.Fatalf("AppendBuyerOrderID allocates %v times", n)
 	}
 }

@@ -164,8 +164,27 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	// first is still in flight already skips shedding and attaches to the
 	// same workflow. SET NX GET tells in one round trip whether another
 	// request got there first.
-	prev, err := g.rdb.SetArgs(ctx, placedKey(req.OrderID), req.UserID,
-		redis.SetArgs{Mode: "NX", TTL: g.opts.PlacedTTL, Get: true}).Result()
+	// The id joins each SKU's set of placed ids in the same round trip
+	// (QuickAnswer's snapshot), before any unit is taken. A lost race adds
+	// the same id again, harmlessly.
+	pipe := g.rdb.Pipeline()
+	set := pipe.SetArgs(ctx, placedKey(req.OrderID), req.UserID,
+		redis.SetArgs{Mode: "NX", TTL: g.opts.PlacedTTL, Get: true})
+	var adds []redis.Cmder
+	for _, it := range items {
+		adds = append(adds, pipe.SAdd(ctx, placedSetKey(it.SKU), req.OrderID), pipe.Expire(ctx, placedSetKey(it.SKU), g.opts.PlacedTTL))
+	}
+	_, _ = pipe.Exec(ctx)
+	prev, err := set.Result()
+	for _, c := range adds {
+		if err == nil || errors.Is(err, redis.Nil) {
+			if cerr := c.Err(); cerr != nil {
+				// An order missing from the set would be answered
+				// SOLD_OUT on a repeat: it must not be placed.
+				err = cerr
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
 	case err != nil:
@@ -238,7 +257,7 @@ func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *infligh
 				r.allowance.Limit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
 		}
 		if r.flagged {
-			g.cache.set(it.SKU, tok, time.Now())
+			g.soldOutSeen(ctx, it.SKU, tok, r.gen)
 			g.stats.soldOutRedis.Add(1)
 			return 0, decidedBy(it.SKU, fmt.Errorf("sku %s: %w (redis flag)", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out")))
 		}
@@ -276,7 +295,7 @@ func (g *Gate) unavailable(ctx context.Context, err error) error {
 // Redis flag so other instances stop at their layer 3. Both refuse a stale
 // observation, so a unit that came back meanwhile stays visible.
 func (g *Gate) observedEmpty(ctx context.Context, sku string, tok token, gen int64) {
-	g.cache.set(sku, tok, time.Now())
+	g.soldOutSeen(ctx, sku, tok, gen)
 	if _, err := g.stock.MarkSoldOut(ctx, sku, gen); err != nil {
 		// Only a hint; the next reader sees the empty buckets itself.
 		g.opts.Logger.Warn("set sold-out flag", "sku_id", sku, "error", err)

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,10 +33,30 @@ type soldOutCache struct {
 	// resetSeq is the seq of the last reset: tokens from before it are
 	// refused for every SKU, because changes may have been missed.
 	resetSeq uint64
-	until    map[string]time.Time
+	until    map[string]entry
+	// live is len(until), read without the lock (AnySoldOut).
+	live atomic.Int64
+	// placed holds, per SKU, the ids of the orders placed for it, read
+	// from Redis once the SKU was seen sold out at a generation (the quick
+	// answer's snapshot). Dropped with any change of the SKU.
+	placed map[string]*placedSnapshot
 	// lastChange remembers, per SKU, the seq and time of its latest
 	// change, for maxObservation.
 	lastChange map[string]change
+}
+
+// entry is a SKU cached as sold out: until when, and the Redis generation
+// it was seen empty at (-1: not read from Redis).
+type entry struct {
+	until time.Time
+	gen   int64
+}
+
+// placedSnapshot is the set of order ids placed for a SKU (Redis's
+// fs:{sku:<sku>}:placed), read after the SKU was seen sold out at gen.
+type placedSnapshot struct {
+	gen int64
+	ids map[string]struct{}
 }
 
 type change struct {
@@ -50,7 +71,7 @@ type token struct {
 }
 
 func newSoldOutCache(ttl time.Duration) *soldOutCache {
-	return &soldOutCache{ttl: ttl, until: map[string]time.Time{}, lastChange: map[string]change{}}
+	return &soldOutCache{ttl: ttl, until: map[string]entry{}, placed: map[string]*placedSnapshot{}, lastChange: map[string]change{}}
 }
 
 // soldOut reports whether sku is cached as sold out at now. Read-locked: it
@@ -58,8 +79,59 @@ func newSoldOutCache(ttl time.Duration) *soldOutCache {
 func (c *soldOutCache) soldOut(sku string, now time.Time) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	until, ok := c.until[sku]
-	return ok && now.Before(until)
+	e, ok := c.until[sku]
+	return ok && now.Before(e.until)
+}
+
+// quick is soldOut with the SKU's snapshot of placed ids, when one was
+// read at the generation the SKU was seen sold out at (nil otherwise).
+func (c *soldOutCache) quick(sku string, now time.Time) (bool, *placedSnapshot) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.until[sku]
+	if !ok || !now.Before(e.until) {
+		return false, nil
+	}
+	if p := c.placed[sku]; p != nil && e.gen >= 0 && p.gen == e.gen {
+		return true, p
+	}
+	return true, nil
+}
+
+// hasPlaced reports whether sku's snapshot was read at generation gen.
+func (c *soldOutCache) hasPlaced(sku string, gen int64) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.placed[sku]
+	return p != nil && p.gen == gen
+}
+
+// setPlaced keeps ids as sku's snapshot for generation gen, unless the
+// read behind tok is stale (as set). Reports whether it did.
+func (c *soldOutCache) setPlaced(sku string, tok token, gen int64, ids map[string]struct{}, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.freshLocked(sku, tok, now) {
+		return false
+	}
+	if _, ok := c.placed[sku]; !ok && len(c.placed) >= maxCachedSKUs {
+		c.pruneLocked(now)
+		if len(c.placed) >= maxCachedSKUs {
+			return false
+		}
+	}
+	c.placed[sku] = &placedSnapshot{gen: gen, ids: ids}
+	return true
+}
+
+// freshLocked reports whether an observation of sku behind tok may still
+// be recorded: no change of the SKU, and no reset, since it began.
+func (c *soldOutCache) freshLocked(sku string, tok token, now time.Time) bool {
+	if now.Sub(tok.at) > maxObservation || tok.seq < c.resetSeq {
+		return false
+	}
+	ch, ok := c.lastChange[sku]
+	return !ok || ch.seq <= tok.seq
 }
 
 func (c *soldOutCache) token(now time.Time) token {
@@ -71,12 +143,14 @@ func (c *soldOutCache) token(now time.Time) token {
 // set caches sku as sold out for ttl, unless the observation behind tok is
 // stale. Reports whether it did.
 func (c *soldOutCache) set(sku string, tok token, now time.Time) bool {
+	return c.setAt(sku, tok, -1, now)
+}
+
+// setAt is set for an observation of Redis at generation gen.
+func (c *soldOutCache) setAt(sku string, tok token, gen int64, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if now.Sub(tok.at) > maxObservation || tok.seq < c.resetSeq {
-		return false
-	}
-	if ch, ok := c.lastChange[sku]; ok && ch.seq > tok.seq {
+	if !c.freshLocked(sku, tok, now) {
 		return false
 	}
 	if _, ok := c.until[sku]; !ok && len(c.until) >= maxCachedSKUs {
@@ -86,7 +160,8 @@ func (c *soldOutCache) set(sku string, tok token, now time.Time) bool {
 			return false
 		}
 	}
-	c.until[sku] = now.Add(c.ttl)
+	c.until[sku] = entry{until: now.Add(c.ttl), gen: gen}
+	c.live.Store(int64(len(c.until)))
 	return true
 }
 
@@ -97,6 +172,8 @@ func (c *soldOutCache) changed(sku string, now time.Time) {
 	defer c.mu.Unlock()
 	c.seq++
 	delete(c.until, sku)
+	delete(c.placed, sku)
+	c.live.Store(int64(len(c.until)))
 	if _, ok := c.lastChange[sku]; !ok && len(c.lastChange) >= maxCachedSKUs {
 		c.pruneLocked(now)
 		if len(c.lastChange) >= maxCachedSKUs {
@@ -117,6 +194,8 @@ func (c *soldOutCache) reset() {
 	c.seq++
 	c.resetSeq = c.seq
 	clear(c.until)
+	clear(c.placed)
+	c.live.Store(0)
 }
 
 // prune drops expired entries and changes too old to matter, so neither map
@@ -128,11 +207,18 @@ func (c *soldOutCache) prune(now time.Time) {
 }
 
 func (c *soldOutCache) pruneLocked(now time.Time) {
-	for sku, until := range c.until {
-		if !now.Before(until) {
+	for sku, e := range c.until {
+		if !now.Before(e.until) {
 			delete(c.until, sku)
 		}
 	}
+	// A snapshot lives while its SKU is cached as sold out.
+	for sku := range c.placed {
+		if _, ok := c.until[sku]; !ok {
+			delete(c.placed, sku)
+		}
+	}
+	c.live.Store(int64(len(c.until)))
 	for sku, ch := range c.lastChange {
 		if now.Sub(ch.at) > maxObservation {
 			delete(c.lastChange, sku)
@@ -145,8 +231,8 @@ func (c *soldOutCache) size(now time.Time) int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	n := 0
-	for _, until := range c.until {
-		if now.Before(until) {
+	for _, e := range c.until {
+		if now.Before(e.until) {
 			n++
 		}
 	}

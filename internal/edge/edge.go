@@ -9,7 +9,9 @@
 // Redis sold-out flag, and a
 // window of admitted units per SKU sized by what Redis still holds
 // (admission.go, window.go), so the workflows started grow with the stock,
-// not with the requests. An admitted request holds a Ticket (ticket.go)
+// not with the requests. Before all of them a door may ask QuickAnswer
+// (quick.go) whether a one-line buy of a SKU cached as sold out can be
+// answered before it is even authenticated. An admitted request holds a Ticket (ticket.go)
 // until its placement answers. While Redis is down the gate degrades to
 // MySQL's available units behind a smaller window (degraded.go). Its
 // counters are in stats.go.
@@ -131,7 +133,9 @@ type Gate struct {
 	// collapses concurrent MySQL reads of one SKU into one.
 	degraded *inflight
 	dbReads  singleflight.Group
-	stats    counters
+	// placedReads collapses concurrent reads of one SKU's placed ids.
+	placedReads singleflight.Group
+	stats       counters
 	// subscribed is true while Run holds a live stock-change subscription.
 	subscribed atomic.Bool
 }

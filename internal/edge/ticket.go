@@ -64,7 +64,7 @@ func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 		}
 		switch {
 		case av.SoldOut:
-			t.g.cache.set(it.SKU, tok, time.Now())
+			t.g.soldOutSeen(ctx, it.SKU, tok, av.Gen)
 		case av.Units == 0:
 			t.g.observedEmpty(ctx, it.SKU, tok, av.Gen)
 		}

@@ -37,7 +37,7 @@ type Config struct {
 	MaxInFlight int64
 	// AdmissionMaxInFlight caps the adaptive limit on new orders in flight
 	// into Temporal from this instance (ADMISSION_MAX_IN_FLIGHT, default
-	// DefaultAdmissionMax); see admission.go.
+	// edge.DefaultPlacementMax); see internal/edge/placement.go.
 	AdmissionMaxInFlight int
 	// LocalSoldOutTTL overrides the in-process sold-out cache's expiry.
 	// Not read from the environment: tests raise it to prove that Pub/Sub,

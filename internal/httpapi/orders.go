@@ -3,13 +3,11 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/buying"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
@@ -17,7 +15,7 @@ import (
 
 // orderCreated is the 201 answer to a buy request.
 type orderCreated struct {
-	// OrderID is the system's id of the order (see orderIDFor): GET,
+	// OrderID is the system's id of the order (see buying.Service.OrderIDFor): GET,
 	// cancel and the payment provider name the order by it.
 	OrderID string `json:"order_id"`
 	// ClientOrderID echoes the buyer's own key, when the request had one.
@@ -27,12 +25,21 @@ type orderCreated struct {
 	PayBy         time.Time        `json:"pay_by"`
 }
 
-// createOrder is POST /api/v1/orders: authenticate, validate, pass the
-// edge, then place the order with Update-with-Start and answer with its
+// createOrder is POST /api/v1/orders: authenticate, decode, buy
+// (internal/buying: the edge, then Update-with-Start), encode the
 // reservation. The buyer is the token's subject.
 func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	c, err := s.authenticate(r, false)
+	if err != nil && maybeRepeat(r) {
+		// A SKU held as sold out, and a key that may repeat a placed
+		// order: only its buyer may hear that order's answer. Anyone else
+		// hears what the quick path tells every caller (quick.go).
+		s.gate.CountSoldOutLocal()
+		s.writeError(w, r, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+		s.prom.buy.WithLabelValues(string(buying.Shed)).Observe(time.Since(start).Seconds())
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -51,89 +58,26 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	in.UserID = c.buyer
 	ctx, cancel := context.WithTimeout(r.Context(), placeTimeout)
 	defer cancel()
-	clientKey := in.OrderID
-	clientID := clientKey != ""
-	if in.OrderID, err = s.orderIDFor(ctx, c.buyer, clientKey); err != nil {
-		s.writeError(w, r, err)
-		return
+	res, err := s.buying.Buy(ctx, buying.Request{Buyer: c.buyer, Key: in.OrderID, Items: in.Items})
+	if res.Outcome != "" {
+		// After the answer is written, as the whole answer time.
+		defer func() { s.prom.buy.WithLabelValues(string(res.Outcome)).Observe(time.Since(start).Seconds()) }()
 	}
-	ticket, err := s.gate.Admit(ctx, edge.Request{OrderID: in.OrderID, ClientOrderID: clientID, UserID: in.UserID, Items: in.Items})
-	s.noteSKUs(in.Items, ticket, err)
-	if err != nil {
-		s.writeError(w, r, err)
-		s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())
-		return
-	}
-	var hold permit
-	if !ticket.Duplicate {
-		if hold, err = s.admit.tryPlace(); err != nil {
-			ticket.Done(ctx, false)
-			s.writeError(w, r, err)
-			s.prom.buy.WithLabelValues(buyShed).Observe(time.Since(start).Seconds())
-			return
-		}
-		s.metrics.workflowsStarted.Add(1)
-		s.prom.started.Inc()
-	}
-	res, err := s.deps.Orders.PlaceOrder(ctx, in)
-	if !ticket.Duplicate {
-		hold.done(err == nil)
-	}
-	s.prom.placements.WithLabelValues(placementResult(res, err)).Inc()
-	defer func() { s.prom.buy.WithLabelValues(buyAdmitted).Observe(time.Since(start).Seconds()) }()
-	// The gate learns the outcome even if the buyer has gone: its slot must
-	// be freed, and a sold-out answer is worth caching for the next buyer.
-	rejected := err == nil && res.Status == flashsale.StatusRejected
-	ticket.Done(ctx, rejected && res.Reason == flashsale.SoldOut)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if rejected {
+	if res.Rejected() {
 		// The reason is a code, answered with the code's own words; a
 		// rejection is the order's answer, not a failure of this request.
-		s.writeError(w, r, refuse(res.Reason, ""))
+		s.writeError(w, r, refuse(res.Reservation.Reason, ""))
 		return
 	}
-	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: res.OrderID, ClientOrderID: clientKey,
-		Status: res.Status, Amount: res.Amount, PayBy: res.PayBy})
-}
-
-// orderIDFor is the id of the order a buy request places. Without a key of
-// the buyer's own it is new (a UUIDv7, time-ordered, so ids sort by
-// creation in the database index). With one it is
-// flashsale.BuyerOrderID(buyer, key): the key is the buyer's idempotency
-// key, never an id shared with other buyers, so nobody can take it first
-// and no answer tells anyone whether another buyer used it.
-//
-// Orders placed before that scheme are named by the bare key (workflow
-// order-<key>). A retry of one must reach it, not buy a second unit: the
-// edge's placed marker of the bare key names the buyer it was placed for,
-// for as long as a retry skips shedding (edge.DefaultPlacedTTL, 24 h).
-// Only that buyer is sent to it; for anyone else the key is theirs alone as
-// for any key, so the marker tells them nothing. The lookup can go once
-// every marker written before the scheme has expired.
-func (s *Server) orderIDFor(ctx context.Context, buyer, key string) (string, error) {
-	if key == "" {
-		id, err := uuid.NewV7()
-		if err != nil {
-			return "", fmt.Errorf("new order id: %w", err)
-		}
-		return id.String(), nil
-	}
-	owner, err := s.gate.PlacedBy(ctx, key)
-	switch {
-	case err != nil:
-		// Redis down: the edge degrades to MySQL; a retry of an order of
-		// the old scheme within that outage gets an order of the new one.
-		s.log.DebugContext(ctx, "placed marker of an order key unreadable", "error", err)
-	case owner == buyer:
-		return key, nil
-	}
-	return flashsale.BuyerOrderID(buyer, key), nil
+	rv := res.Reservation
+	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: rv.OrderID, ClientOrderID: in.OrderID,
+		Status: rv.Status, Amount: rv.Amount, PayBy: rv.PayBy})
 }
 
 // orderResponse is GET /api/v1/orders/{id}.

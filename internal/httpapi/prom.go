@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,12 +34,6 @@ type promMetrics struct {
 	placements *prometheus.CounterVec
 	started    prometheus.Counter
 }
-
-// Outcomes of a buy request (flashsale_buy_duration_seconds's label).
-const (
-	buyAdmitted = "admitted"
-	buyShed     = "shed"
-)
 
 func newPromMetrics() promMetrics {
 	ns := fsmetrics.Namespace
@@ -108,7 +103,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 		s.prom.requests, s.prom.duration, s.prom.buy, s.prom.placements, s.prom.started,
 		&edgeCollector{gate: s.gate},
 		&skuCollector{s: s},
-	}, s.admit.collectors()...) {
+	}, placementCollectors(s.placements)...) {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -226,7 +221,9 @@ func (r *recentSKUs) note(sku string, now time.Time) {
 	}
 	v := new(atomic.Int64)
 	v.Store(at)
-	r.seen.Store(sku, v)
+	// Cloned: the quick sold-out answer notes SKUs that are views of a
+	// pooled buffer (quick.go).
+	r.seen.Store(strings.Clone(sku), v)
 	r.n++
 }
 
@@ -258,13 +255,49 @@ func (r *recentSKUs) list(now time.Time) []string {
 	return out
 }
 
+// buyMetrics records what a buy decided (buying.Recorder): the SKUs its
+// admission showed are real, the workflows started, the placements' answers.
+type buyMetrics struct{ s *Server }
+
+func (m buyMetrics) Admission(items []flashsale.Item, duplicate bool, err error) {
+	m.s.noteSKUs(items, duplicate, err)
+}
+
+func (m buyMetrics) Started() {
+	m.s.metrics.workflowsStarted.Add(1)
+	m.s.prom.started.Inc()
+}
+
+func (m buyMetrics) Placed(res workflows.Reservation, err error) {
+	m.s.prom.placements.WithLabelValues(placementResult(res, err)).Inc()
+}
+
+// placementCollectors are the placement limit's metrics, read at scrape
+// time: the limit, what holds it, and the refusals.
+func placementCollectors(l *edge.PlacementLimit) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: fsmetrics.Namespace, Name: "admission_rejected_total",
+			Help: "New orders answered 429 BUSY because this instance's adaptive limit on placements in flight was reached.",
+		}, func() float64 { return float64(l.Rejected()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: fsmetrics.Namespace, Name: "admission_limit",
+			Help: "This instance's current adaptive limit on new orders in flight into Temporal.",
+		}, func() float64 { return float64(l.Limit()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: fsmetrics.Namespace, Name: "admission_in_flight",
+			Help: "New orders from this instance waiting for Temporal's answer.",
+		}, func() float64 { return float64(l.InFlight()) }),
+	}
+}
+
 // noteSKUs records the SKUs the edge's answer shows are real: every item
 // of a request it admitted (each was read from Redis, or MySQL while Redis
 // is down), or the one SKU that decided a refusal (found sold out, or with
 // its window full). Nothing else: an item the edge never looked at, or
 // found unknown, may be a name the client made up, and a flood of those
 // must neither grow the map nor push real SKUs out of the gauges.
-func (s *Server) noteSKUs(items []flashsale.Item, t *edge.Ticket, admitErr error) {
+func (s *Server) noteSKUs(items []flashsale.Item, duplicate bool, admitErr error) {
 	now := time.Now()
 	if admitErr != nil {
 		if sku, ok := edge.DecidingSKU(admitErr); ok {
@@ -272,7 +305,7 @@ func (s *Server) noteSKUs(items []flashsale.Item, t *edge.Ticket, admitErr error
 		}
 		return
 	}
-	if t.Duplicate {
+	if duplicate {
 		// A repeat of a placed order is sent on unread: its items are
 		// whatever the repeat says.
 		return

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/flashsale/flashsale/internal/buying"
 )
 
 // The sale page's traffic panel: this instance's buy rate and p99s over
@@ -64,9 +66,9 @@ func (b *saleBoard) sampleTraffic(now time.Time) trafficSample {
 	for _, m := range collect(b.s.prom.buy) {
 		h := histogramOf(m.GetHistogram())
 		switch label(m, "outcome") {
-		case buyAdmitted:
+		case string(buying.Admitted):
 			out.admitted = h
-		case buyShed:
+		case string(buying.Shed):
 			out.shed = h
 		}
 	}

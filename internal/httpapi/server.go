@@ -27,6 +27,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/buying"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/inventory"
@@ -89,12 +90,17 @@ type Server struct {
 	cfg  Config
 	deps Deps
 	gate *edge.Gate
-	// admit is the adaptive limit on new orders in flight into Temporal.
-	admit   *admission
+	// placements is the adaptive limit on new orders in flight into
+	// Temporal.
+	placements *edge.PlacementLimit
+	// buying is the buy use case behind POST /api/v1/orders.
+	buying  *buying.Service
 	log     *slog.Logger
 	metrics metrics
 	prom    promMetrics
-	recent  recentSKUs
+	// quick are the quick sold-out answer's instruments (quick.go).
+	quick  quickMetrics
+	recent recentSKUs
 	// stock caches GET /api/v1/inventory/{sku}'s public answers.
 	stock    *snapshots[inventoryResponse]
 	draining atomic.Bool
@@ -128,12 +134,16 @@ func New(deps Deps, cfg Config) (*Server, error) {
 			MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
 			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
 		}),
-		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
-		prom:      newPromMetrics(),
-		admit:     newAdmission(cfg.AdmissionMaxInFlight),
+		adminHash:  sha256.Sum256([]byte(cfg.AdminToken)),
+		prom:       newPromMetrics(),
+		placements: edge.NewPlacementLimit(cfg.AdmissionMaxInFlight),
 	}
+	s.buying = &buying.Service{Gate: s.gate, Limit: s.placements, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
-	s.handler = s.routes()
+	s.quick = newQuickMetrics(s.prom)
+	// The quick sold-out answer comes before everything else, the
+	// middleware included (quick.go).
+	s.handler = s.quickSoldOut(s.routes())
 	return s, nil
 }
 

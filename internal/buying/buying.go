@@ -1,0 +1,154 @@
+// Package buying is the buy use case: a buyer's request names the order
+// it places, passes the load-shedding gate (internal/edge) and the
+// placement limit, and, admitted, is placed as an order workflow
+// (internal/orders). The HTTP door decodes a request, calls Buy and
+// encodes its answer; what the buy decided reaches the door's metrics
+// through a Recorder, so the door only records.
+package buying
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/uuid"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// Placer places an order and waits for its reservation answer
+// (orders.Service's PlaceOrder: Update-with-Start). Placing the same order
+// id again returns the first answer.
+type Placer interface {
+	PlaceOrder(ctx context.Context, o flashsale.Order) (workflows.Reservation, error)
+}
+
+// Recorder hears what a buy decided, for metrics. Its methods are called
+// on the buy's path and must not block.
+type Recorder interface {
+	// Admission is the gate's answer: err is its refusal, or nil with
+	// duplicate true for a repeat of a placed order (sent on unread).
+	Admission(items []flashsale.Item, duplicate bool, err error)
+	// Started is a new order about to be placed (not a repeat).
+	Started()
+	// Placed is the order workflow's answer to an admitted request.
+	Placed(res workflows.Reservation, err error)
+}
+
+// Service buys. Every field but Logger is required.
+type Service struct {
+	Gate     *edge.Gate
+	Limit    *edge.PlacementLimit
+	Orders   Placer
+	Recorder Recorder
+	Logger   *slog.Logger
+}
+
+// Request is a buy request that passed input validation, from an
+// authenticated buyer.
+type Request struct {
+	Buyer string
+	// Key is the buyer's optional idempotency key (see OrderIDFor).
+	Key   string
+	Items []flashsale.Item
+}
+
+// Outcome names what decided a buy.
+type Outcome string
+
+// Outcomes of a buy.
+const (
+	// Shed: the gate or the placement limit answered; no workflow was
+	// asked.
+	Shed Outcome = "shed"
+	// Admitted: the order workflow answered (or failed to).
+	Admitted Outcome = "admitted"
+)
+
+// Result is a buy's answer. Its Outcome is set whenever the buy reached
+// the gate, with or without an error; Reservation only once the order
+// workflow answered.
+type Result struct {
+	Outcome     Outcome
+	Reservation workflows.Reservation
+}
+
+// Rejected reports whether the order workflow refused the order; the
+// reason is Reservation.Reason, a code. A rejection is the order's answer,
+// not a failure of the buy.
+func (r Result) Rejected() bool { return r.Reservation.Status == flashsale.StatusRejected }
+
+// Buy names the order (OrderIDFor), asks the gate, takes a placement
+// permit for a new order, places it and tells the gate how it ended. The
+// errors are the gate's refusals (edge's, wrapped; a RetryError for BUSY
+// and RATE_LIMITED), the placement limit's BUSY RetryError, and
+// PlaceOrder's.
+func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
+	id, err := s.OrderIDFor(ctx, req.Buyer, req.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items})
+	s.Recorder.Admission(req.Items, err == nil && ticket.Duplicate, err)
+	if err != nil {
+		return Result{Outcome: Shed}, err
+	}
+	var hold edge.Permit
+	if !ticket.Duplicate {
+		if hold, err = s.Limit.TryPlace(); err != nil {
+			ticket.Done(ctx, false)
+			return Result{Outcome: Shed}, err
+		}
+		s.Recorder.Started()
+	}
+	res, err := s.Orders.PlaceOrder(ctx, flashsale.Order{OrderID: id, UserID: req.Buyer, Items: req.Items})
+	hold.Done(err == nil)
+	s.Recorder.Placed(res, err)
+	// The gate learns the outcome even if the buyer has gone: its slot must
+	// be freed, and a sold-out answer is worth caching for the next buyer.
+	ticket.Done(ctx, err == nil && res.Status == flashsale.StatusRejected && res.Reason == flashsale.SoldOut)
+	return Result{Outcome: Admitted, Reservation: res}, err
+}
+
+// OrderIDFor is the id of the order a buy request places. Without a key of
+// the buyer's own it is new (a UUIDv7, time-ordered, so ids sort by
+// creation in the database index). With one it is
+// flashsale.BuyerOrderID(buyer, key): the key is the buyer's idempotency
+// key, never an id shared with other buyers, so nobody can take it first
+// and no answer tells anyone whether another buyer used it.
+//
+// Orders placed before that scheme are named by the bare key (workflow
+// order-<key>). A retry of one must reach it, not buy a second unit: the
+// edge's placed marker of the bare key names the buyer it was placed for,
+// for as long as a retry skips shedding (edge.DefaultPlacedTTL, 24 h).
+// Only that buyer is sent to it; for anyone else the key is theirs alone as
+// for any key, so the marker tells them nothing. The lookup can go once
+// every marker written before the scheme has expired.
+func (s *Service) OrderIDFor(ctx context.Context, buyer, key string) (string, error) {
+	if key == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return "", fmt.Errorf("new order id: %w", err)
+		}
+		return id.String(), nil
+	}
+	owner, err := s.Gate.PlacedBy(ctx, key)
+	switch {
+	case err != nil:
+		// Redis down: the edge degrades to MySQL; a retry of an order of
+		// the old scheme within that outage gets an order of the new one.
+		s.logger().DebugContext(ctx, "placed marker of an order key unreadable", "error", err)
+	case owner == buyer:
+		return key, nil
+	}
+	return flashsale.BuyerOrderID(buyer, key), nil
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
