@@ -124,7 +124,8 @@ func StartMySQL(ctx context.Context, opts MySQLOptions) (*MySQL, error) {
 func (m *MySQL) waitListening(ctx context.Context, out *os.File) (string, error) {
 	line := make(chan string, 1)
 	go func() {
-		defer out.Close()
+		// Only read from: a failed close loses nothing.
+		defer func() { _ = out.Close() }()
 		s, _ := bufio.NewReader(out).ReadString('\n')
 		line <- s
 		// Nothing more is written to stdout; the read end closes here.

@@ -126,7 +126,7 @@ func isModule(path string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read from
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if fields := strings.Fields(sc.Text()); len(fields) == 2 && fields[0] == "module" {
