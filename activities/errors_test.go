@@ -3,6 +3,7 @@ package activities
 import (
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +74,29 @@ func TestRefuseWithoutATypeSaysSo(t *testing.T) {
 	_, isApp := errors.AsType[*temporal.ApplicationError](err)
 	require.False(t, isApp)
 	require.ErrorContains(t, err, "has no activity error type")
+}
+
+// A store's Unavailable (Redis, MySQL or Temporal did not answer) is no
+// business answer: it has no type in the table, and every activity's
+// classification leaves it a retryable error, so Temporal retries it by
+// the activity's policy until the dependency is back.
+func TestUnavailableStaysRetryable(t *testing.T) {
+	require.Empty(t, TypeFor(flashsale.Unavailable))
+	require.NotContains(t, NonRetryableErrorTypes, string(flashsale.Unavailable))
+	down := fmt.Errorf("reserve: %w: %w", &flashsale.Error{Code: flashsale.Unavailable, Message: "stock store unavailable"},
+		&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
+	for name, err := range map[string]error{
+		"payment": paymentError("pay o-1", down),
+		"stock":   classifyStockErr("observe sku", down),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, flashsale.Unavailable, flashsale.ErrorCode(err))
+			if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok {
+				require.False(t, appErr.NonRetryable(), "%v", err)
+				require.NotContains(t, NonRetryableErrorTypes, appErr.Type())
+			}
+			_, known := CodeOf(err)
+			require.False(t, known, "not a business answer")
+		})
+	}
 }

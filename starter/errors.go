@@ -39,13 +39,27 @@ func writeError(w io.Writer, err error) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// exitCode is the status a failed command exits with: 2 for a command line
-// it could not run, 1 for anything else.
+// Exit statuses, printed by starter --help (exitHelp): a script tells "try
+// again later" from "this was refused".
+const (
+	exitRefused     = 1 // any other failure: a refusal, a violation, a bug
+	exitUsage       = 2 // a command line it could not run
+	exitUnavailable = 3 // Redis, MySQL or Temporal did not answer: retry as it is
+)
+
+const exitHelp = `exit status: 0 done; 1 refused or failed (the code on stderr says why);
+2 a command line it could not run; 3 UNAVAILABLE: Redis, MySQL or Temporal
+did not answer, nothing changed, the same command may be retried as it is.`
+
+// exitCode is the status a failed command exits with.
 func exitCode(err error) int {
-	if flashsale.ErrorCode(err) == codeUsage {
-		return 2
+	switch flashsale.ErrorCode(err) {
+	case codeUsage:
+		return exitUsage
+	case flashsale.Unavailable:
+		return exitUnavailable
 	}
-	return 1
+	return exitRefused
 }
 
 // violations is the error of a check that found n violations.

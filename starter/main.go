@@ -1,6 +1,8 @@
 // Command starter is the flashsale CLI for operators, demos and load runs.
 // Every subcommand prints one JSON object on stdout; errors are a JSON
-// object {"code","message"} on stderr with a non-zero exit status.
+// object {"code","message"} on stderr with a non-zero exit status: 2 for a
+// command line it cannot run, 3 for UNAVAILABLE (Redis, MySQL or Temporal
+// did not answer; retry as it is), 1 for any other failure.
 //
 //	starter migrate
 //	starter sku create --sku ID --stock N --price MINOR [--buckets N] [--limit N]
@@ -130,5 +132,5 @@ func usageText() string {
 	for _, c := range commands() {
 		s += fmt.Sprintf("\n  %-9s %s", c.name, c.usage)
 	}
-	return s + "\n\nstarter CMD --help prints a command's flags; starter --version the build.\n\n" + strings.TrimRight(backend.EnvHelp, "\n")
+	return s + "\n\nstarter CMD --help prints a command's flags; starter --version the build.\n\n" + exitHelp + "\n\n" + strings.TrimRight(backend.EnvHelp, "\n")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/redisguard"
 	"github.com/flashsale/flashsale/internal/requestid"
 )
@@ -66,21 +67,21 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 
 	b.Redis = NewRedis(cfg)
 	b.Guard = redisguard.New(redisguard.Options{Logger: logger})
-	if err := b.Redis.Ping(ctx).Err(); err != nil {
+	b.Stock = inventory.New(b.Redis, inventory.Options{})
+	if err := b.Stock.Ping(ctx); err != nil {
 		return nil, fmt.Errorf("connect redis %s (cluster: %v): %w", cfg.RedisAddr, cfg.RedisClusterMode(), err)
 	}
-	b.Stock = inventory.New(b.Redis, inventory.Options{})
 
-	orders, err := orderdb.Open(ctx, cfg.MySQLDSN)
+	store, err := orderdb.Open(ctx, cfg.MySQLDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
-	b.Orders = orders
+	b.Orders = store
 
 	b.Temporal, err = client.DialContext(ctx, TemporalOptions(cfg, logger, o.metrics))
 	if err != nil {
 		return nil, fmt.Errorf("connect temporal %s (tls: %v, api key: %v): %w",
-			cfg.TemporalAddress, cfg.Temporal.TLS(), cfg.Temporal.APIKey, err)
+			cfg.TemporalAddress, cfg.Temporal.TLS(), cfg.Temporal.APIKey, orders.CodeDown(err))
 	}
 	ok = true
 	return b, nil

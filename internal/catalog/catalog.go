@@ -23,6 +23,7 @@ import (
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -115,7 +116,7 @@ func (c Catalog) ensureIdle(ctx context.Context, sku string) (orderdb.Inventory,
 		Query: workflows.RunningOrdersQuery(sku),
 	})
 	if err != nil {
-		return inv, fmt.Errorf("sku %s: count running orders: %w", sku, err)
+		return inv, fmt.Errorf("sku %s: count running orders: %w", sku, orders.CodeDown(err))
 	}
 	if n := resp.GetCount(); n > 0 {
 		return inv, fmt.Errorf("sku %s: %d order workflows still running (a live sale is repaired with reconcile): %w",

@@ -136,7 +136,7 @@ func TestHealth(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	r = s.api.call(http.MethodGet, "/readyz", nil, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, map[string]any{"status": "ready"}, r.json(t))
+	require.Equal(t, map[string]any{"status": "ready", "temporal": "up", "redis": "up", "mysql": "up"}, r.json(t))
 	r = s.api.call(http.MethodGet, "/metrics", nil, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.Contains(t, r.json(t), "workflows_started")
@@ -154,7 +154,7 @@ func TestHealth(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	r = broken.call(http.MethodGet, "/readyz", nil, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, map[string]any{"status": "degraded", "redis": "unreachable"}, r.json(t))
+	require.Equal(t, map[string]any{"status": "degraded", "temporal": "up", "redis": "unreachable", "mysql": "up"}, r.json(t))
 	// MySQL answers what Redis cannot: an unknown SKU is still unknown.
 	r = broken.buy("", s.name("u"), s.name("no-such-sku"), 1)
 	require.Equal(t, http.StatusNotFound, r.status, "%s", r.body)

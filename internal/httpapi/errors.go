@@ -1,16 +1,11 @@
 package httpapi
 
 import (
-	"context"
-	"database/sql/driver"
 	"errors"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
@@ -136,19 +131,13 @@ func answerFor(err error) (answer, errorBody) {
 	return a, body
 }
 
-// dependencyDown recognises a dependency's own "did not answer" among the
-// errors a layer below returned without a code: Temporal overloaded or
-// unreachable (a Temporal call outside the order client: the catalog's
-// count of running orders), a dropped Redis or MySQL connection, a request
-// out of time. That is 503 UNAVAILABLE with Retry-After (the client may
-// retry; every write is idempotent), not a 500.
-func dependencyDown(err error) bool {
-	if _, ok := errors.AsType[net.Error](err); ok {
-		return true
-	}
-	return orders.TemporalDown(err) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, driver.ErrBadConn) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
-}
+// dependencyDown is the one outage this door still recognises by itself:
+// Temporal's own "did not answer" (orders.TemporalDown) on an error no
+// layer coded. Redis, MySQL and Temporal outages are coded Unavailable
+// where they happen (inventory, orderdb, orders.CodeDown), so the API, the
+// CLI and the activities agree; this keeps the pinned answer for a bare
+// Temporal error (and a bare deadline) at 503 rather than 500.
+func dependencyDown(err error) bool { return orders.TemporalDown(err) }
 
 // writeError answers with err's code and logs what the client does not see.
 // A client that has hung up gets nothing (clientGone): the failure is its

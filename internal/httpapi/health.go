@@ -18,8 +18,28 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// Dependency states in /readyz's answer.
+const (
+	depUp          = "up"
+	depUnreachable = "unreachable"
+)
+
 // readyz checks, in parallel, that Temporal, Redis and MySQL answer within
-// readyTimeout. The failed ones are named; why they failed is logged.
+// readyTimeout, and answers per duty: what this instance can still do
+// decides whether a load balancer keeps it, and the body names each
+// dependency's state (why one failed is logged).
+//
+//   - MySQL down: 503. MySQL is the truth every answer ends at (orders,
+//     degraded ones included, payments, order reads, stock); an instance
+//     that cannot reach it answers nothing a buyer needs, and one that can
+//     should get the traffic.
+//   - Redis down: 200 "degraded". Buyers are served in degraded mode
+//     (MySQL alone); pulling every instance would turn a slow sale into no
+//     sale.
+//   - Temporal down: 200 "degraded". New orders answer 503 UNAVAILABLE,
+//     but sold-out answers, stock reads, order reads and late payments are
+//     answered from Redis and MySQL, and every instance shares one Temporal:
+//     failing readiness would pull them all at once.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		s.writeError(w, r, refuse(flashsale.Unavailable, "shutting down"))
@@ -31,40 +51,39 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		name string
 		fn   func(context.Context) error
 	}{
+		{"mysql", s.deps.Store.Ping},
+		{"redis", func(ctx context.Context) error { return s.deps.Redis.Ping(ctx).Err() }},
 		{"temporal", func(ctx context.Context) error {
 			_, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}},
-		{"mysql", s.deps.Store.Ping},
 	}
-	// Redis is not among them: without it buyers are served in degraded
-	// mode (MySQL alone), and taking every instance out of the load
-	// balancer would turn a slow sale into no sale. The answer says so.
-	var redisErr error
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
-	wg.Go(func() { redisErr = s.deps.Redis.Ping(ctx).Err() })
 	for i, c := range checks {
 		wg.Go(func() { errs[i] = c.fn(ctx) })
 	}
 	wg.Wait()
+	body := map[string]string{"status": "ready"}
 	var failed []string
 	for i, err := range errs {
+		name := checks[i].name
+		body[name] = depUp
 		if err != nil {
-			failed = append(failed, checks[i].name)
-			s.log.WarnContext(r.Context(), "not ready", "dependency", checks[i].name, "error", err)
+			body[name] = depUnreachable
+			failed = append(failed, name)
+			s.log.WarnContext(r.Context(), "dependency unreachable", "dependency", name, "error", err)
 		}
 	}
-	if len(failed) > 0 {
+	switch {
+	case body["mysql"] != depUp:
 		s.writeError(w, r, refuse(flashsale.Unavailable, "not ready: "+strings.Join(failed, ", ")+" unreachable"))
-		return
+	case len(failed) > 0:
+		body["status"] = "degraded"
+		s.writeJSON(w, r, http.StatusOK, body)
+	default:
+		s.writeJSON(w, r, http.StatusOK, body)
 	}
-	if redisErr != nil {
-		s.log.WarnContext(r.Context(), "redis unreachable: serving degraded", "error", redisErr)
-		s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "degraded", "redis": "unreachable"})
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // metrics are the API's counters; /metrics adds the edge's.

@@ -114,3 +114,9 @@ func (s *Store) bumpCount(ctx context.Context, sku string) (int, error) {
 	}
 	return int(res[1]), nil
 }
+
+// Ping checks that Redis answers: Unavailable when it does not.
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer codeOutage(&err)
+	return s.rdb.Ping(ctx).Err()
+}

@@ -29,7 +29,8 @@ import (
 // of the SKU). Counts of buyers from another sale read as zero from then
 // on, and expire with the held TTL. Call it before the buckets are loaded,
 // so buyers never find stock without its limit.
-func (s *Store) SetLimit(ctx context.Context, sku string, limit int, sale int64) error {
+func (s *Store) SetLimit(ctx context.Context, sku string, limit int, sale int64) (err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return fmt.Errorf("set limit %s: %w", sku, err)
 	}

@@ -36,7 +36,8 @@ type Marks struct {
 }
 
 // Marks reads the bucket count, gen and reconcile fence with one MGET.
-func (s *Store) Marks(ctx context.Context, sku string) (Marks, error) {
+func (s *Store) Marks(ctx context.Context, sku string) (_ Marks, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return Marks{}, fmt.Errorf("marks %s: %w", sku, err)
 	}
@@ -75,7 +76,8 @@ type Snapshot struct {
 // Snapshot reads the marks, then every bucket in one pipeline, then the
 // units a resize has in transit between buckets. A missing SKU is not an
 // error: Missing is set and there are no buckets to read.
-func (s *Store) Snapshot(ctx context.Context, sku string) (Snapshot, error) {
+func (s *Store) Snapshot(ctx context.Context, sku string) (_ Snapshot, err error) {
+	defer codeOutage(&err)
 	m, err := s.Marks(ctx, sku)
 	if err != nil {
 		return Snapshot{}, err
@@ -109,7 +111,8 @@ func (s *Store) Snapshot(ctx context.Context, sku string) (Snapshot, error) {
 // nothing. It SCANs the keyspace (every primary on a cluster), because
 // markers are only findable by pattern; that costs one pass over the keys
 // per call, which suits a periodic job and not the buying path.
-func (s *Store) HeldByOrder(ctx context.Context, sku string) (map[string]int64, error) {
+func (s *Store) HeldByOrder(ctx context.Context, sku string) (_ map[string]int64, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return nil, fmt.Errorf("held by order %s: %w", sku, err)
 	}
@@ -127,7 +130,6 @@ func (s *Store) HeldByOrder(ctx context.Context, sku string) (map[string]int64, 
 		}
 		return iter.Err()
 	}
-	var err error
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
 	} else {
@@ -230,7 +232,8 @@ type RestoreResult struct {
 //
 // The reconcile fence is moved past any earlier value first, so an
 // observation taken before the loss never matches one taken after it.
-func (s *Store) Restore(ctx context.Context, sku string, available int64, buckets int) (RestoreResult, error) {
+func (s *Store) Restore(ctx context.Context, sku string, available int64, buckets int) (_ RestoreResult, err error) {
+	defer codeOutage(&err)
 	if err := validateLoad(sku, available, buckets); err != nil {
 		return RestoreResult{}, fmt.Errorf("restore %s: %w", sku, err)
 	}
@@ -302,7 +305,8 @@ func (s *Store) fillUnits(ctx context.Context, sku string, res *RestoreResult) e
 // has the value fence (the one its observations read), moving it on. It
 // returns false when another correction or a restore moved it first; the
 // caller must then not correct. Idempotent per correctionID.
-func (s *Store) ClaimCorrection(ctx context.Context, sku string, fence int64, correctionID string) (bool, error) {
+func (s *Store) ClaimCorrection(ctx context.Context, sku string, fence int64, correctionID string) (_ bool, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return false, fmt.Errorf("claim correction %s: %w", sku, err)
 	}
@@ -326,7 +330,8 @@ func (s *Store) ClaimCorrection(ctx context.Context, sku string, fence int64, co
 //
 // Adding stock bumps gen, clearing the sold-out flag: buyers turned away
 // must come back.
-func (s *Store) Adjust(ctx context.Context, sku string, delta int64, correctionID string) (int64, error) {
+func (s *Store) Adjust(ctx context.Context, sku string, delta int64, correctionID string) (_ int64, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return 0, fmt.Errorf("adjust %s: %w", sku, err)
 	}

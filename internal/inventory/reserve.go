@@ -25,7 +25,8 @@ type Reservation struct {
 // Reserve is ReserveFor with no buyer: nothing is counted against a
 // per-buyer limit. For callers that reserve on nobody's behalf (benchmarks,
 // tests of the buckets); orders use ReserveFor.
-func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Reservation, error) {
+func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (_ Reservation, err error) {
+	defer codeOutage(&err)
 	return s.ReserveFor(ctx, "", orderID, sku, qty)
 }
 
@@ -63,7 +64,8 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (Re
 //
 // Reserve ignores the sold-out flag on purpose: the flag may be set while a
 // retried order already holds its units, and the retry must get them.
-func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty int64) (Reservation, error) {
+func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty int64) (_ Reservation, err error) {
+	defer codeOutage(&err)
 	if err := validateOrder(orderID, sku); err != nil {
 		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
 	}
@@ -224,7 +226,8 @@ func (s *Store) flagSoldOut(ctx context.Context, sku string) error {
 // flag and publishes on StockChangedChannel; repeating that on a retry
 // covers a crash between the give-back and the bump. The order's units are
 // then given back to its buyer's limit, once (limit.go).
-func (s *Store) Release(ctx context.Context, orderID, sku string) (int64, error) {
+func (s *Store) Release(ctx context.Context, orderID, sku string) (_ int64, err error) {
+	defer codeOutage(&err)
 	if err := validateOrder(orderID, sku); err != nil {
 		return 0, fmt.Errorf("release %s: %w", sku, err)
 	}

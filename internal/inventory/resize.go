@@ -42,7 +42,8 @@ type ResizeResult struct {
 // safe to retry: a retry finishes what a crashed call left in transit.
 // Error codes: UnknownSKU (never preheated), Invalid, ResizeBusy (another
 // Resize held the lock for resizeLockWait).
-func (s *Store) Resize(ctx context.Context, sku string, buckets int) (ResizeResult, error) {
+func (s *Store) Resize(ctx context.Context, sku string, buckets int) (_ ResizeResult, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return ResizeResult{}, fmt.Errorf("resize %s: %w", sku, err)
 	}

@@ -121,7 +121,8 @@ func (s *Store) evalPipelined(ctx context.Context, script *redis.Script, calls [
 
 // LoadScripts loads the buying path's scripts into the Redis script cache,
 // so a benchmark's first EVALSHA does not pay for a NOSCRIPT round trip.
-func (s *Store) LoadScripts(ctx context.Context) error {
+func (s *Store) LoadScripts(ctx context.Context) (err error) {
+	defer codeOutage(&err)
 	for _, sc := range []*redis.Script{takeScript, releaseScript, soldOutScript, bumpScript, restockScript, driftScript, limitTakeScript, limitGiveScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)

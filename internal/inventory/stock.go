@@ -26,7 +26,8 @@ type PreheatResult struct {
 // with both totals, if they do not sum to available: selling from Redis that
 // disagrees with the database would oversell (MySQL refuses, drift grows) or
 // undersell (buyers told "sold out" while the database has units).
-func (s *Store) Preheat(ctx context.Context, sku string, available int64, buckets int) (PreheatResult, error) {
+func (s *Store) Preheat(ctx context.Context, sku string, available int64, buckets int) (_ PreheatResult, err error) {
+	defer codeOutage(&err)
 	if err := validateLoad(sku, available, buckets); err != nil {
 		return PreheatResult{}, fmt.Errorf("preheat %s: %w", sku, err)
 	}
@@ -115,7 +116,8 @@ func (s *Store) verifyPreheat(ctx context.Context, sku string, available int64) 
 // a concurrent shrink removed are swept into a live one by announce, as a
 // release's are. Known limit: two attempts of one request running at the
 // same moment as a resize may each read a different count and both add.
-func (s *Store) Restock(ctx context.Context, sku, requestID string, qty int64) (bool, error) {
+func (s *Store) Restock(ctx context.Context, sku, requestID string, qty int64) (_ bool, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return false, fmt.Errorf("restock %s: %w", sku, err)
 	}
@@ -169,7 +171,8 @@ type Stock struct {
 
 // Stock reads a snapshot of sku's buckets, flag and drift counter. It
 // returns an UnknownSKU error if the SKU was never preheated.
-func (s *Store) Stock(ctx context.Context, sku string) (Stock, error) {
+func (s *Store) Stock(ctx context.Context, sku string) (_ Stock, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
 	}
@@ -201,11 +204,12 @@ func (s *Store) Stock(ctx context.Context, sku string) (Stock, error) {
 
 // SoldOut reports the sold-out flag with one GET. It is a hint for turning
 // buyers away early, not an answer: only Reserve decides.
-func (s *Store) SoldOut(ctx context.Context, sku string) (bool, error) {
+func (s *Store) SoldOut(ctx context.Context, sku string) (_ bool, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return false, fmt.Errorf("sold out %s: %w", sku, err)
 	}
-	err := s.rdb.Get(ctx, soldOutKey(sku)).Err()
+	err = s.rdb.Get(ctx, soldOutKey(sku)).Err()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
@@ -219,14 +223,15 @@ func (s *Store) SoldOut(ctx context.Context, sku string) (bool, error) {
 // to orderID that MySQL then refused. It counts each order once (for the
 // held TTL), so a retried activity does not count the refusal twice. A
 // reconciliation job reads the counter via Stock.
-func (s *Store) RecordDrift(ctx context.Context, sku, orderID string, qty int64) error {
+func (s *Store) RecordDrift(ctx context.Context, sku, orderID string, qty int64) (err error) {
+	defer codeOutage(&err)
 	if err := validateOrder(orderID, sku); err != nil {
 		return fmt.Errorf("record drift %s: %w", sku, err)
 	}
 	if qty <= 0 {
 		return fmt.Errorf("record drift %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
 	}
-	err := driftScript.Run(ctx, s.rdb, []string{driftKey(sku), driftRecordKey(sku, orderID)}, qty, s.heldMs).Err()
+	err = driftScript.Run(ctx, s.rdb, []string{driftKey(sku), driftRecordKey(sku, orderID)}, qty, s.heldMs).Err()
 	if err != nil {
 		return fmt.Errorf("record drift %s: %w", sku, err)
 	}
@@ -257,7 +262,8 @@ type Availability struct {
 // before it lets an order reach Temporal; like Stock it is a snapshot, not a
 // promise (only Reserve takes units). It returns an UnknownSKU error if the SKU was
 // never preheated.
-func (s *Store) Available(ctx context.Context, sku string) (Availability, error) {
+func (s *Store) Available(ctx context.Context, sku string) (_ Availability, err error) {
+	defer codeOutage(&err)
 	return s.AvailableTo(ctx, sku, "")
 }
 
@@ -265,7 +271,8 @@ func (s *Store) Available(ctx context.Context, sku string) (Availability, error)
 // per-buyer limit and the units the buyer holds, limit.go) in the same
 // MGET: the keys share the SKU's slot, so the edge turns a buyer at the
 // limit away at no extra round trip. An empty userID reads no allowance.
-func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (Availability, error) {
+func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availability, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
@@ -309,7 +316,8 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (Availabili
 // at generation gen (Availability.Gen). soldout.lua refuses when gen moved
 // since, because units may have come back into a bucket already read; the
 // flag must never hide stock that is there. Reports whether it was set.
-func (s *Store) MarkSoldOut(ctx context.Context, sku string, gen int64) (bool, error) {
+func (s *Store) MarkSoldOut(ctx context.Context, sku string, gen int64) (_ bool, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return false, fmt.Errorf("mark sold out %s: %w", sku, err)
 	}

@@ -32,7 +32,8 @@ type WaitlistEntry struct {
 // in other slots); that race is harmless: a unit that comes back just after
 // the check is on open sale, where the waiting user may buy it too, and the
 // next released unit is offered to them anyway.
-func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity int64) (WaitlistEntry, error) {
+func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity int64) (_ WaitlistEntry, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
 	}
@@ -63,7 +64,8 @@ func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity i
 // PopWaitlist takes the first waiting user of sku for the units released by
 // releasedOrderID and returns it, or "" when nobody waits. It is idempotent
 // per released order: a retry returns the same answer and pops nobody else.
-func (s *Store) PopWaitlist(ctx context.Context, sku, releasedOrderID string) (string, error) {
+func (s *Store) PopWaitlist(ctx context.Context, sku, releasedOrderID string) (_ string, err error) {
+	defer codeOutage(&err)
 	if err := validateOrder(releasedOrderID, sku); err != nil {
 		return "", fmt.Errorf("pop waitlist %s: %w", sku, err)
 	}
@@ -87,13 +89,14 @@ type WaitlistPlace struct {
 // they wait, else the released order whose units were offered to them (the
 // latest, if several), else NotOnWaitlist. Both reads are in the SKU's slot
 // and sent together.
-func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (WaitlistPlace, error) {
+func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (_ WaitlistPlace, err error) {
+	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return WaitlistPlace{}, fmt.Errorf("waitlist place %s: %w", sku, err)
 	}
 	var pos *redis.IntCmd
 	var offer *redis.StringCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pos = p.LPos(ctx, waitlistKey(sku), userID, redis.LPosArgs{})
 		offer = p.HGet(ctx, waitlistOffersKey(sku), userID)
 		return nil
@@ -125,7 +128,8 @@ func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (Waitlist
 //
 // Transfer probes the current N buckets. Markers in buckets a shrink
 // removed are not handed over; the failed hand-over then releases them.
-func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qty int64) (Reservation, error) {
+func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qty int64) (_ Reservation, err error) {
+	defer codeOutage(&err)
 	return s.TransferTo(ctx, "", fromOrder, toOrder, sku, qty)
 }
 
@@ -134,7 +138,8 @@ func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qt
 // waiting buyer who holds it by now is refused by MySQL, and the offer's
 // compensation hands the unit on to the next waiting buyer. After the hand-over the released order's count is given back
 // to its own buyer, so its units are counted once, for the new holder.
-func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku string, qty int64) (Reservation, error) {
+func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku string, qty int64) (_ Reservation, err error) {
+	defer codeOutage(&err)
 	if err := validateOrder(fromOrder, sku); err != nil {
 		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}

@@ -34,8 +34,13 @@ import (
 //     non-retryable unless they are compensation, which must keep trying.
 //     Deadlocks, lock wait timeouts and connection errors are never
 //     Permanent.
+//   - Unavailable: MySQL could not be reached or did not answer in time
+//     (a refused or timed-out dial, a dropped connection, a deadline, a
+//     server shutting down; see outage). Nothing is known to have changed;
+//     every operation is idempotent, so the caller may retry as it is. A
+//     caller's own cancellation is not coded.
 //
-// An error without a code is the database failing.
+// An error without a code is the database failing in another way.
 
 // invalidf is an Invalid error: input no retry can make acceptable.
 func invalidf(format string, args ...any) error {

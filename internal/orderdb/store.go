@@ -68,11 +68,15 @@ var permanentErrors = map[uint16]string{
 	4025: "ER_CONSTRAINT_FAILED",         // MariaDB CHECK
 }
 
-// classify marks err Permanent (flashsale.Permanent) when the server's answer can never
+// classify marks err Unavailable when MySQL did not answer (outage), or
+// Permanent (flashsale.Permanent) when the server's answer can never
 // change (permanentErrors). expected says which errors the caller's own code
 // path handles (e.g. a duplicate key that means "a concurrent attempt won");
 // those are left as they are.
 func classify(err error, expected func(error) bool) error {
+	if isOutage(err) {
+		return outage(err)
+	}
 	if err == nil || flashsale.ErrorCode(err) == flashsale.Permanent || (expected != nil && expected(err)) {
 		return err
 	}
@@ -133,7 +137,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 
 	if err := ensureDatabase(ctx, sqlDB, cfg); err != nil {
 		_ = sqlDB.Close()
-		return nil, fmt.Errorf("open order db %s: %w", cfg.DBName, err)
+		return nil, fmt.Errorf("open order db %s: %w", cfg.DBName, outage(err))
 	}
 
 	gdb, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{
@@ -147,10 +151,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("open order db %s: gorm: %w", cfg.DBName, err)
 	}
+	if err := codeOutages(gdb); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("open order db %s: %w", cfg.DBName, err)
+	}
 
 	if err := migrate(ctx, sqlDB, cfg.DBName); err != nil {
 		_ = sqlDB.Close()
-		return nil, fmt.Errorf("open order db %s: %w", cfg.DBName, err)
+		return nil, fmt.Errorf("open order db %s: %w", cfg.DBName, outage(err))
 	}
 	return &Store{db: gdb, sqlDB: sqlDB}, nil
 }
@@ -266,8 +274,8 @@ func (l migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) erro
 // Close closes the connection pool.
 func (s *Store) Close() error { return s.sqlDB.Close() }
 
-// Ping checks that the database is reachable.
-func (s *Store) Ping(ctx context.Context) error { return s.sqlDB.PingContext(ctx) }
+// Ping checks that the database is reachable: Unavailable when it is not.
+func (s *Store) Ping(ctx context.Context) error { return outage(s.sqlDB.PingContext(ctx)) }
 
 // DB exposes the GORM handle for read-only reporting and tests. Writes to the
 // store's tables must go through the Store methods, which keep the journal
@@ -277,7 +285,8 @@ func (s *Store) DB() *gorm.DB { return s.db }
 // writeTx runs fn in a READ COMMITTED transaction and reruns it when InnoDB
 // picked it as a deadlock victim, or when retry(err) says another attempt
 // will take a different path (e.g. a unique-key race now visible). An error
-// it returns is classified (classify): Permanent when no rerun can help.
+// it returns is classified (classify): Unavailable when MySQL did not
+// answer, Permanent when no rerun can help.
 //
 // READ COMMITTED because every decision is taken on rows locked with FOR
 // UPDATE or a conditional UPDATE anyway; it avoids the gap locks REPEATABLE
@@ -301,7 +310,7 @@ func (s *Store) writeTx(ctx context.Context, retry func(error) bool, fn func(tx 
 // readTx runs fn in a read-only REPEATABLE READ transaction so an order, its
 // items and its payments come from one consistent snapshot.
 func (s *Store) readTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	return outage(s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}))
 }
 
 func isMySQLError(err error, number uint16) bool {

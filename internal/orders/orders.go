@@ -63,10 +63,19 @@ func idConflict(orderID string) error {
 // Temporal's own "did not answer" (overloaded, unreachable, out of time) as
 // Unavailable: nothing changed, and the caller may retry as it is.
 func temporalErr(op string, err error) error {
-	if TemporalDown(err) {
-		return fmt.Errorf("%s: %w: %w", op, &flashsale.Error{Code: flashsale.Unavailable, Message: "order service unavailable"}, err)
+	return fmt.Errorf("%s: %w", op, CodeDown(err))
+}
+
+// CodeDown codes err Unavailable when it is Temporal's own "did not answer"
+// (TemporalDown), keeping err wrapped; any other error passes as it is.
+// Every Temporal call outside this package (dialing the client, the
+// catalog's count of running orders) answers through it, so every door
+// reads one code.
+func CodeDown(err error) error {
+	if err == nil || !TemporalDown(err) || flashsale.ErrorCode(err) != flashsale.Internal {
+		return err
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return fmt.Errorf("%w: %w", &flashsale.Error{Code: flashsale.Unavailable, Message: "order service unavailable"}, err)
 }
 
 // TemporalDown recognises Temporal's own "did not answer": the frontend

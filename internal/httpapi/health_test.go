@@ -1,0 +1,133 @@
+//go:build integration
+
+package httpapi_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
+)
+
+// TestReadinessPerDuty points each dependency of an API instance at a
+// closed port and reads /readyz: only MySQL down takes the instance out of
+// a load balancer (503); Redis or Temporal down leaves it in, degraded,
+// with the body naming each dependency's state.
+func TestReadinessPerDuty(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	closedRedis := func() redis.UniversalClient {
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	closedTemporal := func() client.Client {
+		c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		return c
+	}
+	closedMySQL := func() *orderdb.Store {
+		cfg, err := mysql.ParseDSN(s.cfg.MySQLDSN)
+		require.NoError(t, err)
+		addr, stop := forward(t, cfg.Addr)
+		cfg.Addr = addr
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		store, err := orderdb.Open(ctx, cfg.FormatDSN())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		// From now on the store's address refuses connections.
+		stop()
+		return store
+	}
+	readyz := func(t *testing.T, change func(d *httpapi.Deps)) response {
+		t.Helper()
+		d := deps(t, s.b)
+		change(&d)
+		api, err := httpapi.New(d, s.apiConfig())
+		require.NoError(t, err)
+		return startInstance(t, api, false).call(http.MethodGet, "/readyz", nil, nil)
+	}
+
+	t.Run("temporal down", func(t *testing.T) {
+		r := readyz(t, func(d *httpapi.Deps) { d.Temporal = closedTemporal() })
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		require.Equal(t, map[string]any{"status": "degraded", "temporal": "unreachable", "redis": "up", "mysql": "up"}, r.json(t))
+	})
+	t.Run("redis down", func(t *testing.T) {
+		r := readyz(t, func(d *httpapi.Deps) {
+			d.Redis = closedRedis()
+			d.Stock = inventory.New(d.Redis, inventory.Options{})
+		})
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		require.Equal(t, map[string]any{"status": "degraded", "temporal": "up", "redis": "unreachable", "mysql": "up"}, r.json(t))
+	})
+	t.Run("mysql down", func(t *testing.T) {
+		r := readyz(t, func(d *httpapi.Deps) { d.Store = closedMySQL() })
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+		require.Equal(t, "UNAVAILABLE", r.code(t))
+		require.Contains(t, string(r.body), "mysql unreachable")
+	})
+	t.Run("mysql and redis down", func(t *testing.T) {
+		r := readyz(t, func(d *httpapi.Deps) {
+			d.Store = closedMySQL()
+			d.Redis = closedRedis()
+			d.Stock = inventory.New(d.Redis, inventory.Options{})
+		})
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+		require.Contains(t, string(r.body), "mysql, redis unreachable")
+	})
+}
+
+// forward relays connections to addr until stop closes the listener and
+// every relayed connection: afterwards the address refuses connections.
+func forward(t *testing.T, addr string) (string, func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = ln.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return ln.Addr().String(), stop
+}
