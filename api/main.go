@@ -4,7 +4,7 @@
 // (internal/config), plus HTTP_ADDR (default :8080), WEBHOOK_SECRET (comma
 // separated, newest first), ADMIN_TOKEN and BUYER_JWT_SECRET or
 // BUYER_JWKS_URL (internal/identity), which have no defaults, and
-// optionally HTTP_READ_TIMEOUT, BUYER_JWT_AUDIENCE, BUYER_JWT_ISSUER, BUY_RATE_PER_USER,
+// optionally HTTP_READ_TIMEOUT, BUYER_JWT_AUDIENCE, BUYER_JWT_ISSUER, BUYER_TOKEN_CACHE_SIZE, BUY_RATE_PER_USER,
 // ORDER_RATE_PER_USER, EDGE_MAX_IN_FLIGHT, WAITLIST_PER_UNIT and METRICS_ADDR (Prometheus
 // metrics on a listener of their own; off when unset). On SIGINT/SIGTERM it
 // fails /readyz, stops accepting connections and lets in-flight requests
@@ -60,6 +60,7 @@ environment (api):
   BUYER_JWKS_URL        the identity provider's JWKS (one of the two is required)
   BUYER_JWT_AUDIENCE    expected aud of buyer tokens (optional)
   BUYER_JWT_ISSUER      expected iss of buyer tokens (optional)
+  BUYER_TOKEN_CACHE_SIZE  verified buyer tokens remembered per instance (default 10000; 0: off)
   BUY_RATE_PER_USER     buy requests per second per user (default 5)
   ORDER_RATE_PER_USER   order reads and cancels per second per user (default 10)
   EDGE_MAX_IN_FLIGHT    units of one SKU on their way through Temporal per instance (default 16)
