@@ -21,7 +21,11 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/inventory"
 )
 
 // contract is an http.RoundTripper that validates every request a test
@@ -386,4 +390,21 @@ func TestOpenAPIContract(t *testing.T) {
 	want(404, api.call(http.MethodGet, "/api/v1/nothing-here", nil, nil), "NOT_FOUND")
 
 	c.requireEveryOperation()
+
+	// Redis unreachable: ready but degraded; a buy decided on MySQL alone.
+	d := deps(t, s.b)
+	deadRedis := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = deadRedis.Close() })
+	d.Redis, d.Stock = deadRedis, inventory.New(deadRedis, inventory.Options{})
+	degraded, err := httpapi.New(d, s.apiConfig())
+	require.NoError(t, err)
+	broken := startInstance(t, degraded, false)
+	enforceContract(t, broken)
+	r = broken.call(http.MethodGet, "/readyz", nil, nil)
+	want(200, r, "")
+	require.Equal(t, "degraded", r.json(t)["status"])
+	want(404, broken.buy("", s.name("u-degraded"), unknown, 1), "UNKNOWN_SKU")
+	// Shutting down: 503 UNAVAILABLE with Retry-After.
+	degraded.Drain()
+	want(503, broken.call(http.MethodGet, "/readyz", nil, nil), "UNAVAILABLE")
 }
