@@ -236,6 +236,7 @@ func (s *Server) routes() http.Handler {
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: s.readyz})
 	route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.getMetrics})
+	route("/api/openapi.yaml", map[string]http.HandlerFunc{http.MethodGet: s.openAPIDocument})
 	sale := newSaleBoard(s) // the live sale page (salepage.go)
 	route("/sale/{sku}", map[string]http.HandlerFunc{http.MethodGet: sale.page})
 	route("/static/sale/{file}", map[string]http.HandlerFunc{http.MethodGet: sale.asset})
