@@ -295,7 +295,7 @@ func TestProductionStarterHasNoEmbeddedServers(t *testing.T) {
 	}
 	raw, err := os.ReadFile("../Dockerfile")
 	require.NoError(t, err)
-	require.Contains(t, string(raw), "-tags nodemo -o /out/starter ./starter")
+	require.Regexp(t, `go build [^\n]*-tags nodemo [^\n]*-o /out/starter \./starter`, string(raw))
 	// The same check that can fail: the default build does embed them.
 	out, err = exec.Command("go", "list", "-deps", "../starter").CombinedOutput()
 	require.NoError(t, err, "%s", out)
