@@ -112,4 +112,6 @@ func TestClientOrderIDsAreTheBuyers(t *testing.T) {
 	require.NotEqual(t, old, r.json(t)["order_id"])
 
 	require.Zero(t, api.metrics().Edge.IDConflicts, "no ORDER_ID_CONFLICT across buyers")
+	// What starter check runs: no invariant broken by anything above.
+	s.checkClean(sku)
 }

@@ -92,4 +92,6 @@ func TestLimitAtTheEdge(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond)
 	r = api.buy(s.name("h-after"), hoarder, sku, 2)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	// What starter check runs: no invariant broken by anything above.
+	s.checkClean(sku)
 }

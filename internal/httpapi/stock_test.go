@@ -131,4 +131,6 @@ func TestPublicStockIsCached(t *testing.T) {
 	m2, r2 := reads.reads()
 	require.Equal(t, int64(1), m2-mysql, "MySQL reads for %d GETs after the made-up names", callers)
 	require.Equal(t, int64(1), r2-rd, "Redis reads for %d GETs after the made-up names", callers)
+	// What starter check runs: no invariant broken by anything above.
+	s.checkClean(sku)
 }
