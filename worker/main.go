@@ -23,6 +23,7 @@ import (
 
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/flashsale/flashsale/internal/app"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
@@ -110,8 +111,7 @@ func run(logger *slog.Logger) error {
 	if err := workflows.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	acts := workflows.NewActivities(b.Temporal, cfg, b.Stock, b.Orders, b.Guard, logger)
-	w := workflows.NewWorker(b.Temporal, cfg, acts, interceptors...)
+	w := app.NewWorker(b, interceptors...)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
