@@ -19,29 +19,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
-	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/metrics"
 )
-
-// shutdownGrace lets a buyer whose reservation is under way get the answer:
-// it exceeds the longest request (Update-with-Start, 30 s).
-const shutdownGrace = 35 * time.Second
 
 const usage = `usage: api [-healthcheck] [-version]
 
@@ -87,13 +80,11 @@ func main() {
 		}
 		return
 	}
-	logger, err := config.NewLogger(os.Getenv, os.Stderr)
+	logger, err := app.NewLogger(os.Getenv, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(2)
 	}
-	// go-redis's own lines in the same JSON, at start, before any client.
-	backend.SetRedisLogger(logger)
 	if *healthcheck {
 		if err := checkHealth(os.Getenv("HTTP_ADDR")); err != nil {
 			fmt.Fprintln(os.Stderr, "unhealthy:", err)
@@ -116,68 +107,14 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("load api config: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := app.SignalContext(context.Background())
 	defer stop()
-
-	mx, err := metrics.Start(os.Getenv(metrics.AddrEnv), logger)
+	a, err := app.OpenAPI(ctx, cfg, apiCfg, logger, app.APIOptions{MetricsAddr: os.Getenv(metrics.AddrEnv)})
 	if err != nil {
 		return err
 	}
-	defer mx.Close()
-	var connectOpts []backend.Option
-	if mx != nil {
-		connectOpts = append(connectOpts, backend.WithTemporalMetrics(mx.Temporal))
-	}
-	b, err := backend.Connect(ctx, cfg, logger, connectOpts...)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	deps := httpapi.FromBackend(b)
-	if deps.Buyers, err = identity.NewVerifier(ctx, apiCfg.Identity); err != nil {
-		return err
-	}
-	api, err := httpapi.New(deps, apiCfg)
-	if err != nil {
-		return err
-	}
-	if mx != nil {
-		if err := errors.Join(b.RegisterMetrics(mx.Registry), api.RegisterMetrics(mx.Registry)); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-
-	listenerCtx, stopListener := context.WithCancel(ctx)
-	defer stopListener()
-	listening := make(chan error, 1)
-	go func() { listening <- api.Run(listenerCtx) }()
-
-	srv := api.HTTPServer()
-	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe() }()
-	logger.Info("api started", "addr", apiCfg.Addr, "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress,
-		slog.Group("build", buildinfo.Read().LogAttrs()...))
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve %s: %w", apiCfg.Addr, err)
-	case err := <-listening:
-		return fmt.Errorf("stock-change listener: %w", err)
-	case <-ctx.Done():
-	}
-	logger.Info("stopping api")
-	api.Drain()
-	// The signal context is done; the grace period is a fresh budget.
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	stopListener()
-	return <-listening
+	defer a.Close()
+	return a.Run(ctx)
 }
 
 // checkHealth asks the local api whether it is ready.

@@ -13,21 +13,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/flashsale/flashsale/internal/app"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/metrics"
-	"github.com/flashsale/flashsale/workflows"
 )
 
 // extraInterceptors is empty in a production build. The fault-injection
@@ -59,13 +56,11 @@ func main() {
 		}
 		return
 	}
-	logger, err := config.NewLogger(os.Getenv, os.Stderr)
+	logger, err := app.NewLogger(os.Getenv, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)
 	}
-	// go-redis's own lines in the same JSON, at start, before any client.
-	backend.SetRedisLogger(logger)
 	if err := run(logger); err != nil {
 		logger.Error("worker stopped", "error", err)
 		os.Exit(1)
@@ -77,51 +72,14 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("load config: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := app.SignalContext(context.Background())
 	defer stop()
-
-	mx, err := metrics.Start(os.Getenv(metrics.AddrEnv), logger)
+	w, err := app.OpenWorker(ctx, cfg, logger, app.WorkerOptions{
+		MetricsAddr: os.Getenv(metrics.AddrEnv), Interceptors: extraInterceptors,
+	})
 	if err != nil {
 		return err
 	}
-	defer mx.Close()
-	var connectOpts []backend.Option
-	if mx != nil {
-		connectOpts = append(connectOpts, backend.WithTemporalMetrics(mx.Temporal))
-	}
-	b, err := backend.Connect(ctx, cfg, logger, connectOpts...)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	interceptors := extraInterceptors
-	if mx != nil {
-		activityMetrics := NewActivityMetrics()
-		backlog := &backlogCollector{temporal: b.Temporal, orders: b.Orders}
-		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(activityMetrics),
-			mx.Registry.Register(backlog)); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
-		}
-		interceptors = append([]interceptor.WorkerInterceptor{activityMetrics.Interceptor()}, interceptors...)
-	}
-
-	// Before polling: an order started without its search attributes
-	// registered would fail, and every buy with it.
-	if err := workflows.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
-		return err
-	}
-	acts := workflows.NewActivities(b.Temporal, cfg, b.Stock, b.Orders, b.Guard, logger)
-	w := workflows.NewWorker(b.Temporal, cfg, acts, interceptors...)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
-	}
-	logger.Info("worker started", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress,
-		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode(), slog.Group("build", buildinfo.Read().LogAttrs()...))
-	<-ctx.Done()
-	logger.Info("stopping worker")
-	// Polls no more and lets the tasks it holds finish, up to
-	// workflows.StopTimeout; then cancels what is left.
-	w.Stop()
-	logger.Info("worker stopped")
-	return nil
+	defer w.Close()
+	return w.Run(ctx)
 }

@@ -3,24 +3,19 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
-	"github.com/flashsale/flashsale/internal/redisguard"
-	"github.com/flashsale/flashsale/internal/requestid"
 )
 
 // Register puts every workflow of this package and the activities they
 // run on w: the order, the reconciler and the resync. The reconciler's
-// activities share the order activities' stores and logger.
+// activities share the order activities' stores and logger. This file only
+// registers: acts is built, and the worker given its options, where the
+// process is assembled (internal/app), so workflows reaches no store.
 func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflow(OrderWorkflow)
 	w.RegisterActivity(acts)
@@ -45,40 +40,6 @@ const LongestTask = max(reconcileReadAttempt, resyncAttempt, settleAttempt, rese
 // an idle worker still stops at once. Whatever kills a stopping worker
 // (compose's stop_grace_period, scripts/cluster.sh stop) waits longer.
 const StopTimeout = LongestTask + 5*time.Second
-
-// NewWorker returns a worker for cfg.TaskQueue with Register done. The
-// caller starts and stops it. Interceptors wrap every workflow and
-// activity, local ones included; the fault-injection build of the worker
-// passes its fault injectors here.
-func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities, interceptors ...interceptor.WorkerInterceptor) worker.Worker {
-	w := worker.New(c, cfg.TaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
-		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
-		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
-		WorkerStopTimeout:                       StopTimeout,
-		// request_id on the workflows' and activities' loggers first, so
-		// the other interceptors' log lines carry it too.
-		Interceptors: append([]interceptor.WorkerInterceptor{requestid.NewWorkerInterceptor()}, interceptors...),
-	})
-	Register(w, acts)
-	return w
-}
-
-// NewActivities returns the order activities over these stores, with the
-// worker's settings from cfg. A degraded order asks for its SKUs' resync
-// through c (RequestResync).
-func NewActivities(c client.Client, cfg config.Config, stock *inventory.Store, orders *orderdb.Store,
-	guard *redisguard.Guard, logger *slog.Logger) *activities.Activities {
-	return &activities.Activities{
-		Stock: stock, Orders: orders, Logger: logger,
-		PaymentTimeout:      cfg.PaymentTimeout,
-		Guard:               guard,
-		DegradedConcurrency: cfg.DegradedConcurrency,
-		RequestResync: func(ctx context.Context, sku string) error {
-			return RequestResync(ctx, c, cfg.TaskQueue, sku)
-		},
-	}
-}
 
 // RequestResync starts the SKU's resync workflow on taskQueue, or signals
 // the one running (Signal-With-Start), after a degraded order moved its

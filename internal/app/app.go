@@ -1,25 +1,54 @@
-// Package app assembles the flash sale's worker out of a connected backend:
-// the one way worker/main.go, the demo and the tests that need the whole
-// system build it, so they run the same registrations and settings.
+// Package app assembles the flash sale's processes out of a connected
+// backend: the worker (NewWorker, OpenWorker) and the HTTP API (NewHTTPAPI,
+// OpenAPI). worker/main.go, api/main.go, the demo and the tests that need
+// the whole system build them here, so they run the same registrations and
+// settings, and the two commands share one start-up (Start).
 package app
 
 import (
+	"context"
+
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/requestid"
 	"github.com/flashsale/flashsale/workflows"
 )
 
 // Activities returns the order activities over b's stores, with the
-// worker's settings from b.Config.
+// worker's settings from b.Config. A degraded order asks for its SKUs'
+// resync through b.Temporal (workflows.RequestResync).
 func Activities(b *backend.Backend) *activities.Activities {
-	return workflows.NewActivities(b.Temporal, b.Config, b.Stock, b.Orders, b.Guard, b.Logger)
+	cfg := b.Config
+	return &activities.Activities{
+		Stock: b.Stock, Orders: b.Orders, Logger: b.Logger,
+		PaymentTimeout:      cfg.PaymentTimeout,
+		Guard:               b.Guard,
+		DegradedConcurrency: cfg.DegradedConcurrency,
+		RequestResync: func(ctx context.Context, sku string) error {
+			return workflows.RequestResync(ctx, b.Temporal, cfg.TaskQueue, sku)
+		},
+	}
 }
 
 // NewWorker returns a worker on b's task queue with every workflow and
-// activity registered; the caller starts and stops it.
+// activity registered (workflows.Register); the caller starts and stops
+// it. Interceptors wrap every workflow and activity, local ones included:
+// the worker process passes its activity metrics and, in the
+// fault-injection build, its fault injectors.
 func NewWorker(b *backend.Backend, interceptors ...interceptor.WorkerInterceptor) worker.Worker {
-	return workflows.NewWorker(b.Temporal, b.Config, Activities(b), interceptors...)
+	cfg := b.Config
+	w := worker.New(b.Temporal, cfg.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
+		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
+		WorkerStopTimeout:                       workflows.StopTimeout,
+		// request_id on the workflows' and activities' loggers first, so
+		// the other interceptors' log lines carry it too.
+		Interceptors: append([]interceptor.WorkerInterceptor{requestid.NewWorkerInterceptor()}, interceptors...),
+	})
+	workflows.Register(w, Activities(b))
+	return w
 }

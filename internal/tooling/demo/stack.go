@@ -139,11 +139,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	}
 	st.stops = append(st.stops, w.Stop)
 
-	deps := httpapi.FromBackend(b)
-	if deps.Buyers, err = identity.NewVerifier(ctx, buyerKey); err != nil {
-		return nil, err
-	}
-	api, err := httpapi.New(deps, httpapi.Config{
+	api, err := app.NewHTTPAPI(ctx, b, httpapi.Config{
 		Addr: "127.0.0.1:0", WebhookSecrets: []string{st.Secret}, AdminToken: st.AdminToken, Identity: buyerKey,
 		// A demo crowd hammers from one machine; the per-user rate limit
 		// stays on (each buyer is its own user) at its default.
