@@ -4,10 +4,7 @@ package httpapi_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // TestReadinessPerDuty points each dependency of an API instance at a
@@ -41,7 +39,7 @@ func TestReadinessPerDuty(t *testing.T) {
 	closedMySQL := func() *orderdb.Store {
 		cfg, err := mysql.ParseDSN(s.cfg.MySQLDSN)
 		require.NoError(t, err)
-		addr, stop := forward(t, cfg.Addr)
+		addr, stop := testenv.Relay(t, cfg.Addr)
 		cfg.Addr = addr
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -89,45 +87,4 @@ func TestReadinessPerDuty(t *testing.T) {
 		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
 		require.Contains(t, string(r.body), "mysql, redis unreachable")
 	})
-}
-
-// forward relays connections to addr until stop closes the listener and
-// every relayed connection: afterwards the address refuses connections.
-func forward(t *testing.T, addr string) (string, func()) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", addr)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, up)
-			mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
-		}
-	}()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = ln.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range conns {
-				_ = c.Close()
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return ln.Addr().String(), stop
 }
