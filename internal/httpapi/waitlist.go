@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
 // waitlistRequest is the POST /api/v1/skus/{sku}/waitlist body. It may be
@@ -56,18 +56,16 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	capacity, err := s.waitlistCapacity(ctx, sku)
+	// A buyer who already holds the limit could only be offered a unit
+	// MySQL then refuses: standing first, they would turn every released
+	// unit away from the buyers behind them. The same read of the SKU's row
+	// sizes the line (an unknown SKU stays UnknownSKU: 404).
+	inv, err := s.deps.Store.CheckUserLimit(ctx, c.buyer, sku, 1)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	// A buyer who already holds the limit could only be offered a unit
-	// MySQL then refuses: standing first, they would turn every released
-	// unit away from the buyers behind them.
-	if err := s.deps.Store.CheckUserLimit(ctx, c.buyer, sku, 1); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	capacity := waitlistCapacity(s.cfg.WaitlistPerUnit, inv)
 	e, err := s.deps.Stock.JoinWaitlist(ctx, sku, c.buyer, capacity)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -80,16 +78,11 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, status, e)
 }
 
-// waitlistCapacity is how many buyers may wait for sku: WaitlistPerUnit
-// per unit of the sale's stock (at least WaitlistPerUnit, so a sale of a
-// few units still has a line).
-func (s *Server) waitlistCapacity(ctx context.Context, sku string) (int64, error) {
-	// An unknown SKU stays ErrUnknownSKU through the wrap: 404 UNKNOWN_SKU.
-	inv, err := s.deps.Store.Inventory(ctx, sku)
-	if err != nil {
-		return 0, fmt.Errorf("waitlist capacity of %s: %w", sku, err)
-	}
-	return s.cfg.WaitlistPerUnit * max(inv.Total, 1), nil
+// waitlistCapacity is how many buyers may wait for a SKU: perUnit per
+// unit of the sale's stock (at least perUnit, so a sale of a few units
+// still has a line).
+func waitlistCapacity(perUnit int64, inv orderdb.Inventory) int64 {
+	return perUnit * max(inv.Total, 1)
 }
 
 // waitlistPlaceResponse is GET /api/v1/skus/{sku}/waitlist/me: the buyer's

@@ -223,18 +223,20 @@ func unitsHeld(tx *gorm.DB, userID string, inv inventoryRow) (int64, error) {
 // CheckUserLimit answers, without locking anything, whether userID may
 // take qty more units of skuID: LimitExceeded when that would pass the
 // SKU's per-user limit in the current sale, UnknownSKU for a SKU MySQL does
-// not know. A door asks it before it queues a buyer for units (the
-// waitlist); CreateOrder's own check under the row lock stays the guard.
-func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty int64) error {
+// not know. It returns the SKU's inventory it read for the check, so a door
+// that needs it too (the waitlist's capacity) reads the row once. A door
+// asks it before it queues a buyer for units (the waitlist); CreateOrder's
+// own check under the row lock stays the guard.
+func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty int64) (Inventory, error) {
 	db := s.db.WithContext(ctx)
 	inv, err := takeInventory(db, skuID)
 	if err == nil {
 		err = checkUserLimit(db, userID, inv, qty)
 	}
 	if err != nil {
-		return fmt.Errorf("check limit of user %s: %w", userID, err)
+		return Inventory{}, fmt.Errorf("check limit of user %s: %w", userID, err)
 	}
-	return nil
+	return inv.toInventory(), nil
 }
 
 // shortage explains why the conditional reserve matched no row.
