@@ -59,6 +59,8 @@ environment (api):
   EDGE_MAX_IN_FLIGHT    units of one SKU on their way through Temporal per instance (default 16)
   ADMISSION_MAX_IN_FLIGHT  ceiling of the adaptive limit on new orders in flight into Temporal
                         per instance (default 256); past the limit: 429 BUSY at once
+  ADMISSION_TARGET_LATENCY  cap new orders in flight at throughput x this (default 300ms; off)
+  ADMISSION_THROUGHPUT  new orders/s Temporal completes for this instance (default: learned)
   WAITLIST_PER_UNIT     waitlist places per unit of stock (default 3)
 `
 

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,29 +28,79 @@ import (
 // behind them at all. Repeats of a placed order id do not either: they
 // attach to a running workflow and must get their first answer.
 
-// Placement limits; ADMISSION_MAX_IN_FLIGHT overrides the ceiling.
+// Placement limits; ADMISSION_MAX_IN_FLIGHT overrides the ceiling,
+// ADMISSION_TARGET_LATENCY the latency cap's target and ADMISSION_THROUGHPUT
+// the throughput it assumes.
 const (
 	// DefaultPlacementMax is the ceiling of placements in flight from one
 	// instance. A dev server on two cores completes ~50 a second at
 	// ~20-40 ms each, so a few dozen in flight already saturate it; the
 	// limiter finds the point, this only caps how far it may look.
 	DefaultPlacementMax = 256
-	placementMin        = 4
-	placementInitial    = 32
+	// DefaultPlacementTarget is the answer time an admitted buyer should
+	// not wait past (issue 22: an admitted buyer answered within 300 ms).
+	DefaultPlacementTarget = 300 * time.Millisecond
+	placementMin           = 4
+	placementInitial       = 32
 )
 
-// PlacementLimit is the adaptive limit on new orders placed from this
-// instance. It is safe for concurrent use.
-type PlacementLimit struct {
-	limiter  adaptivelimiter.AdaptiveLimiter[any]
-	rejected atomic.Int64
+// PlacementOptions configure a PlacementLimit. The zero value is the
+// production default: ceiling DefaultPlacementMax, target
+// DefaultPlacementTarget, throughput learned.
+type PlacementOptions struct {
+	// Max is the ceiling of placements in flight (DefaultPlacementMax when
+	// not positive).
+	Max int
+	// Target is the answer time the latency cap keeps admitted placements
+	// within (DefaultPlacementTarget when zero; negative turns the cap
+	// off, which only the benchmark's A/B does).
+	Target time.Duration
+	// Throughput, when positive, is the placements a second this instance
+	// can complete, as measured by an operator; zero learns it from the
+	// placements completed in the last second.
+	Throughput float64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
-// NewPlacementLimit returns a limit of at most maxInFlight placements
-// (DefaultPlacementMax when not positive).
-func NewPlacementLimit(maxInFlight int) *PlacementLimit {
+// PlacementLimit is the limit on new orders placed from this instance:
+// the adaptive limit, capped by Little's law. It is safe for concurrent
+// use.
+//
+// The adaptive limit follows Temporal's answer times, but it learns its
+// baseline from the sale's first second, when everything is slow, and
+// then lets through what a CPU-bound server can only finish seconds later
+// (issue 22 measured 59 placements queued in front of one server, an
+// admitted buyer waiting 1.2 s at p99). The cap bounds what is in flight
+// by what the server completes within the target: with throughput X
+// placements a second, X x target in flight are all answered within the
+// target, and one more would wait past it. Learned, the cap follows the
+// server up as well as down: while placements take less than the target,
+// X x target exceeds what is in flight and the cap grows by that ratio
+// each second until the server is busy; it settles where the answer time
+// is the target.
+type PlacementLimit struct {
+	limiter    adaptivelimiter.AdaptiveLimiter[any]
+	target     time.Duration
+	throughput float64 // configured; 0 means learned by rate
+	rate       *completions
+	now        func() time.Time
+	inFlight   atomic.Int64
+	rejected   atomic.Int64
+	capped     atomic.Int64
+}
+
+// NewPlacementLimit returns the limit o describes.
+func NewPlacementLimit(o PlacementOptions) *PlacementLimit {
+	maxInFlight := o.Max
 	if maxInFlight <= 0 {
 		maxInFlight = DefaultPlacementMax
+	}
+	if o.Target == 0 {
+		o.Target = DefaultPlacementTarget
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	minLimit, initial := min(placementMin, maxInFlight), min(placementInitial, maxInFlight)
 	return &PlacementLimit{
@@ -59,21 +111,31 @@ func NewPlacementLimit(maxInFlight int) *PlacementLimit {
 			// default 30 s while a sale's first burst queues up.
 			WithRecentWindow(time.Second, 10*time.Second, 50).
 			Build(),
+		target:     o.Target,
+		throughput: o.Throughput,
+		rate:       &completions{},
+		now:        o.Now,
 	}
 }
 
 // Permit is one placement's hold on the limit; Done gives it back. The
 // zero Permit holds nothing.
-type Permit struct{ p adaptivelimiter.Permit }
+type Permit struct {
+	p adaptivelimiter.Permit
+	l *PlacementLimit
+}
 
 // Done records how long the placement took, so the limit follows it; a
 // placement cut short (the buyer hung up, the call failed) is dropped, so
-// its duration says nothing about Temporal.
+// its duration says nothing about Temporal. Only a completed placement
+// counts toward the learned throughput, for the same reason.
 func (p Permit) Done(completed bool) {
 	if p.p == nil {
 		return
 	}
+	p.l.inFlight.Add(-1)
 	if completed {
+		p.l.rate.add(p.l.now())
 		p.p.Record()
 		return
 	}
@@ -81,21 +143,109 @@ func (p Permit) Done(completed bool) {
 }
 
 // TryPlace takes a permit for a new placement without waiting, or answers
-// a RetryError wrapping a Busy error when the limit is reached.
+// a RetryError wrapping a Busy error when the limit or the cap is reached.
 func (l *PlacementLimit) TryPlace() (Permit, error) {
 	p, ok := l.limiter.TryAcquirePermit()
 	if !ok {
 		l.rejected.Add(1)
-		return Permit{}, &RetryError{Err: &flashsale.Error{Code: flashsale.Busy}, After: DefaultBusyRetryAfter}
+		return Permit{}, l.busy()
 	}
-	return Permit{p: p}, nil
+	if c := l.Cap(); l.inFlight.Add(1) > int64(c) {
+		l.inFlight.Add(-1)
+		p.Drop()
+		l.rejected.Add(1)
+		l.capped.Add(1)
+		return Permit{}, l.busy()
+	}
+	return Permit{p: p, l: l}, nil
 }
 
-// Limit is the current limit on placements in flight.
-func (l *PlacementLimit) Limit() int { return l.limiter.Limit() }
+func (l *PlacementLimit) busy() error {
+	return &RetryError{Err: &flashsale.Error{Code: flashsale.Busy}, After: DefaultBusyRetryAfter}
+}
+
+// Cap is the latency cap on placements in flight: throughput x target,
+// at least the adaptive limit's floor. There is none while the cap is off
+// (a negative target) or the instance is idle (nothing completed in the
+// last second and nothing in flight: no throughput to learn from, and the
+// adaptive limit alone lets a sale's first burst in). Nothing completed
+// while placements are in flight is a throughput of zero, learned: the cap
+// falls to its floor.
+func (l *PlacementLimit) Cap() int {
+	if l.target < 0 {
+		return math.MaxInt
+	}
+	x := l.throughput
+	if x <= 0 {
+		if x = l.rate.perSecond(l.now()); x == 0 && l.inFlight.Load() == 0 {
+			return math.MaxInt
+		}
+	}
+	return max(placementMin, int(math.Ceil(x*l.target.Seconds())))
+}
+
+// Throughput is the placements a second the cap assumes: the configured
+// figure, or the one learned over the last second (0 before any).
+func (l *PlacementLimit) Throughput() float64 {
+	if l.throughput > 0 {
+		return l.throughput
+	}
+	return l.rate.perSecond(l.now())
+}
+
+// Limit is the current limit on placements in flight: the adaptive limit
+// or the cap, whichever is lower.
+func (l *PlacementLimit) Limit() int { return min(l.limiter.Limit(), l.Cap()) }
 
 // InFlight counts the placements holding a permit.
-func (l *PlacementLimit) InFlight() int { return l.limiter.Inflight() }
+func (l *PlacementLimit) InFlight() int { return int(l.inFlight.Load()) }
 
-// Rejected counts the placements refused since start.
+// Rejected counts the placements refused since start, by either limit.
 func (l *PlacementLimit) Rejected() int64 { return l.rejected.Load() }
+
+// Capped counts the placements refused by the latency cap since start.
+func (l *PlacementLimit) Capped() int64 { return l.capped.Load() }
+
+// completions counts completed placements in a ring of slots covering the
+// last second, to learn the throughput from. A mutex is enough: it is
+// taken once per placement, which itself costs a Temporal round trip.
+type completions struct {
+	mu sync.Mutex
+	// slot[i] counts completions in the tick ticks[i]; a slot whose tick
+	// is older than a window is stale and counts nothing.
+	slot  [rateWindow + 1]int64
+	ticks [rateWindow + 1]int64
+}
+
+// The window is rateWindow ticks; the ring holds one more, the tick still
+// filling.
+const (
+	rateWindow = 10
+	rateTick   = 100 * time.Millisecond
+)
+
+func (c *completions) add(now time.Time) {
+	t := now.UnixNano() / int64(rateTick)
+	i := t % (rateWindow + 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ticks[i] != t {
+		c.ticks[i], c.slot[i] = t, 0
+	}
+	c.slot[i]++
+}
+
+// perSecond is the completions of the last full second (the ticks before
+// the current one, which is still filling).
+func (c *completions) perSecond(now time.Time) float64 {
+	t := now.UnixNano() / int64(rateTick)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for i := range c.ticks {
+		if age := t - c.ticks[i]; age >= 1 && age <= rateWindow {
+			n += c.slot[i]
+		}
+	}
+	return float64(n) / (rateWindow * rateTick).Seconds()
+}

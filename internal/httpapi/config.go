@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,14 @@ type Config struct {
 	// into Temporal from this instance (ADMISSION_MAX_IN_FLIGHT, default
 	// edge.DefaultPlacementMax); see internal/edge/placement.go.
 	AdmissionMaxInFlight int
+	// AdmissionTargetLatency is the answer time the latency cap keeps
+	// admitted placements within (ADMISSION_TARGET_LATENCY, default
+	// edge.DefaultPlacementTarget, 300ms; "off" turns the cap off).
+	AdmissionTargetLatency time.Duration
+	// AdmissionThroughput is the new orders a second this instance's
+	// Temporal completes, when measured by an operator
+	// (ADMISSION_THROUGHPUT; default 0: learned from the last second).
+	AdmissionThroughput float64
 	// LocalSoldOutTTL overrides the in-process sold-out cache's expiry.
 	// Not read from the environment: tests raise it to prove that Pub/Sub,
 	// not expiry, clears the cache.
@@ -136,6 +145,22 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("ADMISSION_MAX_IN_FLIGHT=%q: want a positive integer", v))
 		}
 		cfg.AdmissionMaxInFlight = n
+	}
+	if v := getenv("ADMISSION_TARGET_LATENCY"); v != "" {
+		if v == "off" {
+			cfg.AdmissionTargetLatency = -1
+		} else if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("ADMISSION_TARGET_LATENCY=%q: want a positive duration (300ms) or off", v))
+		} else {
+			cfg.AdmissionTargetLatency = d
+		}
+	}
+	if v := getenv("ADMISSION_THROUGHPUT"); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x <= 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+			errs = append(errs, fmt.Errorf("ADMISSION_THROUGHPUT=%q: want a positive number of orders a second", v))
+		}
+		cfg.AdmissionThroughput = x
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err

@@ -278,12 +278,20 @@ func placementCollectors(l *edge.PlacementLimit) []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: fsmetrics.Namespace, Name: "admission_rejected_total",
-			Help: "New orders answered 429 BUSY because this instance's adaptive limit on placements in flight was reached.",
+			Help: "New orders answered 429 BUSY because this instance's limit on placements in flight was reached.",
 		}, func() float64 { return float64(l.Rejected()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: fsmetrics.Namespace, Name: "admission_limit",
-			Help: "This instance's current adaptive limit on new orders in flight into Temporal.",
+			Help: "This instance's current limit on new orders in flight into Temporal: the adaptive limit or the latency cap, whichever is lower.",
 		}, func() float64 { return float64(l.Limit()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: fsmetrics.Namespace, Name: "admission_throughput",
+			Help: "New orders a second this instance's latency cap assumes Temporal completes (configured, or learned over the last second).",
+		}, func() float64 { return l.Throughput() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: fsmetrics.Namespace, Name: "admission_capped_total",
+			Help: "New orders answered 429 BUSY because throughput x target latency were in flight (part of admission_rejected_total).",
+		}, func() float64 { return float64(l.Capped()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: fsmetrics.Namespace, Name: "admission_in_flight",
 			Help: "New orders from this instance waiting for Temporal's answer.",

@@ -134,9 +134,11 @@ func New(deps Deps, cfg Config) (*Server, error) {
 			MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
 			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
 		}),
-		adminHash:  sha256.Sum256([]byte(cfg.AdminToken)),
-		prom:       newPromMetrics(),
-		placements: edge.NewPlacementLimit(cfg.AdmissionMaxInFlight),
+		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
+		prom:      newPromMetrics(),
+		placements: edge.NewPlacementLimit(edge.PlacementOptions{
+			Max: cfg.AdmissionMaxInFlight, Target: cfg.AdmissionTargetLatency, Throughput: cfg.AdmissionThroughput,
+		}),
 	}
 	s.buying = &buying.Service{Gate: s.gate, Limit: s.placements, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)

@@ -1,0 +1,139 @@
+package edge
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/flashsale/flashsale"
+)
+
+// clock is a hand-moved clock for the latency cap's learned throughput.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func newClock() *clock                   { return &clock{t: time.Unix(1_700_000_000, 0)} }
+func isBusy(err error) bool              { return errors.Is(err, &flashsale.Error{Code: flashsale.Busy}) }
+func place(t *testing.T, l *PlacementLimit) Permit {
+	t.Helper()
+	p, err := l.TryPlace()
+	if err != nil {
+		t.Fatalf("placement %d refused: %v (cap %d)", l.InFlight()+1, err, l.Cap())
+	}
+	return p
+}
+
+// With a configured throughput, what is admitted in flight is throughput x
+// target: 100 orders/s within 300 ms is 30 placements, and the 31st is
+// answered BUSY with Retry-After, counted as capped.
+func TestPlacementCapFromConfiguredThroughput(t *testing.T) {
+	l := NewPlacementLimit(PlacementOptions{Throughput: 100, Target: 300 * time.Millisecond})
+	if got := l.Cap(); got != 30 {
+		t.Fatalf("cap = %d, want 30", got)
+	}
+	held := make([]Permit, 0, 30)
+	for range 30 {
+		held = append(held, place(t, l))
+	}
+	_, err := l.TryPlace()
+	var retry *RetryError
+	if !isBusy(err) || !errors.As(err, &retry) || retry.After != DefaultBusyRetryAfter {
+		t.Fatalf("31st placement: got %v, want BUSY with Retry-After", err)
+	}
+	if l.Capped() != 1 || l.Rejected() != 1 || l.InFlight() != 30 {
+		t.Fatalf("capped %d rejected %d in flight %d, want 1 1 30", l.Capped(), l.Rejected(), l.InFlight())
+	}
+	held[0].Done(true)
+	if l.InFlight() != 29 {
+		t.Fatalf("in flight %d after one done, want 29", l.InFlight())
+	}
+	place(t, l) // the freed place is taken again
+	if l.Limit() != 30 {
+		t.Fatalf("limit %d, want the cap 30", l.Limit())
+	}
+}
+
+// Learned, the cap is the completions of the last full second x target.
+// An idle instance has no cap (the adaptive limit lets a sale's first
+// burst in); placements in flight with none completing bring it to its
+// floor; a placement cut short teaches nothing.
+func TestPlacementCapLearnsThroughput(t *testing.T) {
+	c := newClock()
+	l := NewPlacementLimit(PlacementOptions{Target: 300 * time.Millisecond, Now: c.now})
+	if got := l.Cap(); got != math.MaxInt {
+		t.Fatalf("idle cap = %d, want none", got)
+	}
+
+	// 20 completions in each of 10 ticks of 100 ms: 200 a second.
+	for range 10 {
+		for range 20 {
+			place(t, l).Done(true)
+		}
+		c.advance(rateTick)
+	}
+	if x := l.Throughput(); x != 200 {
+		t.Fatalf("throughput = %v, want 200", x)
+	}
+	if got := l.Cap(); got != 60 {
+		t.Fatalf("cap = %d, want 200/s x 0.3 s = 60", got)
+	}
+
+	// Placements cut short (the buyer hung up) are not completions.
+	for range 50 {
+		place(t, l).Done(false)
+	}
+	if x := l.Throughput(); x != 200 {
+		t.Fatalf("throughput after dropped placements = %v, want still 200", x)
+	}
+
+	// A second later nothing completed: idle, no cap.
+	c.advance(time.Second + rateTick)
+	if got := l.Cap(); got != math.MaxInt {
+		t.Fatalf("cap after an idle second = %d, want none", got)
+	}
+	// One in flight and nothing completes for a second: the server is
+	// stuck, the cap is the floor.
+	held := place(t, l)
+	c.advance(time.Second + rateTick)
+	if got := l.Cap(); got != placementMin {
+		t.Fatalf("cap with a stuck placement = %d, want the floor %d", got, placementMin)
+	}
+	for range placementMin - 1 {
+		place(t, l)
+	}
+	if _, err := l.TryPlace(); !isBusy(err) {
+		t.Fatalf("placement past the floor: got %v, want BUSY", err)
+	}
+	held.Done(true)
+}
+
+// The cap follows the server up: placements answered in 30 ms against a
+// 300 ms target let ten times as many in flight a second later, until the
+// adaptive limit's own ceiling.
+func TestPlacementCapGrowsWhileAnswersAreFast(t *testing.T) {
+	c := newClock()
+	l := NewPlacementLimit(PlacementOptions{Target: 300 * time.Millisecond, Max: 64, Now: c.now})
+	// A first second at 4 in flight, each answered in 30 ms: about 133/s.
+	for range 10 {
+		for range 13 {
+			place(t, l).Done(true)
+		}
+		c.advance(rateTick)
+	}
+	if got := l.Cap(); got != 39 {
+		t.Fatalf("cap = %d, want ceil(130/s x 0.3 s) = 39", got)
+	}
+}
+
+// A negative target turns the cap off: only the adaptive limit decides.
+func TestPlacementCapOff(t *testing.T) {
+	l := NewPlacementLimit(PlacementOptions{Target: -1, Throughput: 1})
+	if got := l.Cap(); got != math.MaxInt {
+		t.Fatalf("cap = %d, want none", got)
+	}
+	for range placementInitial {
+		place(t, l)
+	}
+}
