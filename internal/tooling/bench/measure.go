@@ -24,6 +24,10 @@ type Stat struct {
 	P999ms  float64 `json:"p999_ms"`
 	// FirstError explains Errors; empty when there were none.
 	FirstError string `json:"first_error,omitempty"`
+	// Handoffs counts whole orders whose payment the order could not take
+	// within the API's handoff time, handed to it as a signal and followed
+	// to their outcome (see Orders).
+	Handoffs int64 `json:"handoffs,omitempty"`
 }
 
 // Measure calls call n times from `concurrency` goroutines and reports

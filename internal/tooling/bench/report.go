@@ -247,6 +247,12 @@ func (r *Report) Markdown() string {
 				c.Against.Name, c.Against.PerSec, c.Against.P50ms, c.Against.P99ms, ratio, c.Rounds)
 		}
 		b.WriteString("\nA reservation's per-s is the whole orders' rate it was measured in; its latencies are its own.\n")
+		for _, c := range r.Comparisons {
+			if h := c.Measured.Handoffs; h > 0 {
+				fmt.Fprintf(&b, "%s: %d of %d payments (%.1f%%) were handed to their order as a signal (the pay update was not taken within the handoff time) and followed to PAID.\n",
+					c.Section, h, c.Measured.Ops, 100*float64(h)/float64(max(1, c.Measured.Ops)))
+			}
+		}
 	}
 	if len(r.Costs) > 0 {
 		b.WriteString("\nWhat one paid order costs the Temporal server (a round of orders, server CPU from /proc):\n\n")

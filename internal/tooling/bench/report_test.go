@@ -35,6 +35,8 @@ func TestLatencyHistogram(t *testing.T) {
 func TestReportOutputs(t *testing.T) {
 	r := NewReport()
 	r.Comparisons = append(r.Comparisons, Compare("redis", Stat{Name: "a", PerSec: 50}, Stat{Name: "b", PerSec: 100}, ""))
+	r.Comparisons = append(r.Comparisons, CompareRounds("orders", []Stat{{Name: "whole", Ops: 40, Handoffs: 1}, {Name: "whole", Ops: 40, Handoffs: 2}},
+		[]Stat{{Name: "ceiling", Ops: 40}, {Name: "ceiling", Ops: 40}}, ""))
 	r.Sale = &Sale{Units: 10, Buyers: 100, Answers: map[string]int64{"201": 10, "409 SOLD_OUT": 90},
 		Timeline:  []Point{{0, 0, 10}, {1, 6, 4}, {2, 10, 0}},
 		Histogram: LatencyHistogram([]time.Duration{time.Millisecond, 30 * time.Millisecond})}
@@ -42,6 +44,7 @@ func TestReportOutputs(t *testing.T) {
 	md := r.Markdown()
 	require.Contains(t, md, "| redis | a | 50 |")
 	require.Contains(t, md, "`409 SOLD_OUT` 90")
+	require.Contains(t, md, "orders: 3 of 80 payments (3.8%) were handed to their order as a signal", "handoffs are summed over the rounds")
 
 	dir := t.TempDir()
 	require.NoError(t, r.WriteJSON(filepath.Join(dir, "r.json")))

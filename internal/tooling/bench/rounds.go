@@ -122,7 +122,7 @@ func CompareRounds(section string, as, bs []Stat, note string) Comparison {
 }
 
 // MedianStat summarizes rounds of one path: each figure is the median of
-// the rounds' figures; Ops, Errors and Seconds are totals.
+// the rounds' figures; Ops, Errors, Seconds and Handoffs are totals.
 func MedianStat(rounds []Stat) Stat {
 	if len(rounds) == 0 {
 		return Stat{}
@@ -139,6 +139,7 @@ func MedianStat(rounds []Stat) Stat {
 		out.Ops += r.Ops
 		out.Errors += r.Errors
 		out.Seconds += r.Seconds
+		out.Handoffs += r.Handoffs
 		if out.FirstError == "" {
 			out.FirstError = r.FirstError
 		}
