@@ -45,6 +45,7 @@ type benchParams struct {
 	ExpireAfter  time.Duration `json:"expire_after"`
 	SaleUnits    int64         `json:"sale_units"`
 	SaleBuyers   int           `json:"sale_buyers"`
+	SaleRounds   int           `json:"sale_rounds"`
 	Settings     bool          `json:"settings"`
 }
 
@@ -72,12 +73,13 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.DurationVar(&p.ExpireAfter, "expire-after", 3*time.Second, "payment timeout of the expired path's orders")
 	fs.Int64Var(&p.SaleUnits, "sale-units", 1000, "units in the flash sale")
 	fs.IntVar(&p.SaleBuyers, "sale-buyers", 5000, "buyers in the flash sale")
+	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 {
-		return nil, invalid("--rounds, --order-round and --concurrency must be positive")
+	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 {
+		return nil, invalid("--rounds, --order-round, --concurrency and --sale-rounds must be positive")
 	}
 	// The external load generator is part of the measurement: without it
 	// the sold-out figure is partly the Go client measuring itself.
@@ -106,6 +108,7 @@ func runBench(ctx context.Context, args []string) (any, error) {
 		"setting_round": p.SettingRound, "http_round": p.HTTPRound, "wrk_round_s": p.WrkRound.Seconds(),
 		"redis_round": p.RedisRound, "mysql_round": p.MySQLRound, "path_orders": p.PathOrders,
 		"expire_after_s": p.ExpireAfter.Seconds(), "sale_units": p.SaleUnits, "sale_buyers": p.SaleBuyers,
+		"sale_rounds": p.SaleRounds,
 	}
 	b.r.Notes = append(b.r.Notes,
 		"Measured on a shared 2-core machine while other engineers' builds and tests ran: read the ratios, each the median of interleaved rounds, not the absolute rates.",

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/tooling/bench"
 	"github.com/flashsale/flashsale/internal/tooling/demo"
 )
@@ -97,10 +98,10 @@ func (b *benchRun) edges(ctx context.Context, st *stack) error {
 	}
 
 	b.logf("HTTP, wrk: %d rounds of %s each", b.p.Rounds, b.p.WrkRound)
-	wrkRound := func(name, target string, wantNon2xx bool) bench.Round {
+	wrkRound := func(name, target string, wantNon2xx bool, body string, headers [][]string) bench.Round {
 		return func(ctx context.Context, _ int) (bench.Stat, error) {
 			r, err := bench.Wrk(ctx, bench.WrkOptions{Name: name, URL: target, Threads: 2, Connections: conc,
-				Duration: b.p.WrkRound, Body: string(body(0)), Headers: wrkHeaders})
+				Duration: b.p.WrkRound, Body: body, Headers: headers})
 			if err != nil {
 				return bench.Stat{}, err
 			}
@@ -115,8 +116,18 @@ func (b *benchRun) edges(ctx context.Context, st *stack) error {
 		}
 	}
 	wrkPair, err := bench.Paired(ctx, "http sold-out path (wrk)", b.p.Rounds,
-		wrkRound("sold-out rejection via the API (wrk)", url, true),
-		wrkRound("hello-world handler (wrk)", hello.URL, false), "")
+		wrkRound("sold-out rejection via the API (wrk)", url, true, string(body(0)), wrkHeaders),
+		wrkRound("hello-world handler (wrk)", hello.URL, false, string(body(0)), wrkHeaders), "")
+	if err != nil {
+		return err
+	}
+	// The same without a token or a client order id: a script's flood.
+	// The sold-out answer comes before both, so it costs the same.
+	anonymous := fmt.Sprintf(`{"items":[{"sku_id":%q,"quantity":1}]}`, soldOut)
+	b.logf("HTTP, wrk without token or order_id: %d rounds of %s each", b.p.Rounds, b.p.WrkRound)
+	wrkAnonPair, err := bench.Paired(ctx, "http sold-out path, no token or order_id (wrk)", b.p.Rounds,
+		wrkRound("sold-out rejection via the API, anonymous (wrk)", url, true, anonymous, nil),
+		wrkRound("hello-world handler, anonymous (wrk)", hello.URL, false, anonymous, nil), "")
 	if err != nil {
 		return err
 	}
@@ -125,11 +136,11 @@ func (b *benchRun) edges(ctx context.Context, st *stack) error {
 	if w := bench.HTTP(ctx, "after", hc, url, body, header, http.StatusConflict, 50, 4); w.Errors > 0 {
 		return fmt.Errorf("sold-out path after wrk: %d errors: %s", w.Errors, w.FirstError)
 	}
-	b.r.Comparisons = append(b.r.Comparisons, wrkPair, goPair)
+	b.r.Comparisons = append(b.r.Comparisons, wrkPair, wrkAnonPair, goPair)
 	for _, g := range []struct {
 		name string
 		c    bench.Comparison
-	}{{"wrk (external)", wrkPair}, {"Go load generator (in the bench)", goPair}} {
+	}{{"wrk (external)", wrkPair}, {"wrk (external), no token or order_id", wrkAnonPair}, {"Go load generator (in the bench)", goPair}} {
 		b.r.HTTPSoldOut = append(b.r.HTTPSoldOut, bench.LoadGenFigure{
 			Generator: g.name, SoldOutRPS: g.c.Measured.PerSec, SoldOutP99ms: g.c.Measured.P99ms,
 			HelloRPS: g.c.Against.PerSec, HelloP99ms: g.c.Against.P99ms,
@@ -154,16 +165,49 @@ func (b *benchRun) edges(ctx context.Context, st *stack) error {
 	return nil
 }
 
-// sale runs a flash sale through the HTTP API where every winner pays.
+// sale runs flash sales through the HTTP API where every winner pays, with
+// the API's production settings: interleaved, on this API (latency cap on)
+// and on a second instance of the same backend with the cap off, so that a
+// lower admitted p99 bought with fewer orders a second would show. The
+// first capped sale is the report's Sale, with its chart.
 func (b *benchRun) sale(ctx context.Context, st *stack) error {
-	b.logf("flash sale: %d units, %d buyers", b.p.SaleUnits, b.p.SaleBuyers)
-	s, err := st.Sale(ctx, demo.SaleOptions{
-		SKU: "bench-sale-" + b.run, Units: b.p.SaleUnits, Price: 100, Buckets: 16, Buyers: b.p.SaleBuyers,
+	uncapped, err := st.WithAPI(ctx, func(c *httpapi.Config) { c.AdmissionTargetLatency = -1 })
+	if err != nil {
+		return err
+	}
+	for i, side := range bench.Schedule(b.p.SaleRounds) {
+		on := side == bench.SideA
+		api, label := st.Stack, "latency cap on (production default)"
+		if !on {
+			api, label = uncapped, "latency cap off"
+		}
+		b.logf("flash sale %d of %d (%s): %d units, %d buyers", i+1, 2*b.p.SaleRounds, label, b.p.SaleUnits, b.p.SaleBuyers)
+		s, err := b.saleOn(ctx, api, fmt.Sprintf("bench-sale-%s-%d", b.run, i))
+		if err != nil {
+			return err
+		}
+		b.logf("sale: all reserved after %.1f s (%.0f orders/s); admitted p99 %.0f ms, shed p99 %.0f ms; started %d, reserved %d",
+			s.TimeToReserveAll, s.OrdersPerSec, s.Admitted.P99ms, s.Shed.P99ms, s.WorkflowsStarted, s.Reserved)
+		if on && b.r.Sale == nil {
+			b.r.Sale = s
+		}
+		b.r.SaleCap = append(b.r.SaleCap, bench.SaleRound{Cap: on, Label: label, OrdersPerSec: s.OrdersPerSec,
+			AllReservedS: s.TimeToReserveAll, AdmittedP99ms: s.Admitted.P99ms, ShedP99ms: s.Shed.P99ms,
+			Admitted: s.Admitted.Ops, WorkflowsStarted: s.WorkflowsStarted, Reserved: s.Reserved,
+			Oversold: s.Oversold, Undersold: s.Undersold})
+	}
+	return nil
+}
+
+// saleOn runs one sale of its own SKU through api and summarizes it.
+func (b *benchRun) saleOn(ctx context.Context, api *demo.Stack, sku string) (*bench.Sale, error) {
+	s, err := api.Sale(ctx, demo.SaleOptions{
+		SKU: sku, Units: b.p.SaleUnits, Price: 100, Buckets: 16, Buyers: b.p.SaleBuyers,
 		Concurrency: b.p.Concurrency, PayShare: 1, PaymentTimeout: b.cfg.PaymentTimeout, DuplicateClickShare: 0.05,
 		Progress: os.Stderr, Seed: 1,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sale := &bench.Sale{
 		Units: b.p.SaleUnits, Buyers: b.p.SaleBuyers, Requests: s.Requests, Answers: s.Answers, WorkflowsStarted: s.WorkflowsStarted,
@@ -172,6 +216,9 @@ func (b *benchRun) sale(ctx context.Context, st *stack) error {
 		Decision:         bench.Summarize("buy decision", slices.Clone(s.Load.Latencies), s.Elapsed),
 		Histogram:        bench.LatencyHistogram(s.Load.Latencies),
 		ByAnswer:         map[string]bench.Stat{},
+	}
+	if sale.TimeToReserveAll > 0 {
+		sale.OrdersPerSec = float64(sale.Reserved) / sale.TimeToReserveAll
 	}
 	var admitted, shed []time.Duration
 	for answer, lat := range s.Load.ByAnswer {
@@ -188,9 +235,7 @@ func (b *benchRun) sale(ctx context.Context, st *stack) error {
 	for _, p := range s.Load.Timeline {
 		sale.Timeline = append(sale.Timeline, bench.Point{Seconds: p.At.Seconds(), Reserved: p.Reserved, Left: b.p.SaleUnits - p.Reserved})
 	}
-	b.r.Sale = sale
-	b.logf("sale: all reserved after %.1f s; admitted p99 %.0f ms, shed p99 %.0f ms", sale.TimeToReserveAll, sale.Admitted.P99ms, sale.Shed.P99ms)
-	return nil
+	return sale, nil
 }
 
 // write saves the report and regenerates the README's tables.

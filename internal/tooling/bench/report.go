@@ -54,6 +54,10 @@ type Sale struct {
 	// TimeToReserveAll is when the last unit was reserved, from the first
 	// request.
 	TimeToReserveAll float64 `json:"all_reserved_s"`
+	// OrdersPerSec is Reserved over TimeToReserveAll: the sale's pace,
+	// read beside the admitted p99 so that a lower p99 bought with fewer
+	// orders shows.
+	OrdersPerSec float64 `json:"orders_per_s"`
 	// Decision is every POST /orders answer; Admitted the ones that got a
 	// unit (201), Shed the ones that did not (409 SOLD_OUT, 429 BUSY);
 	// ByAnswer each answer on its own.
@@ -63,6 +67,22 @@ type Sale struct {
 	ByAnswer  map[string]Stat `json:"decision_latency_by_answer,omitempty"`
 	Timeline  []Point         `json:"timeline"`
 	Histogram []Bucket        `json:"histogram"`
+}
+
+// SaleRound is one sale of the latency cap's A/B: the same sale through
+// an API instance with the cap on (the production default) or off.
+type SaleRound struct {
+	Cap              bool    `json:"cap"`
+	Label            string  `json:"label"`
+	OrdersPerSec     float64 `json:"orders_per_s"`
+	AllReservedS     float64 `json:"all_reserved_s"`
+	AdmittedP99ms    float64 `json:"admitted_p99_ms"`
+	ShedP99ms        float64 `json:"shed_p99_ms"`
+	Admitted         int64   `json:"admitted"`
+	WorkflowsStarted int64   `json:"workflows_started"`
+	Reserved         int64   `json:"reserved"`
+	Oversold         int64   `json:"oversold"`
+	Undersold        int64   `json:"undersold"`
 }
 
 // Point is one sample of the sale.
@@ -154,7 +174,9 @@ type Report struct {
 	Comparisons []Comparison    `json:"comparisons"`
 	Costs       []CostPerOrder  `json:"costs"`
 	Sale        *Sale           `json:"sale,omitempty"`
-	Notes       []string        `json:"notes,omitempty"`
+	// SaleCap is the latency cap's A/B, in the order run.
+	SaleCap []SaleRound `json:"sale_cap,omitempty"`
+	Notes   []string    `json:"notes,omitempty"`
 	// Seconds is how long the whole run took.
 	Seconds float64 `json:"seconds"`
 }
@@ -276,6 +298,18 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f |\n", d.name, d.s.Ops, d.s.P50ms, d.s.P99ms, d.s.P999ms)
 		}
 		fmt.Fprintf(&b, "\nAnswers: %s\n", formatAnswers(s.Answers))
+	}
+	if len(r.SaleCap) > 0 {
+		b.WriteString("\nThe latency cap on placements in flight (throughput x 300 ms per API instance), the same sale on and off, interleaved:\n\n")
+		b.WriteString("| sale | orders/s | all reserved after | admitted p99 ms | shed p99 ms | workflows started | reserved | oversold | undersold |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, s := range r.SaleCap {
+			fmt.Fprintf(&b, "| %s | %.0f | %.1f s | %.0f | %.0f | %d | %d | %d | %d |\n", s.Label, s.OrdersPerSec, s.AllReservedS,
+				s.AdmittedP99ms, s.ShedP99ms, s.WorkflowsStarted, s.Reserved, s.Oversold, s.Undersold)
+		}
+		on, off := SaleCapMedians(r.SaleCap)
+		fmt.Fprintf(&b, "\nMedians: orders/s with the cap %.2fx without it; admitted p99 %.0f ms with, %.0f ms without.\n",
+			Ratio(on.OrdersPerSec, off.OrdersPerSec), on.AdmittedP99ms, off.AdmittedP99ms)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n- %s", n)
@@ -416,4 +450,21 @@ func splitHorizontal(c draw.Canvas) (draw.Canvas, draw.Canvas) {
 	left.Max.X = mid - vg.Points(6)
 	right.Min.X = mid + vg.Points(6)
 	return left, right
+}
+
+// SaleCapMedians is the median orders/s and admitted p99 of the sales with
+// the latency cap on, and of those with it off.
+func SaleCapMedians(rounds []SaleRound) (on, off SaleRound) {
+	var perSec, p99 [2][]float64
+	for _, s := range rounds {
+		i := 0
+		if !s.Cap {
+			i = 1
+		}
+		perSec[i] = append(perSec[i], s.OrdersPerSec)
+		p99[i] = append(p99[i], s.AdmittedP99ms)
+	}
+	on = SaleRound{Cap: true, OrdersPerSec: SpreadOf(perSec[0]).Median, AdmittedP99ms: SpreadOf(p99[0]).Median}
+	off = SaleRound{OrdersPerSec: SpreadOf(perSec[1]).Median, AdmittedP99ms: SpreadOf(p99[1]).Median}
+	return on, off
 }

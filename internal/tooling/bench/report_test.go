@@ -40,10 +40,13 @@ func TestReportOutputs(t *testing.T) {
 	r.Sale = &Sale{Units: 10, Buyers: 100, Answers: map[string]int64{"201": 10, "409 SOLD_OUT": 90},
 		Timeline:  []Point{{0, 0, 10}, {1, 6, 4}, {2, 10, 0}},
 		Histogram: LatencyHistogram([]time.Duration{time.Millisecond, 30 * time.Millisecond})}
+	r.SaleCap = []SaleRound{{Cap: true, Label: "on", OrdersPerSec: 60, AdmittedP99ms: 280}, {Label: "off", OrdersPerSec: 64, AdmittedP99ms: 1200},
+		{Cap: true, Label: "on", OrdersPerSec: 62, AdmittedP99ms: 300}, {Label: "off", OrdersPerSec: 66, AdmittedP99ms: 1100}}
 	require.Equal(t, 0.5, r.Comparisons[0].Ratio)
 	md := r.Markdown()
 	require.Contains(t, md, "| redis | a | 50 |")
 	require.Contains(t, md, "`409 SOLD_OUT` 90")
+	require.Contains(t, md, "Medians: orders/s with the cap 0.94x without it; admitted p99 290 ms with, 1150 ms without.")
 	require.Contains(t, md, "orders: 3 of 80 payments (3.8%) were handed to their order as a signal", "handoffs are summed over the rounds")
 
 	dir := t.TempDir()

@@ -41,7 +41,15 @@ type StackOptions struct {
 	Progress io.Writer
 	// Logger receives the services' logs; nil logs errors only, to stderr.
 	Logger *slog.Logger
+	// API tunes the HTTP API's settings; nil keeps the production defaults
+	// (the benchmark measures those).
+	API func(*httpapi.Config)
 }
+
+// DemoAPI is the demo's API setting: a crowd of thousands from one machine
+// gets a per-SKU window of 64 units in flight (production: 16), so the
+// sale page fills in seconds.
+func DemoAPI(c *httpapi.Config) { c.MaxInFlight = 64 }
 
 // Stack is a running flash-sale deployment in this process.
 type Stack struct {
@@ -56,7 +64,8 @@ type Stack struct {
 	Buyers      *identity.Minter
 	TemporalPID int // 0 when Temporal is not our child process
 
-	stops []func()
+	buyerKey identity.Config
+	stops    []func()
 }
 
 // Embedded is the service configuration that starts everything in process:
@@ -139,14 +148,40 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	}
 	st.stops = append(st.stops, w.Stop)
 
-	api, err := app.NewHTTPAPI(ctx, b, httpapi.Config{
-		Addr: "127.0.0.1:0", WebhookSecrets: []string{st.Secret}, AdminToken: st.AdminToken, Identity: buyerKey,
-		// A demo crowd hammers from one machine; the per-user rate limit
-		// stays on (each buyer is its own user) at its default.
-		BuyRate: 5, MaxInFlight: 64,
-	})
-	if err != nil {
+	st.buyerKey = buyerKey
+	if err := st.serveAPI(ctx, opts.API); err != nil {
 		return nil, err
+	}
+	return st, nil
+}
+
+// WithAPI is the stack with another API instance of its own settings
+// (tune, applied to the production defaults) on the same backend and
+// worker, as a second instance behind a load balancer would be: the
+// benchmark's A/B of an API setting. It stops with st.
+func (st *Stack) WithAPI(ctx context.Context, tune func(*httpapi.Config)) (*Stack, error) {
+	other := &Stack{Backend: st.Backend, UIURL: st.UIURL, AdminToken: st.AdminToken, Secret: st.Secret,
+		Buyers: st.Buyers, TemporalPID: st.TemporalPID, buyerKey: st.buyerKey}
+	if err := other.serveAPI(ctx, tune); err != nil {
+		other.Close()
+		return nil, err
+	}
+	st.stops = append(st.stops, other.Close)
+	return other, nil
+}
+
+// serveAPI starts st's HTTP API on a loopback port, with the production
+// defaults tuned by tune (may be nil).
+func (st *Stack) serveAPI(ctx context.Context, tune func(*httpapi.Config)) error {
+	cfg := httpapi.Config{
+		Addr: "127.0.0.1:0", WebhookSecrets: []string{st.Secret}, AdminToken: st.AdminToken, Identity: st.buyerKey,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	api, err := app.NewHTTPAPI(ctx, st.Backend, cfg)
+	if err != nil {
+		return err
 	}
 	st.API = api
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
@@ -155,7 +190,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		stopAPI()
-		return nil, fmt.Errorf("listen: %w", err)
+		return fmt.Errorf("listen: %w", err)
 	}
 	srv := api.HTTPServer()
 	wg.Go(func() { _ = srv.Serve(ln) })
@@ -167,7 +202,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 		stopAPI()
 		wg.Wait()
 	})
-	return st, nil
+	return nil
 }
 
 // Close stops everything, newest first.
