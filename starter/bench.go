@@ -47,6 +47,7 @@ type benchParams struct {
 	SaleBuyers   int           `json:"sale_buyers"`
 	SaleRounds   int           `json:"sale_rounds"`
 	Settings     bool          `json:"settings"`
+	Sweep        bool          `json:"sweep"`
 }
 
 // runBench measures every hot path beside its ceiling or baseline in
@@ -75,6 +76,7 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.IntVar(&p.SaleBuyers, "sale-buyers", 5000, "buyers in the flash sale")
 	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
+	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -102,7 +104,7 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	cfg.MySQLDSN = dsn.FormatDSN()
 	cfg.PaymentTimeout = 15 * time.Minute
 
-	b := &benchRun{cfg: cfg, p: p, run: time.Now().UTC().Format("150405"), r: bench.NewReport(), started: time.Now()}
+	b := &benchRun{cfg: cfg, p: p, run: time.Now().UTC().Format("150405"), r: bench.NewReport(), started: time.Now(), out: *out}
 	b.r.Params = map[string]any{
 		"concurrency": p.Concurrency, "rounds": p.Rounds, "order_round": p.OrderRound, "idle_round": p.IdleRound,
 		"setting_round": p.SettingRound, "http_round": p.HTTPRound, "wrk_round_s": p.WrkRound.Seconds(),
@@ -140,6 +142,7 @@ type benchRun struct {
 	run     string
 	r       *bench.Report
 	started time.Time
+	out     string // where results go; the sold-out profile too
 }
 
 func (b *benchRun) logf(format string, a ...any) {

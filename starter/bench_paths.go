@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/tooling/bench"
 	"github.com/flashsale/flashsale/internal/tooling/demo"
@@ -130,6 +133,11 @@ func (b *benchRun) edges(ctx context.Context, st *stack) error {
 		wrkRound("hello-world handler, anonymous (wrk)", hello.URL, false, anonymous, nil), "")
 	if err != nil {
 		return err
+	}
+	if b.out != "" {
+		if err := b.profileSoldOut(ctx, wrkRound("sold-out rejection via the API, profiled (wrk)", url, true, string(body(0)), wrkHeaders)); err != nil {
+			return err
+		}
 	}
 	// wrk only knew the answers were not 2xx: check that they are still
 	// the sold-out answer and not, say, a rate limit.
@@ -267,4 +275,42 @@ func (b *benchRun) write(out, readme string) error {
 	}
 	b.logf("wrote %s/results.json, results.md, sale.png and %s", out, readme)
 	return nil
+}
+
+// profileSoldOut runs one more wrk round of the sold-out path under the CPU
+// profiler (the API serves from this process) and writes the profile and
+// its top functions to the output directory: soldout-cpu.pprof, and
+// soldout-profile.txt from `go tool pprof -top` when a Go toolchain is on
+// the PATH (it is under `go run ./starter bench`).
+func (b *benchRun) profileSoldOut(ctx context.Context, round bench.Round) error {
+	path := filepath.Join(b.out, "soldout-cpu.pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b.logf("HTTP, wrk: one sold-out round of %s under the CPU profiler", b.p.WrkRound)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	stat, err := round(ctx, 0)
+	pprof.StopCPUProfile()
+	if err != nil {
+		return err
+	}
+	if stat.Errors > 0 {
+		return fmt.Errorf("profiled sold-out round: %d errors: %s", stat.Errors, stat.FirstError)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", path).Output()
+	if err != nil {
+		b.logf("no profile text (go tool pprof: %v); the profile is %s", err, path)
+		return nil
+	}
+	head := fmt.Sprintf("# The sold-out path under wrk (%d connections, %s), profiled in the process serving it\n"+
+		"# (starter bench at %s; %.0f requests/s while profiled). Regenerate: go run ./starter bench\n\n",
+		b.p.Concurrency, b.p.WrkRound, buildinfo.Read(), stat.PerSec)
+	return os.WriteFile(filepath.Join(b.out, "soldout-profile.txt"), append([]byte(head), top...), 0o644)
 }

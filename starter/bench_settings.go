@@ -228,5 +228,10 @@ func (b *benchRun) server(ctx context.Context, i int, name, dbFile string) error
 	if err := b.edges(ctx, st); err != nil {
 		return err
 	}
+	if b.p.Sweep {
+		if err := b.sweep(ctx, st); err != nil {
+			return err
+		}
+	}
 	return b.sale(ctx, st)
 }

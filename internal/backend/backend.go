@@ -77,6 +77,9 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
 	b.Orders = store
+	if cfg.MySQLMaxConns > 0 {
+		store.SetMaxConns(cfg.MySQLMaxConns)
+	}
 
 	b.Temporal, err = client.DialContext(ctx, TemporalOptions(cfg, logger, o.metrics))
 	if err != nil {

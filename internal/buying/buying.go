@@ -40,7 +40,6 @@ type Recorder interface {
 // Service buys. Every field but Logger is required.
 type Service struct {
 	Gate     *edge.Gate
-	Limit    *edge.PlacementLimit
 	Orders   Placer
 	Recorder Recorder
 	Logger   *slog.Logger
@@ -80,10 +79,10 @@ type Result struct {
 // not a failure of the buy.
 func (r Result) Rejected() bool { return r.Reservation.Status == flashsale.StatusRejected }
 
-// Buy names the order (OrderIDFor), asks the gate, takes a placement
-// permit for a new order, places it and tells the gate how it ended. The
-// errors are the gate's refusals (edge's, wrapped; a RetryError for BUSY
-// and RATE_LIMITED), the placement limit's BUSY RetryError, and
+// Buy names the order (OrderIDFor), asks the gate (whose ticket holds a
+// placement permit for a new order), places it and tells the gate how it
+// ended. The errors are the gate's refusals (edge's, wrapped; a RetryError
+// for BUSY, the placement limit's included, and RATE_LIMITED) and
 // PlaceOrder's.
 func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 	id, err := s.OrderIDFor(ctx, req.Buyer, req.Key)
@@ -95,16 +94,11 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{Outcome: Shed}, err
 	}
-	var hold edge.Permit
 	if !ticket.Duplicate {
-		if hold, err = s.Limit.TryPlace(); err != nil {
-			ticket.Done(ctx, false)
-			return Result{Outcome: Shed}, err
-		}
 		s.Recorder.Started()
 	}
 	res, err := s.Orders.PlaceOrder(ctx, flashsale.Order{OrderID: id, UserID: req.Buyer, Items: req.Items})
-	hold.Done(err == nil)
+	ticket.Placed(err == nil)
 	s.Recorder.Placed(res, err)
 	// The gate learns the outcome even if the buyer has gone: its slot must
 	// be freed, and a sold-out answer is worth caching for the next buyer.

@@ -35,6 +35,9 @@ type Config struct {
 	// executions per worker (WORKER_CONCURRENCY, default 256). Activities are
 	// short network calls, so the cap is about connection pools, not CPU.
 	WorkerConcurrency int
+	// MySQLMaxConns caps the process's MySQL connections
+	// (MYSQL_MAX_CONNS, default orderdb.DefaultMaxConns).
+	MySQLMaxConns int
 	// DegradedConcurrency caps, per process, the orders reserved in MySQL
 	// alone while Redis is unreachable (DEGRADED_CONCURRENCY, default 8):
 	// on a worker the concurrent CreateOrder calls, on an API instance the
@@ -120,6 +123,13 @@ func loadEnv(e env) (Config, error) {
 			return Config{}, fmt.Errorf("WORKER_CONCURRENCY=%q: want a positive integer", v)
 		}
 		cfg.WorkerConcurrency = n
+	}
+	if v := getenv("MYSQL_MAX_CONNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return Config{}, fmt.Errorf("MYSQL_MAX_CONNS=%q: want a positive integer", v)
+		}
+		cfg.MySQLMaxConns = n
 	}
 	if v := getenv("DEGRADED_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -27,6 +27,11 @@ func TestLoad(t *testing.T) {
 			name: "degraded concurrency", env: map[string]string{"DEGRADED_CONCURRENCY": "3"},
 			want: func(c *Config) { c.DegradedConcurrency = 3 },
 		},
+		{
+			name: "mysql pool", env: map[string]string{"MYSQL_MAX_CONNS": "12"},
+			want: func(c *Config) { c.MySQLMaxConns = 12 },
+		},
+		{name: "bad mysql pool", env: map[string]string{"MYSQL_MAX_CONNS": "none"}, wantErr: "MYSQL_MAX_CONNS"},
 		{name: "bad degraded concurrency", env: map[string]string{"DEGRADED_CONCURRENCY": "-2"}, wantErr: "DEGRADED_CONCURRENCY"},
 		{
 			name: "redis cluster addresses", env: map[string]string{"REDIS_ADDR": "127.0.0.1:7001, 127.0.0.1:7002,127.0.0.1:7003"},

@@ -159,6 +159,10 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	if err := t.take(ctx, items, admitOne); err != nil {
 		return nil, err
 	}
+	if err := t.hold(); err != nil {
+		t.release()
+		return nil, err
+	}
 
 	// Remember the id before the order exists, so a repeat sent while the
 	// first is still in flight already skips shedding and attaches to the
@@ -188,10 +192,12 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	switch {
 	case errors.Is(err, redis.Nil):
 	case err != nil:
+		t.Placed(false)
 		t.release()
 		return nil, g.unavailable(ctx, fmt.Errorf("write placed marker of order %s: %w", req.OrderID, err))
 	default:
 		// A concurrent repeat of the same id won; it starts the workflow.
+		t.Placed(false)
 		t.release()
 		return g.duplicate(ctx, req, prev)
 	}

@@ -22,6 +22,10 @@ func (g *Gate) admitDegraded(ctx context.Context, items []flashsale.Item) (*Tick
 	if err := t.take(ctx, items, g.admitDegradedItem); err != nil {
 		return nil, err
 	}
+	if err := t.hold(); err != nil {
+		t.release()
+		return nil, err
+	}
 	g.stats.admitted.Add(1)
 	return t, nil
 }

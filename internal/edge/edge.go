@@ -82,6 +82,13 @@ type Options struct {
 	// DegradedMaxInFlight bounds the units of one SKU on their way from
 	// this instance while Redis is down.
 	DegradedMaxInFlight int64
+	// Placements is this instance's limit on new orders in flight into
+	// Temporal; nil means none. An admitted request holds one of its
+	// permits (Ticket.Placed gives it back), taken before the order id is
+	// remembered as placed: a request refused by the limit leaves no
+	// marker, so its retry is a new placement that asks the limit again,
+	// not a repeat that skips every layer.
+	Placements *PlacementLimit
 }
 
 func (o Options) withDefaults() Options {

@@ -24,6 +24,36 @@ type Ticket struct {
 	// request goes to Temporal for its first answer and starts nothing.
 	Duplicate bool
 	done      atomic.Bool
+	// permit is the ticket's hold on the placement limit (none for a
+	// duplicate); placed is set once it is given back.
+	permit Permit
+	placed atomic.Bool
+}
+
+// hold takes a placement permit for the ticket, or answers the limit's
+// BUSY RetryError.
+func (t *Ticket) hold() error {
+	if t.g.opts.Placements == nil {
+		return nil
+	}
+	p, err := t.g.opts.Placements.TryPlace()
+	if err != nil {
+		return err
+	}
+	t.permit = p
+	return nil
+}
+
+// Placed gives the ticket's placement permit back once the order's
+// placement has answered: completed (Temporal answered) feeds the limit's
+// view of Temporal's answer times and throughput, a placement cut short
+// does not. Done gives it back as cut short if Placed was not called.
+// Calling it more than once is harmless.
+func (t *Ticket) Placed(completed bool) {
+	if t == nil || !t.placed.CompareAndSwap(false, true) {
+		return
+	}
+	t.permit.Done(completed)
 }
 
 // doneTimeout bounds Done's re-read of SKUs answered sold out.
@@ -39,6 +69,7 @@ func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 	if t == nil || !t.done.CompareAndSwap(false, true) {
 		return
 	}
+	t.Placed(false)
 	t.release()
 	if !soldOut {
 		return

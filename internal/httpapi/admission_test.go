@@ -82,6 +82,14 @@ func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
 	require.Equal(t, "1", r.header.Get("Retry-After"))
 	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_rejected_total"))
 	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_in_flight"), "the shed buy took no permit")
+	// Its retry with the same key asks the limit again: the refusal left
+	// no placed marker that would make the retry a repeat of a placed
+	// order, which skips every layer and starts the workflow unlimited.
+	r = api.buy(s.name("shed"), s.name("u-shed"), sku, 1)
+	require.Equal(t, http.StatusTooManyRequests, r.status, "%s", r.body)
+	require.Equal(t, "BUSY", r.code(t))
+	require.Equal(t, float64(2), gauge(t, reg, "flashsale_admission_rejected_total"))
+	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_in_flight"))
 
 	// A payment while the limit is full: admitted (the order cannot
 	// answer without a worker, so the API hands it over: 202).

@@ -127,20 +127,21 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		deps.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:  cfg,
-		deps: deps,
-		log:  deps.Logger,
-		gate: edge.New(deps.Redis, deps.Stock, edge.Options{
-			MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
-			Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
-		}),
+		cfg:       cfg,
+		deps:      deps,
+		log:       deps.Logger,
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
 		prom:      newPromMetrics(),
 		placements: edge.NewPlacementLimit(edge.PlacementOptions{
 			Max: cfg.AdmissionMaxInFlight, Target: cfg.AdmissionTargetLatency, Throughput: cfg.AdmissionThroughput,
 		}),
 	}
-	s.buying = &buying.Service{Gate: s.gate, Limit: s.placements, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
+	s.gate = edge.New(deps.Redis, deps.Stock, edge.Options{
+		MaxInFlight: cfg.MaxInFlight, BuyRate: cfg.BuyRate, LocalTTL: cfg.LocalSoldOutTTL, Logger: deps.Logger,
+		Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
+		Placements: s.placements,
+	})
+	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.quick = newQuickMetrics(s.prom)
 	// The quick sold-out answer comes before everything else, the

@@ -28,8 +28,8 @@ import (
 // connections saturate a single primary; more would only queue inside InnoDB
 // on the hot inventory rows instead of in the pool.
 const (
-	maxOpenConns    = 32
-	maxIdleConns    = 32
+	maxOpenConns    = DefaultMaxConns
+	maxIdleConns    = DefaultMaxConns
 	connMaxLifetime = 30 * time.Minute
 	connMaxIdleTime = 5 * time.Minute
 )
@@ -98,6 +98,16 @@ const maxTxAttempts = 4
 type Store struct {
 	db    *gorm.DB
 	sqlDB *sql.DB
+}
+
+// DefaultMaxConns is the connection pool's size unless MYSQL_MAX_CONNS
+// says otherwise (SetMaxConns).
+const DefaultMaxConns = 32
+
+// SetMaxConns sizes the connection pool: at most n open, n kept idle.
+func (s *Store) SetMaxConns(n int) {
+	s.sqlDB.SetMaxOpenConns(n)
+	s.sqlDB.SetMaxIdleConns(n)
 }
 
 // Open creates the database named in dsn if it is missing, connects with a

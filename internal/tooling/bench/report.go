@@ -85,6 +85,15 @@ type SaleRound struct {
 	Undersold        int64   `json:"undersold"`
 }
 
+// SweepPoint is whole orders through a worker with WorkerSlots slots and a
+// MySQL pool of MySQLConns connections.
+type SweepPoint struct {
+	WorkerSlots  int    `json:"worker_slots"`
+	MySQLConns   int    `json:"mysql_conns"`
+	OrdersPerSec Spread `json:"orders_per_s"`
+	Whole        Stat   `json:"whole_order"`
+}
+
 // Point is one sample of the sale.
 type Point struct {
 	Seconds  float64 `json:"s"`
@@ -174,6 +183,8 @@ type Report struct {
 	Comparisons []Comparison    `json:"comparisons"`
 	Costs       []CostPerOrder  `json:"costs"`
 	Sale        *Sale           `json:"sale,omitempty"`
+	// Sweep is whole orders at each worker-slot count and MySQL pool size.
+	Sweep []SweepPoint `json:"sweep,omitempty"`
 	// SaleCap is the latency cap's A/B, in the order run.
 	SaleCap []SaleRound `json:"sale_cap,omitempty"`
 	Notes   []string    `json:"notes,omitempty"`
@@ -282,6 +293,13 @@ func (r *Report) Markdown() string {
 		for _, c := range r.Costs {
 			fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %d | %d | %d | %.1f |\n", c.Server, c.HistoryEvents, c.Transitions, c.ServerCPUms,
 				c.ClientRPCs, c.CeilingEvents, c.CeilingTransitions, c.CeilingCPUms)
+		}
+	}
+	if len(r.Sweep) > 0 {
+		b.WriteString("\nWhole orders by worker slots (WORKER_CONCURRENCY) and MySQL pool (MYSQL_MAX_CONNS), each point a worker of its own, rounds interleaved:\n\n")
+		b.WriteString("| worker slots | MySQL connections | orders/s (range) | p50 ms | p99 ms |\n|---:|---:|---|---:|---:|\n")
+		for _, p := range r.Sweep {
+			fmt.Fprintf(&b, "| %d | %d | %s | %.1f | %.1f |\n", p.WorkerSlots, p.MySQLConns, spreadCell(&p.OrdersPerSec), p.Whole.P50ms, p.Whole.P99ms)
 		}
 	}
 	if s := r.Sale; s != nil {
