@@ -219,6 +219,10 @@ func (b *benchRun) server(ctx context.Context, i int, name, dbFile string) error
 	b.r.Costs = append(b.r.Costs, cost)
 	b.logf("%s: orders/s %.1f, ceiling/s %.1f, ratio %s", name, whole.Measured.PerSec, whole.Against.PerSec, whole.RatioSpread)
 
+	if err := b.shapes(ctx, st, name, run); err != nil {
+		return err
+	}
+
 	if i != 0 {
 		return nil
 	}

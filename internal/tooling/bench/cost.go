@@ -37,3 +37,52 @@ func ProcessCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
+
+// FindPID returns the first process whose command line (its arguments
+// joined by spaces, as redis-server rewrites its own title to name its
+// address) contains every one of parts.
+func FindPID(parts ...string) (int, bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		found := true
+		for _, p := range parts {
+			if !strings.Contains(cmd, p) {
+				found = false
+				break
+			}
+		}
+		if found {
+			return pid, true
+		}
+	}
+	return 0, false
+}
+
+// Proc is a process whose CPU a measurement reads: a name for the report
+// and its pid.
+type Proc struct {
+	Name string
+	PID  int
+}
+
+// CPUOf reads every process's CPU time, in the order given; a process
+// that cannot be read counts zero.
+func CPUOf(procs []Proc) []time.Duration {
+	out := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		out[i], _ = ProcessCPU(p.PID)
+	}
+	return out
+}

@@ -183,6 +183,8 @@ type Report struct {
 	Comparisons []Comparison    `json:"comparisons"`
 	Costs       []CostPerOrder  `json:"costs"`
 	Sale        *Sale           `json:"sale,omitempty"`
+	// Shapes are the order's own-shape limits (C1, C2) per server.
+	Shapes []ShapeLimits `json:"shapes,omitempty"`
 	// Sweep is whole orders at each worker-slot count and MySQL pool size.
 	Sweep []SweepPoint `json:"sweep,omitempty"`
 	// SaleCap is the latency cap's A/B, in the order run.
@@ -293,6 +295,27 @@ func (r *Report) Markdown() string {
 		for _, c := range r.Costs {
 			fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %d | %d | %d | %.1f |\n", c.Server, c.HistoryEvents, c.Transitions, c.ServerCPUms,
 				c.ClientRPCs, c.CeilingEvents, c.CeilingTransitions, c.CeilingCPUms)
+		}
+	}
+	for _, sh := range r.Shapes {
+		fmt.Fprintf(&b, "\nWhole orders against limits of the order's own shape on the %s (issue 26: C1 = Update-with-Start + a no-op local activity + the deadline timer, then a pay update with a no-op local activity; C2 = C1 whose local activities do the order's Redis and MySQL work), interleaved, with the CPU one order costs each process:\n\n", sh.Server)
+		b.WriteString("| side | orders/s (range) | p99 ms |")
+		if len(sh.Sides) > 0 {
+			for _, p := range sh.Sides[0].CPUms {
+				fmt.Fprintf(&b, " %s CPU ms |", p.Process)
+			}
+		}
+		b.WriteString(" sum CPU ms | 1 / sum (orders/s) |\n|---|---|---:|")
+		if len(sh.Sides) > 0 {
+			b.WriteString(strings.Repeat("---:|", len(sh.Sides[0].CPUms)))
+		}
+		b.WriteString("---:|---:|\n")
+		for _, s := range sh.Sides {
+			fmt.Fprintf(&b, "| %s | %s | %.1f |", s.Name, spreadCell(&s.OrdersPerSec), s.Whole.P99ms)
+			for _, p := range s.CPUms {
+				fmt.Fprintf(&b, " %.2f |", p.Ms)
+			}
+			fmt.Fprintf(&b, " %.2f | %.0f |\n", s.CPUSumMs, s.CPUBoundPerSec)
 		}
 	}
 	if len(r.Sweep) > 0 {
@@ -485,4 +508,53 @@ func SaleCapMedians(rounds []SaleRound) (on, off SaleRound) {
 	on = SaleRound{Cap: true, OrdersPerSec: SpreadOf(perSec[0]).Median, AdmittedP99ms: SpreadOf(p99[0]).Median}
 	off = SaleRound{OrdersPerSec: SpreadOf(perSec[1]).Median, AdmittedP99ms: SpreadOf(p99[1]).Median}
 	return on, off
+}
+
+// ShapeSide is one side of the order-shape limits (issue 26): whole
+// orders, C1 or C2, with the CPU one order cost each process.
+type ShapeSide struct {
+	Name         string    `json:"name"`
+	OrdersPerSec Spread    `json:"orders_per_s"`
+	Whole        Stat      `json:"whole"`
+	Rounds       int       `json:"rounds"`
+	CPUms        []ProcCPU `json:"cpu_ms_per_order"`
+	// CPUSumMs is the CPU one order costs every process together;
+	// CPUBoundPerSec is 1 / CPUSumMs: the orders a second one core per
+	// order's worth of CPU would allow, printed beside the rates.
+	CPUSumMs       float64 `json:"cpu_sum_ms"`
+	CPUBoundPerSec float64 `json:"cpu_bound_per_s"`
+}
+
+// ProcCPU is one process's CPU per order.
+type ProcCPU struct {
+	Process string  `json:"process"`
+	Ms      float64 `json:"ms"`
+}
+
+// ShapeLimits are the order's own-shape limits on one server.
+type ShapeLimits struct {
+	Server string      `json:"server"`
+	Sides  []ShapeSide `json:"sides"`
+}
+
+// NewShapeSide summarizes a side's rounds and the CPU each process spent
+// over them.
+func NewShapeSide(rounds []Stat, procs []Proc, cpu []time.Duration) ShapeSide {
+	s := ShapeSide{Whole: MedianStat(rounds), Rounds: len(rounds)}
+	s.Name = s.Whole.Name
+	perSec := make([]float64, len(rounds))
+	for i, r := range rounds {
+		perSec[i] = r.PerSec
+	}
+	s.OrdersPerSec = SpreadOf(perSec)
+	n := float64(max(1, s.Whole.Ops))
+	for i, p := range procs {
+		ms := float64(cpu[i].Microseconds()) / 1000 / n
+		s.CPUms = append(s.CPUms, ProcCPU{Process: p.Name, Ms: ms})
+		s.CPUSumMs += ms
+	}
+	if s.CPUSumMs > 0 {
+		s.CPUBoundPerSec = 1000 / s.CPUSumMs
+	}
+	return s
 }

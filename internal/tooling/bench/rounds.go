@@ -150,3 +150,26 @@ func MedianStat(rounds []Stat) Stat {
 	out.P999ms = field(func(s Stat) float64 { return s.P999ms })
 	return out
 }
+
+// Interleave runs every side's rounds in turn, round by round (A, B, C, A,
+// B, C, ...), and returns each side's Stats in order. A round with errors
+// stops it.
+func Interleave(ctx context.Context, section string, rounds int, sides ...Round) ([][]Stat, error) {
+	out := make([][]Stat, len(sides))
+	for r := range rounds {
+		for i, side := range sides {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			s, err := side(ctx, r)
+			if err != nil {
+				return nil, fmt.Errorf("%s, round %d of side %d: %w", section, r+1, i+1, err)
+			}
+			if s.Errors > 0 {
+				return nil, fmt.Errorf("%s, round %d of side %d (%s): %d errors, first: %s", section, r+1, i+1, s.Name, s.Errors, s.FirstError)
+			}
+			out[i] = append(out[i], s)
+		}
+	}
+	return out, nil
+}

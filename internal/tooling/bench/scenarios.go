@@ -150,6 +150,40 @@ func Ceiling(ctx context.Context, c client.Client, queue, run string, n, conc in
 	})
 }
 
+// Shape measures n orders of the order's own shape (ceiling.Shape): C1
+// with no-op local activities, or C2 (physical) whose local activities do
+// the order's Redis and MySQL work on sku. Each is the real order's client
+// round trips: Update-with-Start to reserve, an update to pay.
+func Shape(ctx context.Context, c client.Client, queue, sku, run string, physical bool, amount int64, n, conc int) Stat {
+	name := "C1: the order's shape (2 updates, 2 no-op local activities, a timer)"
+	if physical {
+		name = "C2: C1 doing the order's Redis and MySQL work"
+	}
+	return Measure(ctx, name, n, conc, func(ctx context.Context, i int) error {
+		id := fmt.Sprintf("shape-%s-%d", run, i)
+		op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID: id, TaskQueue: queue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		}, ceiling.Shape, ceiling.ShapeInput{OrderID: id, UserID: id, SKU: sku, Physical: physical, Deadline: 15 * time.Minute})
+		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: op,
+			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: ceiling.UpdateName,
+				WaitForStage: client.WorkflowUpdateStageCompleted},
+		})
+		if err != nil {
+			return fmt.Errorf("reserve %s: %w", id, err)
+		}
+		if err := h.Get(ctx, nil); err != nil {
+			return fmt.Errorf("reserve %s: %w", id, err)
+		}
+		ph, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: ceiling.PayUpdate,
+			Args: []any{ceiling.PayInput{TransactionID: "t-" + id, Amount: amount}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err != nil {
+			return fmt.Errorf("pay %s: %w", id, err)
+		}
+		return ph.Get(ctx, nil)
+	})
+}
+
 // HTTP measures n POSTs to url, the i-th with body(i) and, when header is
 // not nil, header(i) (a buyer's token), and counts any status other than
 // want as an error.

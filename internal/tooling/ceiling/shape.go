@@ -1,0 +1,122 @@
+package ceiling
+
+// The limits of the order's own shape (issue 26). C0 (Workflow) has one
+// client round trip and nothing else, so "whole orders at 0.41x C0" mixed
+// what Temporal must do for an order with what flashsale adds. A paid
+// order has two round trips (reserve, pay), local activities and a
+// deadline timer; these workflows have exactly that and nothing more:
+//
+//   - C1 (shape): Update-with-Start whose handler runs one no-op local
+//     activity and starts the deadline timer; a pay update that runs one
+//     no-op local activity and cancels the timer; completion.
+//   - C2 (physical): C1 whose local activities make the order's own Redis
+//     calls and MySQL statements (the real ReserveStock + CreateOrder in
+//     one, the real ConfirmPayment), on the bench's scratch SKU.
+//
+// Whole orders against C2 is what the order's features cost beyond the
+// work they cannot avoid; C2 against C1 is the price of that work.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities"
+)
+
+// PayUpdate is the shape workflows' second update.
+const PayUpdate = "pay"
+
+// ShapeInput starts a C1 or C2 workflow.
+type ShapeInput struct {
+	OrderID string `json:"order_id"`
+	UserID  string `json:"user_id"`
+	SKU     string `json:"sku"`
+	// Physical makes it C2: the local activities do the order's work.
+	Physical bool `json:"physical,omitempty"`
+	// Deadline is the payment timer's length.
+	Deadline time.Duration `json:"deadline"`
+}
+
+// PayInput is the pay update's argument.
+type PayInput struct {
+	TransactionID string `json:"transaction_id"`
+	Amount        int64  `json:"amount"`
+}
+
+// Shape is C1, or C2 with Physical: see the package comment.
+func Shape(ctx workflow.Context, in ShapeInput) error {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var w *Work
+	var reserved, paid bool
+	var amount int64
+	cancelTimer := func() {}
+	if err := workflow.SetUpdateHandler(ctx, UpdateName, func(ctx workflow.Context) (Answer, error) {
+		if err := workflow.ExecuteLocalActivity(ctx, w.ShapeReserve, in).Get(ctx, &amount); err != nil {
+			return Answer{}, err
+		}
+		tctx, cancel := workflow.WithCancel(ctx)
+		cancelTimer = cancel
+		workflow.NewTimer(tctx, in.Deadline)
+		reserved = true
+		return Answer{OrderID: in.OrderID}, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, PayUpdate, func(ctx workflow.Context, p PayInput) (Answer, error) {
+		if err := workflow.ExecuteLocalActivity(ctx, w.ShapePay, in, p).Get(ctx, nil); err != nil {
+			return Answer{}, err
+		}
+		cancelTimer()
+		paid = true
+		return Answer{OrderID: in.OrderID}, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(p PayInput) error {
+		if !reserved {
+			return fmt.Errorf("order %s: not reserved", in.OrderID)
+		}
+		return nil
+	}}); err != nil {
+		return err
+	}
+	return workflow.Await(ctx, func() bool { return paid && workflow.AllHandlersFinished(ctx) })
+}
+
+// Work is the shape workflows' local activities. With Acts nil (or for C1)
+// they do nothing.
+type Work struct {
+	Acts *activities.Activities
+}
+
+// ShapeReserve is C1's no-op or C2's reservation: the order's ReserveStock
+// and CreateOrder in one local activity. It answers the order's amount.
+func (w *Work) ShapeReserve(ctx context.Context, in ShapeInput) (int64, error) {
+	if !in.Physical {
+		return 0, nil
+	}
+	items := []flashsale.Item{{SKU: in.SKU, Quantity: 1}}
+	r, err := w.Acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: in.OrderID, UserID: in.UserID, Items: items})
+	if err != nil {
+		return 0, err
+	}
+	c, err := w.Acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: in.OrderID, UserID: in.UserID, Items: items, Degraded: r.Degraded})
+	if err != nil {
+		return 0, err
+	}
+	return c.Amount, nil
+}
+
+// ShapePay is C1's no-op or C2's ConfirmPayment.
+func (w *Work) ShapePay(ctx context.Context, in ShapeInput, p PayInput) error {
+	if !in.Physical {
+		return nil
+	}
+	_, err := w.Acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount})
+	return err
+}
