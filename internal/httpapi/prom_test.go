@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -118,11 +117,7 @@ func TestPrometheusCountsClientHangUp(t *testing.T) {
 	// client hangs up.
 	cfg := s.cfg
 	cfg.TaskQueue = "nobody-polls-" + s.id
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := backend.Connect(ctx, cfg, testLogger())
-	require.NoError(t, err)
-	t.Cleanup(b.Close)
+	b := s.sys.Connect(cfg, testLogger())
 	server, err := httpapi.New(deps(t, b), s.apiConfig())
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
