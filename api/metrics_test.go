@@ -43,31 +43,7 @@ func scrape(t require.TestingT, addr string) map[string]*dto.MetricFamily {
 // value is the value of the series of family name whose labels include
 // want; -1 when there is none.
 func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	f, ok := fams[name]
-	if !ok {
-		return -1
-	}
-next:
-	for _, m := range f.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue()
-		case m.Histogram != nil:
-			return float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return -1
+	return testenv.MetricValue(fams[name], want)
 }
 
 // exposedNames are the series names a scrape shows, histograms with their

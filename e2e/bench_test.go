@@ -8,15 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/app"
-
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/internal/tooling/bench"
@@ -32,20 +28,10 @@ import (
 //
 //	go test -run '^$' -bench Reservation -benchtime 400x ./e2e/
 func BenchmarkReservation(b *testing.B) {
-	cfg := config.Config{
-		TemporalAddress: testenv.TemporalAddress(), TemporalNamespace: "default",
-		TaskQueue: "bench-" + testenv.UniqueID(b), RedisAddr: testenv.RedisAddr(),
-		MySQLDSN: testenv.MySQLDSN(b), PaymentTimeout: 15 * time.Minute, WorkerConcurrency: 256,
-	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	ctx := context.Background()
-	be, err := backend.Connect(ctx, cfg, logger)
-	require.NoError(b, err)
-	b.Cleanup(be.Close)
-	w := app.NewWorker(be)
-	w.RegisterWorkflow(ceiling.Workflow)
-	require.NoError(b, w.Start())
-	b.Cleanup(w.Stop)
+	sys := apptest.Start(b, apptest.Options{Name: "bench", WorkerConcurrency: 256, Logger: logger,
+		Workflows: []any{ceiling.Workflow}})
+	ctx, cfg, be := context.Background(), sys.Config, sys.Backend
 
 	sku := "bench-" + testenv.UniqueID(b)
 	inv, err := be.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 10_000_000, Price: 100, Buckets: 16, PerUserLimit: 1})

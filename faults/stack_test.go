@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/audit"
-	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/internal/tooling/devstack"
@@ -323,14 +322,14 @@ func (s *stack) starter(ctx context.Context, args ...string) (string, error) {
 // deps opens fresh connections for the checker (the services may have been
 // restarted since the stack started), as the starter's check command does.
 func (s *stack) deps(ctx context.Context) (audit.Deps, func(), error) {
-	b, err := backend.Connect(ctx, config.Config{
+	sys, err := apptest.Open(ctx, config.Config{
 		TemporalAddress: s.temporal.Address(), TemporalNamespace: "default",
 		RedisAddr: s.redis.addr(), MySQLDSN: s.dsn,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, nil)
 	if err != nil {
 		return audit.Deps{}, nil, err
 	}
-	return audit.Deps{Stock: b.Stock, Orders: b.Orders, Temporal: b.Temporal}, b.Close, nil
+	return audit.Deps{Stock: sys.Stock, Orders: sys.Orders, Temporal: sys.Temporal}, sys.Close, nil
 }
 
 // settleAndCheck waits until the SKU has no unpaid order and no running

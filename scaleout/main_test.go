@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,8 +23,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/audit"
-	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 )
 
@@ -209,11 +208,11 @@ func deps(ctx context.Context) (audit.Deps, func(), error) {
 	if err != nil {
 		return audit.Deps{}, nil, err
 	}
-	b, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sys, err := apptest.Open(ctx, cfg, nil)
 	if err != nil {
 		return audit.Deps{}, nil, err
 	}
-	return audit.Deps{Stock: b.Stock, Orders: b.Orders, Temporal: b.Temporal}, b.Close, nil
+	return audit.Deps{Stock: sys.Stock, Orders: sys.Orders, Temporal: sys.Temporal}, sys.Close, nil
 }
 
 // settle waits until the SKU has no unpaid order and no running order

@@ -6,22 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/flashsale/flashsale/internal/app"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/audit"
 	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -34,12 +29,8 @@ type cliStack struct {
 
 func newCLIStack(t *testing.T) *cliStack {
 	t.Helper()
-	id := testenv.UniqueID(t)
-	cfg := config.Config{
-		TemporalAddress: testenv.TemporalAddress(), TemporalNamespace: config.DefaultNamespace,
-		TaskQueue: "starter-test-" + id, RedisAddr: testenv.RedisAddr(), MySQLDSN: testenv.MySQLDSN(t),
-		PaymentTimeout: 15 * time.Minute, WorkerConcurrency: 16,
-	}
+	sys := apptest.Start(t, apptest.Options{Name: "starter-test"})
+	id, cfg, b := sys.ID, sys.Config, sys.Backend
 	t.Setenv("TEMPORAL_ADDRESS", cfg.TemporalAddress)
 	t.Setenv("TASK_QUEUE", cfg.TaskQueue)
 	t.Setenv("REDIS_ADDR", cfg.RedisAddr)
@@ -47,15 +38,6 @@ func newCLIStack(t *testing.T) *cliStack {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatalf("Temporal, Redis and MariaDB are required: %v", err)
-	}
-	t.Cleanup(b.Close)
-	w := app.NewWorker(b)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-
 	s := &cliStack{b: b, sku: "cli-" + id}
 	t.Cleanup(func() {
 		keys, _ := b.Redis.Keys(context.Background(), "fs:{sku:"+s.sku+"*").Result()
@@ -63,7 +45,7 @@ func newCLIStack(t *testing.T) *cliStack {
 			_ = b.Redis.Unlink(context.Background(), keys...).Err()
 		}
 	})
-	_, err = b.Orders.PutSKU(ctx, flashsale.SKU{ID: s.sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
+	_, err := b.Orders.PutSKU(ctx, flashsale.SKU{ID: s.sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = b.Stock.Preheat(ctx, s.sku, 10, 4)
 	require.NoError(t, err)

@@ -5,13 +5,9 @@ package audit_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/flashsale/flashsale/internal/app"
 
 	"github.com/flashsale/flashsale"
 
@@ -19,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/audit"
 	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -39,26 +35,8 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	id := testenv.UniqueID(t)
-	cfg := config.Config{
-		TemporalAddress:   testenv.TemporalAddress(),
-		TemporalNamespace: config.DefaultNamespace,
-		TaskQueue:         "audit-test-" + id,
-		RedisAddr:         testenv.RedisAddr(),
-		MySQLDSN:          testenv.MySQLDSN(t),
-		PaymentTimeout:    15 * time.Minute,
-		WorkerConcurrency: 32,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatalf("Temporal, Redis and MariaDB are required: %v", err)
-	}
-	t.Cleanup(b.Close)
-	w := app.NewWorker(b)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	sys := apptest.Start(t, apptest.Options{Name: "audit-test", WorkerConcurrency: 32})
+	id, cfg, b := sys.ID, sys.Config, sys.Backend
 	s := &stack{b: b, rdb: testenv.Redis(t), id: id,
 		svc: &orders.Service{Temporal: b.Temporal, TaskQueue: cfg.TaskQueue, Orders: b.Orders}}
 	t.Cleanup(func() {

@@ -12,15 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // TestProcessesConnectToTheCluster: the environment a worker, an API or
-// the starter reads (config.Load) and the connections they open
-// (backend.Connect) work with a cluster named by all its addresses, and
-// with one seed address and REDIS_CLUSTER=true.
+// the starter reads (config.Load) and the connections they open (the
+// backend's, opened here through apptest.Open) work with a cluster named
+// by all its addresses, and with one seed address and REDIS_CLUSTER=true.
 func TestProcessesConnectToTheCluster(t *testing.T) {
 	addr := useCluster(t, false)
 	seed, _, _ := strings.Cut(addr, ",")
@@ -39,7 +39,7 @@ func TestProcessesConnectToTheCluster(t *testing.T) {
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			b, err := backend.Connect(ctx, cfg, logger)
+			b, err := apptest.Open(ctx, cfg, logger)
 			require.NoError(t, err)
 			t.Cleanup(b.Close) // after newSKU's cleanup, which uses the client
 			cc, ok := b.Redis.(*redis.ClusterClient)
@@ -65,7 +65,7 @@ func TestProcessesConnectToTheCluster(t *testing.T) {
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err = backend.Connect(ctx, cfg, logger)
+		_, err = apptest.Open(ctx, cfg, logger)
 		require.ErrorContains(t, err, "cluster support disabled")
 		t.Log(err)
 	})

@@ -48,7 +48,7 @@ func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	paid := r.json(t)["order_id"].(string)
 
-	s.stopWorker()
+	s.sys.StopWorker()
 	// A buyer whose order cannot be answered (no worker) holds the only
 	// permit until it gives up.
 	type outcome struct {
@@ -100,7 +100,7 @@ func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
 	require.True(t, errors.Is(got.err, context.DeadlineExceeded), "the held buyer gave up without an answer: %+v", got)
 	require.Eventually(t, func() bool { return gauge(t, reg, "flashsale_admission_in_flight") == 0 },
 		5*time.Second, 20*time.Millisecond, "the permit came back when the placement ended")
-	s.startWorker()
+	s.sys.StartWorker()
 	require.Equal(t, http.StatusCreated, api.buyRetrying(s.name("after"), s.name("u-after"), sku, 1).status)
 	require.Eventually(t, func() bool { return api.order(paid)["status"] == "PAID" }, 20*time.Second, 100*time.Millisecond)
 }

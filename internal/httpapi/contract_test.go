@@ -353,9 +353,9 @@ func TestOpenAPIContract(t *testing.T) {
 	require.Eventually(t, func() bool { return api.order(d1)["refund"] == "REQUIRED" }, 30*time.Second, 100*time.Millisecond)
 
 	// No worker to answer: the payment is handed to the order (202).
-	s.stopWorker()
+	s.sys.StopWorker()
 	want(202, signedCallback(callback{OrderID: c1, TransactionID: c1 + "-t", Amount: 500, Status: "SUCCESS"}), "")
-	s.startWorker()
+	s.sys.StartWorker()
 	require.Eventually(t, func() bool { return api.order(c1)["status"] == "PAID" }, 30*time.Second, 100*time.Millisecond)
 
 	// Reads are rate limited per buyer, with Retry-After.

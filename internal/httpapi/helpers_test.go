@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -21,8 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/worker"
 
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
@@ -68,10 +67,11 @@ type stack struct {
 	id   string
 	cfg  config.Config
 	opts stackOptions
-	b    *backend.Backend
-	// worker is the stack's in-process worker; stopWorker and startWorker
-	// take it away and bring a new one, as a worker restart would.
-	worker worker.Worker
+	// sys is the running system; b its connections. sys.StopWorker and
+	// sys.StartWorker take its worker away and bring a new one, as a
+	// worker restart would.
+	sys *apptest.System
+	b   *backend.Backend
 	// api is the first instance; more come from newInstance.
 	api *instance
 }
@@ -89,22 +89,11 @@ func testLogger() *slog.Logger {
 
 func newStack(t *testing.T, opts stackOptions) *stack {
 	t.Helper()
-	if opts.paymentTimeout == 0 {
-		opts.paymentTimeout = 15 * time.Minute
-	}
-	id := testenv.UniqueID(t)
-	s := &stack{t: t, id: id, opts: opts, cfg: config.Config{
-		TemporalAddress:   testenv.TemporalAddress(),
-		TemporalNamespace: config.DefaultNamespace,
-		TaskQueue:         "api-test-" + id,
-		RedisAddr:         testenv.RedisAddr(),
-		MySQLDSN:          testenv.MySQLDSN(t),
-		PaymentTimeout:    opts.paymentTimeout,
-		WorkerConcurrency: 256,
-	}}
-	s.b = s.connect()
-	s.startWorker()
-	t.Cleanup(func() { s.stopWorker() })
+	s := &stack{t: t, opts: opts, sys: apptest.Start(t, apptest.Options{
+		Name: "api-test", PaymentTimeout: opts.paymentTimeout, WorkerConcurrency: 256, Logger: testLogger(),
+	})}
+	s.id, s.cfg, s.b = s.sys.ID, s.sys.Config, s.sys.Backend
+	id := s.id
 	rdb := testenv.Redis(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -119,35 +108,9 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	return s
 }
 
-// startWorker starts a worker on the stack's task queue.
-func (s *stack) startWorker() {
-	s.t.Helper()
-	s.worker = app.NewWorker(s.b)
-	require.NoError(s.t, s.worker.Start())
-}
-
-// stopWorker stops the worker, if one runs: orders get no workflow task
-// until startWorker.
-func (s *stack) stopWorker() {
-	if s.worker != nil {
-		s.worker.Stop()
-		s.worker = nil
-	}
-}
-
-// connect opens backend connections with the stack's config; a missing
-// service fails the test.
-func (s *stack) connect() *backend.Backend {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := backend.Connect(ctx, s.cfg, testLogger())
-	if err != nil {
-		s.t.Fatalf("Temporal, Redis and MariaDB are required (scripts/services.sh starts them): %v", err)
-	}
-	s.t.Cleanup(b.Close)
-	return b
-}
+// connect opens other backend connections with the stack's config, as
+// another process would.
+func (s *stack) connect() *backend.Backend { return s.sys.Connect(s.cfg, testLogger()) }
 
 func (s *stack) apiConfig() httpapi.Config {
 	return httpapi.Config{
@@ -157,13 +120,15 @@ func (s *stack) apiConfig() httpapi.Config {
 		MaxInFlight:          s.opts.maxInFlight,
 		LocalSoldOutTTL:      s.opts.localTTL,
 		AdmissionMaxInFlight: s.opts.admissionMax,
+		Identity:             identity.Config{Secret: []byte(testBuyerKey)},
 	}
 }
 
-// newInstance starts an API server on b, as another process would.
+// newInstance starts an API server on b, built as the API process builds
+// it (app.NewHTTPAPI), as another process would.
 func (s *stack) newInstance(b *backend.Backend) *instance {
 	s.t.Helper()
-	api, err := httpapi.New(deps(s.t, b), s.apiConfig())
+	api, err := app.NewHTTPAPI(s.t.Context(), b, s.apiConfig())
 	require.NoError(s.t, err)
 	return startInstance(s.t, api, true)
 }
@@ -178,23 +143,15 @@ func deps(t *testing.T, b *backend.Backend) httpapi.Deps {
 	return d
 }
 
+// startInstance serves api on a test listener (apptest.Serve).
 func startInstance(t *testing.T, api *httpapi.Server, waitSubscribed bool) *instance {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- api.Run(ctx) }()
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		require.NoError(t, <-done)
-	})
-	// Serve once the sold-out cache hears stock changes: until then a
-	// landing subscription clears it, which would make counters racy.
-	if waitSubscribed {
-		require.Eventually(t, func() bool { return api.Gate().Stats().Subscribed }, 5*time.Second, time.Millisecond)
-	}
-	return &instance{t: t, server: api, url: srv.URL, client: &http.Client{
+	return instanceOf(t, apptest.Serve(t, api, waitSubscribed))
+}
+
+// instanceOf gives a served API a client that reuses connections.
+func instanceOf(t *testing.T, api *apptest.API) *instance {
+	return &instance{t: t, server: api.Server, url: api.URL, client: &http.Client{
 		Timeout: time.Minute,
 		// Floods reuse connections instead of exhausting ephemeral ports.
 		Transport: &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000},

@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/workflows"
@@ -336,11 +335,7 @@ func TestClientHangUp(t *testing.T) {
 	logs := &logRecords{}
 	cfg := s.cfg
 	cfg.TaskQueue = "nobody-polls-" + s.id
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := backend.Connect(ctx, cfg, slog.New(logs))
-	require.NoError(t, err)
-	t.Cleanup(b.Close)
+	b := s.sys.Connect(cfg, slog.New(logs))
 	server, err := httpapi.New(deps(t, b), s.apiConfig())
 	require.NoError(t, err)
 	in := startInstance(t, server, true)

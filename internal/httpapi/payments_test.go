@@ -278,7 +278,7 @@ func TestPaymentWhileNoWorkerCanAnswer(t *testing.T) {
 	}
 	inTime, late := ids[0], ids[1]
 
-	s.stopWorker()
+	s.sys.StopWorker()
 	send := map[string]time.Time{inTime: payBy[inTime].Add(-1500 * time.Millisecond), late: payBy[late].Add(500 * time.Millisecond)}
 	answers := map[string]response{}
 	var mu sync.Mutex
@@ -305,7 +305,7 @@ func TestPaymentWhileNoWorkerCanAnswer(t *testing.T) {
 		last = payBy[late]
 	}
 	time.Sleep(time.Until(last.Add(7 * time.Second)))
-	s.startWorker()
+	s.sys.StartWorker()
 
 	// The late money is recorded for refund after the order's
 	// compensation, so its refund shows a moment after EXPIRED.

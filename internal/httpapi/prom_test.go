@@ -12,12 +12,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -27,34 +26,9 @@ func promValue(t require.TestingT, reg *prometheus.Registry, name string, want m
 	fams, err := reg.Gather()
 	require.NoError(t, err)
 	for _, f := range fams {
-		if f.GetName() != name {
-			continue
+		if f.GetName() == name {
+			return testenv.MetricValue(f, want)
 		}
-	next:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue next
-				}
-			}
-			return metricValue(m)
-		}
-	}
-	return -1
-}
-
-func metricValue(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	case m.Histogram != nil:
-		return float64(m.GetHistogram().GetSampleCount())
 	}
 	return -1
 }
@@ -118,11 +92,7 @@ func TestPrometheusCountsClientHangUp(t *testing.T) {
 	// client hangs up.
 	cfg := s.cfg
 	cfg.TaskQueue = "nobody-polls-" + s.id
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := backend.Connect(ctx, cfg, testLogger())
-	require.NoError(t, err)
-	t.Cleanup(b.Close)
+	b := s.sys.Connect(cfg, testLogger())
 	server, err := httpapi.New(deps(t, b), s.apiConfig())
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()

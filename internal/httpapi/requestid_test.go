@@ -13,14 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/app"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -61,24 +59,10 @@ func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 func TestRequestIDReachesWorkerLogs(t *testing.T) {
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	id := testenv.UniqueID(t)
-	cfg := config.Config{
-		TemporalAddress:   testenv.TemporalAddress(),
-		TemporalNamespace: config.DefaultNamespace,
-		TaskQueue:         "reqid-test-" + id,
-		RedisAddr:         testenv.RedisAddr(),
-		MySQLDSN:          testenv.MySQLDSN(t),
-		PaymentTimeout:    15 * time.Minute,
-		WorkerConcurrency: 16,
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	b, err := backend.Connect(ctx, cfg, logger)
-	require.NoError(t, err, "Temporal, Redis and MariaDB are required (scripts/services.sh starts them)")
-	t.Cleanup(b.Close)
-	w := app.NewWorker(b)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	sys := apptest.Start(t, apptest.Options{Name: "reqid-test", Logger: logger, API: &httpapi.Config{
+		WebhookSecrets: []string{testSecret}, AdminToken: testAdmin, Identity: identity.Config{Secret: []byte(testBuyerKey)},
+	}})
+	id := sys.ID
 	rdb := testenv.Redis(t)
 	t.Cleanup(func() {
 		for _, pattern := range []string{"fs:{sku:" + id + "*", "fs:placed:" + id + "*", "rate:fs:buy:" + id + "*"} {
@@ -88,9 +72,7 @@ func TestRequestIDReachesWorkerLogs(t *testing.T) {
 			}
 		}
 	})
-	api, err := httpapi.New(deps(t, b), httpapi.Config{WebhookSecrets: []string{testSecret}, AdminToken: testAdmin})
-	require.NoError(t, err)
-	in := startInstance(t, api, true)
+	in := instanceOf(t, sys.API)
 	sku := id + "-rid"
 	in.putSKU(sku, 2, 100, 1, 1)
 

@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
-	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // benchWriter is a reusable http.ResponseWriter, so the benchmark counts
@@ -56,19 +54,10 @@ func (*replayBody) Close() error { return nil }
 //
 //	go test -tags integration -run '^$' -bench BenchmarkSoldOutAnswer -benchmem ./internal/httpapi
 func BenchmarkSoldOutAnswer(b *testing.B) {
-	id := testenv.UniqueID(b)
-	cfg := config.Config{
-		TemporalAddress: testenv.TemporalAddress(), TemporalNamespace: config.DefaultNamespace,
-		TaskQueue: "api-bench-" + id, RedisAddr: testenv.RedisAddr(), MySQLDSN: testenv.MySQLDSN(b),
-		PaymentTimeout: 15 * time.Minute, WorkerConcurrency: 1,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	be, err := backend.Connect(ctx, cfg, testLogger())
-	if err != nil {
-		b.Fatalf("Temporal, Redis and MariaDB are required (scripts/services.sh starts them): %v", err)
-	}
-	b.Cleanup(be.Close)
+	// No worker: every answer measured is the edge's.
+	sys := apptest.Start(b, apptest.Options{Name: "api-bench", WorkerConcurrency: 1, NoWorker: true, Logger: testLogger()})
+	id, be := sys.ID, sys.Backend
+	var err error
 	d := httpapi.FromBackend(be)
 	if d.Buyers, err = identity.NewVerifier(b.Context(), identity.Config{Secret: []byte(testBuyerKey)}); err != nil {
 		b.Fatal(err)

@@ -11,13 +11,10 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/app"
-
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -64,21 +61,13 @@ func TestMySQLHotRowSellsExactly(t *testing.T) {
 
 func TestOrdersAndCeilingOnTemporal(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Config{
-		TemporalAddress: testenv.TemporalAddress(), TemporalNamespace: "default",
-		TaskQueue: "bench-test-" + testenv.UniqueID(t), RedisAddr: testenv.RedisAddr(),
-		MySQLDSN: testenv.MySQLDSN(t), PaymentTimeout: 15 * time.Minute, WorkerConcurrency: 64,
-	}
-	be, err := backend.Connect(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	require.NoError(t, err)
-	t.Cleanup(be.Close)
-	w := app.NewWorker(be)
-	w.RegisterWorkflow(ceiling.Workflow)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	sys := apptest.Start(t, apptest.Options{Name: "bench-test", WorkerConcurrency: 64,
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Workflows: []any{ceiling.Workflow}})
+	cfg, be := sys.Config, sys.Backend
 
 	sku := "bench-orders-" + testenv.UniqueID(t)
-	_, err = be.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 100, Price: 250, Buckets: 4, PerUserLimit: 1})
+	_, err := be.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 100, Price: 250, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
 	_, err = be.Stock.Preheat(ctx, sku, 100, 4)
 	require.NoError(t, err)
