@@ -52,6 +52,10 @@ type Options struct {
 	// Workflows are registered on the worker beside the flash sale's own
 	// (the bench's ceiling workflow).
 	Workflows []any
+	// Register, when set, registers more on each worker the system starts,
+	// with its backend at hand (the bench's order-shape workflows and their
+	// activities).
+	Register func(worker.Registry, *backend.Backend)
 	// API, when set, is the HTTP API's configuration: Start serves the API
 	// on a test listener (System.API), as ServeAPI does.
 	API *httpapi.Config
@@ -72,6 +76,7 @@ type System struct {
 
 	t         testing.TB
 	workflows []any
+	register  func(worker.Registry, *backend.Backend)
 }
 
 // API is an HTTP API instance served on a test listener.
@@ -104,7 +109,7 @@ func Start(t testing.TB, opts Options) *System {
 		PaymentTimeout:    opts.PaymentTimeout,
 		WorkerConcurrency: opts.WorkerConcurrency,
 	}
-	s := &System{ID: id, t: t, workflows: opts.Workflows}
+	s := &System{ID: id, t: t, workflows: opts.Workflows, register: opts.Register}
 	s.Backend = s.Connect(cfg, opts.Logger)
 	if !opts.NoWorker {
 		s.StartWorker()
@@ -152,6 +157,9 @@ func (s *System) StartWorker() {
 	w := app.NewWorker(s.Backend)
 	for _, wf := range s.workflows {
 		w.RegisterWorkflow(wf)
+	}
+	if s.register != nil {
+		s.register(w, s.Backend)
 	}
 	if err := w.Start(); err != nil {
 		s.t.Fatalf("start worker: %v", err)

@@ -13,8 +13,11 @@ import (
 	"github.com/flashsale/flashsale"
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
 
+	"github.com/flashsale/flashsale/internal/app"
 	"github.com/flashsale/flashsale/internal/app/apptest"
+	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -62,8 +65,8 @@ func TestMySQLHotRowSellsExactly(t *testing.T) {
 func TestOrdersAndCeilingOnTemporal(t *testing.T) {
 	ctx := context.Background()
 	sys := apptest.Start(t, apptest.Options{Name: "bench-test", WorkerConcurrency: 64,
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		Workflows: []any{ceiling.Workflow}})
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Register: func(r worker.Registry, b *backend.Backend) { ceiling.Register(r, app.Activities(b)) }})
 	cfg, be := sys.Config, sys.Backend
 
 	sku := "bench-orders-" + testenv.UniqueID(t)
@@ -85,6 +88,21 @@ func TestOrdersAndCeilingOnTemporal(t *testing.T) {
 	c := Ceiling(ctx, be.Temporal, cfg.TaskQueue, testenv.UniqueID(t), 20, 4)
 	require.Zero(t, c.Errors, c.FirstError)
 	require.Equal(t, int64(20), c.Ops)
+
+	// C1 does no work; C2 does the order's: 10 more units sold and paid.
+	c1 := Shape(ctx, be.Temporal, cfg.TaskQueue, sku, testenv.UniqueID(t), false, 250, 10, 4)
+	require.Zero(t, c1.Errors, c1.FirstError)
+	require.Equal(t, int64(10), c1.Ops)
+	inv, err = be.Orders.Inventory(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(20), inv.Sold, "C1 sells nothing")
+	c2 := Shape(ctx, be.Temporal, cfg.TaskQueue, sku, testenv.UniqueID(t), true, 250, 10, 4)
+	require.Zero(t, c2.Errors, c2.FirstError)
+	require.Equal(t, int64(10), c2.Ops)
+	inv, err = be.Orders.Inventory(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(30), inv.Sold, "C2 reserves, creates and pays as an order does")
+	require.Equal(t, int64(70), inv.Available)
 
 	// Each path's cost is read once its workflow has closed; the exact
 	// counts belong to the workflow (and change with it), so this checks

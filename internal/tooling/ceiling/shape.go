@@ -22,11 +22,20 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 )
+
+// Register registers C0 (Workflow), C1/C2 (Shape) and C2's activities,
+// which do their work with acts (the worker's own, app.Activities).
+func Register(r worker.Registry, acts *activities.Activities) {
+	r.RegisterWorkflow(Workflow)
+	r.RegisterWorkflow(Shape)
+	r.RegisterActivity(&Work{Acts: acts})
+}
 
 // PayUpdate is the shape workflows' second update.
 const PayUpdate = "pay"
@@ -50,16 +59,19 @@ type PayInput struct {
 
 // Shape is C1, or C2 with Physical: see the package comment.
 func Shape(ctx workflow.Context, in ShapeInput) error {
-	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
-	})
+	// Update handlers run on contexts of their own: each sets the options.
+	local := func(ctx workflow.Context) workflow.Context {
+		return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: 10 * time.Second,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+	}
 	var w *Work
 	var reserved, paid bool
 	var amount int64
 	cancelTimer := func() {}
 	if err := workflow.SetUpdateHandler(ctx, UpdateName, func(ctx workflow.Context) (Answer, error) {
-		if err := workflow.ExecuteLocalActivity(ctx, w.ShapeReserve, in).Get(ctx, &amount); err != nil {
+		if err := workflow.ExecuteLocalActivity(local(ctx), w.ShapeReserve, in).Get(ctx, &amount); err != nil {
 			return Answer{}, err
 		}
 		tctx, cancel := workflow.WithCancel(ctx)
@@ -71,7 +83,7 @@ func Shape(ctx workflow.Context, in ShapeInput) error {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, PayUpdate, func(ctx workflow.Context, p PayInput) (Answer, error) {
-		if err := workflow.ExecuteLocalActivity(ctx, w.ShapePay, in, p).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteLocalActivity(local(ctx), w.ShapePay, in, p).Get(ctx, nil); err != nil {
 			return Answer{}, err
 		}
 		cancelTimer()

@@ -143,9 +143,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	// The ceiling workflows (C0, and C1/C2 of the order's own shape) ride
 	// along so the benchmark can compare on the same worker; they cost
 	// nothing when unused.
-	w.RegisterWorkflow(ceiling.Workflow)
-	w.RegisterWorkflow(ceiling.Shape)
-	w.RegisterActivity(&ceiling.Work{Acts: app.Activities(b)})
+	ceiling.Register(w, app.Activities(b))
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
