@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/internal/tooling/bench"
+	"github.com/flashsale/flashsale/internal/tooling/ceiling"
 )
 
 // shapes measures whole orders against the limits of the order's own shape
@@ -20,12 +21,32 @@ import (
 func (b *benchRun) shapes(ctx context.Context, st *stack, name, run string) error {
 	sku := "bench-shape-" + run
 	n := b.p.OrderRound
-	if err := st.sku(ctx, sku, int64(2*b.p.Rounds*n+10)); err != nil {
+	if err := st.sku(ctx, sku, int64(2*b.p.Rounds*n+10)); err != nil { // whole orders and C2 take units
 		return err
 	}
 	procs := b.procs(st)
 	queue := st.Backend.Config.TaskQueue
-	cpu := make([][]time.Duration, 3)
+	sides := []bench.Round{
+		func(ctx context.Context, r int) (bench.Stat, error) {
+			_, w := bench.Orders(ctx, st.svc, sku, 100, fmt.Sprintf("shape-o%d", r), n, b.p.Concurrency)
+			return w, nil
+		},
+		func(ctx context.Context, r int) (bench.Stat, error) {
+			return bench.Shape(ctx, st.Backend.Temporal, queue, sku, fmt.Sprintf("%s-c1-%d", run, r), false, 100, n, b.p.Concurrency), nil
+		},
+		func(ctx context.Context, r int) (bench.Stat, error) {
+			return bench.Shape(ctx, st.Backend.Temporal, queue, sku, fmt.Sprintf("%s-c2-%d", run, r), true, 100, n, b.p.Concurrency), nil
+		},
+		func(ctx context.Context, r int) (bench.Stat, error) {
+			return bench.Ceiling(ctx, st.Backend.Temporal, queue, fmt.Sprintf("%s-c0-%d", run, r), n, b.p.Concurrency), nil
+		},
+	}
+	for i, rung := range ceiling.Rungs {
+		sides = append(sides, func(ctx context.Context, r int) (bench.Stat, error) {
+			return bench.Shape(ctx, st.Backend.Temporal, queue, sku, fmt.Sprintf("%s-rung%d-%d", run, i, r), false, 100, n, b.p.Concurrency, rung), nil
+		})
+	}
+	cpu := make([][]time.Duration, len(sides))
 	for i := range cpu {
 		cpu[i] = make([]time.Duration, len(procs))
 	}
@@ -39,18 +60,11 @@ func (b *benchRun) shapes(ctx context.Context, st *stack, name, run string) erro
 			return s, err
 		}
 	}
-	b.logf("%s: %d rounds of %d whole orders, C1 and C2 each, %d callers", name, b.p.Rounds, n, b.p.Concurrency)
-	rounds, err := bench.Interleave(ctx, "order shape: "+name, b.p.Rounds,
-		measured(0, func(ctx context.Context, r int) (bench.Stat, error) {
-			_, w := bench.Orders(ctx, st.svc, sku, 100, fmt.Sprintf("shape-o%d", r), n, b.p.Concurrency)
-			return w, nil
-		}),
-		measured(1, func(ctx context.Context, r int) (bench.Stat, error) {
-			return bench.Shape(ctx, st.Backend.Temporal, queue, sku, fmt.Sprintf("%s-c1-%d", run, r), false, 100, n, b.p.Concurrency), nil
-		}),
-		measured(2, func(ctx context.Context, r int) (bench.Stat, error) {
-			return bench.Shape(ctx, st.Backend.Temporal, queue, sku, fmt.Sprintf("%s-c2-%d", run, r), true, 100, n, b.p.Concurrency), nil
-		}))
+	b.logf("%s: %d rounds of %d whole orders, C1, C2, C0 and %d rungs from C0 to C1 each, %d callers", name, b.p.Rounds, n, len(ceiling.Rungs), b.p.Concurrency)
+	for i := range sides {
+		sides[i] = measured(i, sides[i])
+	}
+	rounds, err := bench.Interleave(ctx, "order shape: "+name, b.p.Rounds, sides...)
 	if err != nil {
 		return err
 	}
@@ -63,8 +77,8 @@ func (b *benchRun) shapes(ctx context.Context, st *stack, name, run string) erro
 		bench.CompareRounds("order shape: "+name, rounds[0], rounds[2], "whole order vs C2, the fair limit"),
 		bench.CompareRounds("order shape: "+name, rounds[0], rounds[1], "whole order vs C1"),
 		bench.CompareRounds("order shape: "+name, rounds[2], rounds[1], "C2 vs C1: the price of the Redis and MySQL work"))
-	b.logf("%s: whole orders %.1f/s, C1 %.1f/s, C2 %.1f/s", name,
-		limits.Sides[0].OrdersPerSec.Median, limits.Sides[1].OrdersPerSec.Median, limits.Sides[2].OrdersPerSec.Median)
+	b.logf("%s: whole orders %.1f/s, C1 %.1f/s, C2 %.1f/s, C0 %.1f/s", name,
+		limits.Sides[0].OrdersPerSec.Median, limits.Sides[1].OrdersPerSec.Median, limits.Sides[2].OrdersPerSec.Median, limits.Sides[3].OrdersPerSec.Median)
 	return nil
 }
 

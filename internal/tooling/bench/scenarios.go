@@ -154,16 +154,23 @@ func Ceiling(ctx context.Context, c client.Client, queue, run string, n, conc in
 // with no-op local activities, or C2 (physical) whose local activities do
 // the order's Redis and MySQL work on sku. Each is the real order's client
 // round trips: Update-with-Start to reserve, an update to pay.
-func Shape(ctx context.Context, c client.Client, queue, sku, run string, physical bool, amount int64, n, conc int) Stat {
+//
+// A rung (ceiling.Rungs) runs instead of C1 when given: one update, and
+// the second only if the rung has it.
+func Shape(ctx context.Context, c client.Client, queue, sku, run string, physical bool, amount int64, n, conc int, rung ...ceiling.Rung) Stat {
 	name := "C1: the order's shape (2 updates, 2 no-op local activities, a timer)"
 	if physical {
 		name = "C2: C1 doing the order's Redis and MySQL work"
+	}
+	var r *ceiling.Rung
+	if len(rung) > 0 {
+		r, name = &rung[0], "rung: "+rung[0].Name
 	}
 	return Measure(ctx, name, n, conc, func(ctx context.Context, i int) error {
 		id := fmt.Sprintf("shape-%s-%d", run, i)
 		op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 			ID: id, TaskQueue: queue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		}, ceiling.Shape, ceiling.ShapeInput{OrderID: id, UserID: id, SKU: sku, Physical: physical, Deadline: 15 * time.Minute})
+		}, ceiling.Shape, ceiling.ShapeInput{OrderID: id, UserID: id, SKU: sku, Physical: physical, Deadline: 15 * time.Minute, Rung: r})
 		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: op,
 			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: ceiling.UpdateName,
@@ -174,6 +181,9 @@ func Shape(ctx context.Context, c client.Client, queue, sku, run string, physica
 		}
 		if err := h.Get(ctx, nil); err != nil {
 			return fmt.Errorf("reserve %s: %w", id, err)
+		}
+		if r != nil && !r.Pay {
+			return nil
 		}
 		ph, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: ceiling.PayUpdate,
 			Args: []any{ceiling.PayInput{TransactionID: "t-" + id, Amount: amount}}, WaitForStage: client.WorkflowUpdateStageCompleted})

@@ -103,6 +103,12 @@ func TestOrdersAndCeilingOnTemporal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(30), inv.Sold, "C2 reserves, creates and pays as an order does")
 	require.Equal(t, int64(70), inv.Available)
+	// Every rung from C0 to C1 runs to its end.
+	for _, rung := range ceiling.Rungs {
+		r := Shape(ctx, be.Temporal, cfg.TaskQueue, sku, testenv.UniqueID(t), false, 250, 4, 2, rung)
+		require.Zero(t, r.Errors, "%s: %s", rung.Name, r.FirstError)
+		require.Equal(t, int64(4), r.Ops, rung.Name)
+	}
 
 	// Each path's cost is read once its workflow has closed; the exact
 	// counts belong to the workflow (and change with it), so this checks

@@ -27,6 +27,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // Register registers C0 (Workflow), C1/C2 (Shape) and C2's activities,
@@ -49,6 +50,34 @@ type ShapeInput struct {
 	Physical bool `json:"physical,omitempty"`
 	// Deadline is the payment timer's length.
 	Deadline time.Duration `json:"deadline"`
+	// Rung, when set, makes the workflow one rung of the ladder from C0 to
+	// C1 (Rungs), to price each feature on its own.
+	Rung *Rung `json:"rung,omitempty"`
+}
+
+// Rung is a step between C0 and C1: which of the order's features the
+// workflow has.
+type Rung struct {
+	Name string `json:"name"`
+	// LocalActivity runs a no-op local activity in the reserve update.
+	LocalActivity bool `json:"local_activity,omitempty"`
+	// Upsert sets OrderStatus=PENDING_PAYMENT from the reserve update, as
+	// the order does in its first task.
+	Upsert bool `json:"upsert,omitempty"`
+	// Timer starts the deadline timer.
+	Timer bool `json:"timer,omitempty"`
+	// Pay waits for the second update (with its no-op local activity).
+	Pay bool `json:"pay,omitempty"`
+}
+
+// Rungs is the ladder from C0 to C1, each adding one feature to the one
+// before: the difference between two neighbours' rates is that feature's
+// price.
+var Rungs = []Rung{
+	{Name: "C0 + 1 local activity", LocalActivity: true},
+	{Name: "+ search-attribute upsert", LocalActivity: true, Upsert: true},
+	{Name: "+ deadline timer", LocalActivity: true, Upsert: true, Timer: true},
+	{Name: "+ second update (pay)", LocalActivity: true, Upsert: true, Timer: true, Pay: true},
 }
 
 // PayInput is the pay update's argument.
@@ -66,18 +95,34 @@ func Shape(ctx workflow.Context, in ShapeInput) error {
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 		})
 	}
+	rung := Rung{LocalActivity: true, Timer: true, Pay: true} // C1, C2
+	if in.Rung != nil {
+		rung = *in.Rung
+	}
 	var w *Work
 	var reserved, paid bool
 	var amount int64
 	cancelTimer := func() {}
 	if err := workflow.SetUpdateHandler(ctx, UpdateName, func(ctx workflow.Context) (Answer, error) {
-		if err := workflow.ExecuteLocalActivity(local(ctx), w.ShapeReserve, in).Get(ctx, &amount); err != nil {
-			return Answer{}, err
+		if rung.LocalActivity {
+			if err := workflow.ExecuteLocalActivity(local(ctx), w.ShapeReserve, in).Get(ctx, &amount); err != nil {
+				return Answer{}, err
+			}
 		}
-		tctx, cancel := workflow.WithCancel(ctx)
-		cancelTimer = cancel
-		workflow.NewTimer(tctx, in.Deadline)
+		if rung.Upsert {
+			if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.OrderStatusKey.ValueSet(string(flashsale.StatusPendingPayment))); err != nil {
+				return Answer{}, err
+			}
+		}
+		if rung.Timer {
+			tctx, cancel := workflow.WithCancel(ctx)
+			cancelTimer = cancel
+			workflow.NewTimer(tctx, in.Deadline)
+		}
 		reserved = true
+		if !rung.Pay {
+			paid = true
+		}
 		return Answer{OrderID: in.OrderID}, nil
 	}); err != nil {
 		return err
