@@ -63,7 +63,11 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	res, err := s.buying.Buy(ctx, buying.Request{Buyer: c.buyer, Key: in.OrderID, Items: in.Items})
 	if res.Outcome != "" {
 		// After the answer is written, as the whole answer time.
-		defer func() { s.prom.buy.WithLabelValues(string(res.Outcome)).Observe(time.Since(start).Seconds()) }()
+		defer func() {
+			took := time.Since(start)
+			s.prom.buy.WithLabelValues(string(res.Outcome)).Observe(took.Seconds())
+			s.countSaleTraffic(w, in.Items, res.Outcome, err, took)
+		}()
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -151,6 +151,7 @@ func (s *Server) writeQuickSoldOut(w http.ResponseWriter, r *http.Request, sku s
 	s.quick.requests.Inc()
 	s.quick.duration.Observe(took.Seconds())
 	s.quick.buy.Observe(took.Seconds())
+	s.traffic.Observe(sku, http.StatusConflict, true, took)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
 			"status", http.StatusConflict, "duration_ms", took.Milliseconds(), "quick", true)
