@@ -20,6 +20,9 @@ import (
 // required field anywhere in the document, panels' options included.
 func validDashboard(raw []byte) error {
 	plugins.RegisterDefaultPlugins()
+	// The classic dashboard model (schemaVersion 42) is what Grafana's file
+	// provisioning loads; v2 is a new resource format.
+	//lint:ignore SA1019 the provisioned file is the classic model
 	var d dashboard.Dashboard
 	if err := noBuildErrors(d.UnmarshalJSONStrict(raw)); err != nil {
 		return err

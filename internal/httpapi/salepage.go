@@ -29,10 +29,6 @@ const (
 	liveMaxCached = 64
 	// liveRecentOrders is how many of the latest orders the page lists.
 	liveRecentOrders = 12
-	// trafficRateWindow and trafficP99Window: requests/s is averaged over
-	// the last 5 s, p99 taken over the last 10 s of buy answers.
-	trafficRateWindow = 5 * time.Second
-	trafficP99Window  = 10 * time.Second
 )
 
 // buyRoute is the buy endpoint's mux pattern, the route label its answers
