@@ -22,11 +22,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/flashsale/flashsale/internal/app"
 	"github.com/flashsale/flashsale/internal/backend"
@@ -124,22 +121,5 @@ func checkHealth(addr string) error {
 	if addr == "" {
 		addr = httpapi.DefaultAddr
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("HTTP_ADDR %q: %w", addr, err)
-	}
-	// A wildcard listen address is reached on loopback.
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	c := &http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get("http://" + net.JoinHostPort(host, port) + "/readyz")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz answered %s", resp.Status)
-	}
-	return nil
+	return app.CheckReady(addr)
 }

@@ -6,7 +6,8 @@
 // serves Prometheus metrics there: the Temporal SDK's (task latencies,
 // schedule-to-start, sticky cache, pollers), the orders its activities
 // moved to each status, its Redis circuit breaker, and the backlogs left
-// for a person (stalled orders, payments to refund). `worker -help`
+// for a person (stalled orders, payments to refund), and the worker's
+// probes: /healthz and /readyz (internal/app/workerhealth.go). `worker -help`
 // prints the environment and exits; `worker -version` prints the build
 // (internal/buildinfo) and exits.
 package main
@@ -31,16 +32,22 @@ import (
 // build (tag "faults", see lostreply_faults.go) fills it from its init.
 var extraInterceptors []interceptor.WorkerInterceptor
 
-const usage = `usage: worker [-version]
+const usage = `usage: worker [-healthcheck] [-version]
 
 Runs the order workflows and activities on TASK_QUEUE until SIGINT/SIGTERM.
 Migrates MySQL and creates the order workflow's search attributes on start.
+With METRICS_ADDR set, its listener also answers GET /healthz (the process
+is alive) and GET /readyz (200 while Temporal sees this worker polling its
+task queue for workflow and activity tasks; 503 UNAVAILABLE otherwise).
+-healthcheck GETs /readyz of a running worker on METRICS_ADDR and exits 0 if
+it is ready (for container health checks: the image has no curl).
 -version prints the build (module version, VCS revision) and exits.
 
 %s%s`
 
 func main() {
 	version := flag.Bool("version", false, "print the build and exit")
+	healthcheck := flag.Bool("healthcheck", false, "check /readyz of a running worker on METRICS_ADDR and exit")
 	flag.Usage = func() { fmt.Fprintf(os.Stdout, usage, backend.EnvHelp, backend.MetricsEnvHelp) }
 	// -help prints usage and exits 0 (flag.ExitOnError), before anything
 	// is read or connected; any argument is a mistake.
@@ -52,6 +59,18 @@ func main() {
 	}
 	if *version {
 		if err := buildinfo.Read().Print(os.Stdout, "worker"); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	if *healthcheck {
+		addr := os.Getenv(metrics.AddrEnv)
+		if addr == "" {
+			fmt.Fprintln(os.Stderr, "unhealthy: METRICS_ADDR is not set, so the worker serves no /readyz")
+			os.Exit(1)
+		}
+		if err := app.CheckReady(addr); err != nil {
+			fmt.Fprintln(os.Stderr, "unhealthy:", err)
 			os.Exit(1)
 		}
 		return

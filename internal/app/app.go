@@ -45,6 +45,9 @@ func NewWorker(b *backend.Backend, interceptors ...interceptor.WorkerInterceptor
 		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
 		WorkerStopTimeout:                       workflows.StopTimeout,
+		// Named, so the worker's /readyz finds it among the task queue's
+		// pollers.
+		Identity: WorkerIdentity(cfg.TaskQueue),
 		// request_id on the workflows' and activities' loggers first, so
 		// the other interceptors' log lines carry it too.
 		Interceptors: append([]interceptor.WorkerInterceptor{requestid.NewWorkerInterceptor()}, interceptors...),

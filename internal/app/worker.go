@@ -31,6 +31,8 @@ type Worker struct {
 	logger *slog.Logger
 	p      *process
 	w      worker.Worker
+	// health answers /healthz and /readyz on the metrics listener.
+	health *workerHealth
 }
 
 // OpenWorker connects to cfg's services and builds the worker. It creates
@@ -62,7 +64,11 @@ func OpenWorker(ctx context.Context, cfg config.Config, logger *slog.Logger, opt
 	if err := workflows.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, logger: logger, p: p, w: NewWorker(b, interceptors...)}, nil
+	health := &workerHealth{temporal: b.Temporal, taskQueue: cfg.TaskQueue, identity: WorkerIdentity(cfg.TaskQueue), logger: logger}
+	if mx := p.metrics; mx != nil {
+		health.register(mx)
+	}
+	return &Worker{cfg: cfg, logger: logger, p: p, w: NewWorker(b, interceptors...), health: health}, nil
 }
 
 // Run polls until ctx is done, then stops gracefully: it polls no more and
@@ -72,10 +78,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	w.health.polling.Store(true)
 	cfg := w.cfg
 	w.logger.Info("worker started", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress,
 		"redis", cfg.RedisAddr, "redis_cluster", cfg.RedisClusterMode(), slog.Group("build", buildinfo.Read().LogAttrs()...))
 	<-ctx.Done()
+	// Not ready from the first moment of the stop.
+	w.health.polling.Store(false)
 	w.logger.Info("stopping worker")
 	w.w.Stop()
 	w.logger.Info("worker stopped")

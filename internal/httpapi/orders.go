@@ -31,13 +31,15 @@ type orderCreated struct {
 func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	c, err := s.authenticate(r, false)
-	if err != nil && maybeRepeat(r) {
+	if sku, repeat := maybeRepeat(r); err != nil && repeat {
 		// A SKU held as sold out, and a key that may repeat a placed
 		// order: only its buyer may hear that order's answer. Anyone else
 		// hears what the quick path tells every caller (quick.go).
 		s.gate.CountSoldOutLocal()
 		s.writeError(w, r, flashsale.Errorf(flashsale.SoldOut, "sold out"))
-		s.prom.buy.WithLabelValues(string(buying.Shed)).Observe(time.Since(start).Seconds())
+		took := time.Since(start)
+		s.prom.buy.WithLabelValues(string(buying.Shed)).Observe(took.Seconds())
+		s.traffic.Observe(sku, http.StatusConflict, true, took)
 		return
 	}
 	if err != nil {
@@ -63,7 +65,11 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	res, err := s.buying.Buy(ctx, buying.Request{Buyer: c.buyer, Key: in.OrderID, Items: in.Items})
 	if res.Outcome != "" {
 		// After the answer is written, as the whole answer time.
-		defer func() { s.prom.buy.WithLabelValues(string(res.Outcome)).Observe(time.Since(start).Seconds()) }()
+		defer func() {
+			took := time.Since(start)
+			s.prom.buy.WithLabelValues(string(res.Outcome)).Observe(took.Seconds())
+			s.countSaleTraffic(w, in.Items, res.Outcome, err, took)
+		}()
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -227,6 +227,13 @@ func (r *recentSKUs) note(sku string, now time.Time) {
 	r.n++
 }
 
+// has reports whether sku was noted (and not yet forgotten): a lookup, no
+// lock.
+func (r *recentSKUs) has(sku string) bool {
+	_, ok := r.seen.Load(sku)
+	return ok
+}
+
 // list returns the SKUs noted within recentSKUTTL, the most recent first;
 // it forgets the rest.
 func (r *recentSKUs) list(now time.Time) []string {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,9 @@ func (s *Server) quickSoldOut(next http.Handler) http.Handler {
 						quickPool.Put(buf)
 						return
 					case edge.QuickMaybeRepeat:
-						r = r.WithContext(context.WithValue(r.Context(), maybeRepeatKey{}, true))
+						// The SKU, cloned out of the pooled buffer, for the
+						// sale page's count of the answer.
+						r = r.WithContext(context.WithValue(r.Context(), maybeRepeatKey{}, strings.Clone(q.sku)))
 					}
 				}
 			}
@@ -151,6 +154,7 @@ func (s *Server) writeQuickSoldOut(w http.ResponseWriter, r *http.Request, sku s
 	s.quick.requests.Inc()
 	s.quick.duration.Observe(took.Seconds())
 	s.quick.buy.Observe(took.Seconds())
+	s.traffic.Observe(sku, http.StatusConflict, true, took)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
 			"status", http.StatusConflict, "duration_ms", took.Milliseconds(), "quick", true)
@@ -158,10 +162,10 @@ func (s *Server) writeQuickSoldOut(w http.ResponseWriter, r *http.Request, sku s
 }
 
 // maybeRepeat reports whether the quick path sent r on as a possible
-// repeat of a placed order of a sold-out SKU.
-func maybeRepeat(r *http.Request) bool {
-	v, _ := r.Context().Value(maybeRepeatKey{}).(bool)
-	return v
+// repeat of a placed order of a sold-out SKU, and which SKU.
+func maybeRepeat(r *http.Request) (sku string, ok bool) {
+	sku, ok = r.Context().Value(maybeRepeatKey{}).(string)
+	return sku, ok
 }
 
 // replayedBody is a body the quick path read, given to the full path

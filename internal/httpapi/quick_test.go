@@ -4,6 +4,7 @@ package httpapi_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -109,6 +110,19 @@ func TestRepeatAfterSellOutGetsItsFirstAnswer(t *testing.T) {
 		require.Equal(t, "SOLD_OUT", r.code(t), c.name)
 		require.Equal(t, c.quick, r.header.Get("X-Request-Id") == "", c.name)
 	}
+	// The sale page counts every one of those answers, whichever path gave
+	// it: the sale's 201 and its two repeats; the late buyer's 409 and the
+	// three above (two quick, one the full path's answer to a possible
+	// repeat).
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		r := api.call(http.MethodGet, "/api/v1/skus/"+sku+"/live", nil, nil)
+		var live struct {
+			Traffic struct{ Answers map[string]int64 }
+		}
+		require.NoError(t, json.Unmarshal(r.body, &live))
+		assert.Equal(c, int64(3), live.Traffic.Answers["201"], "%v", live.Traffic.Answers)
+		assert.Equal(c, int64(4), live.Traffic.Answers["409"], "%v", live.Traffic.Answers)
+	}, 10*time.Second, 200*time.Millisecond)
 }
 
 // A restock ends the quick answer on every instance within a second, by

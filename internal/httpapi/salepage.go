@@ -5,7 +5,6 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/flashsale/flashsale"
@@ -30,10 +29,6 @@ const (
 	liveMaxCached = 64
 	// liveRecentOrders is how many of the latest orders the page lists.
 	liveRecentOrders = 12
-	// trafficRateWindow and trafficP99Window: requests/s is averaged over
-	// the last 5 s, p99 taken over the last 10 s of buy answers.
-	trafficRateWindow = 5 * time.Second
-	trafficP99Window  = 10 * time.Second
 )
 
 // buyRoute is the buy endpoint's mux pattern, the route label its answers
@@ -44,9 +39,6 @@ const buyRoute = "POST /api/v1/orders"
 type saleBoard struct {
 	s         *Server
 	snapshots *snapshots[*saleLive]
-
-	mu      sync.Mutex
-	traffic trafficHistory
 }
 
 func newSaleBoard(s *Server) *saleBoard {
@@ -57,7 +49,8 @@ func newSaleBoard(s *Server) *saleBoard {
 
 // saleLive is GET /api/v1/skus/{sku}/live. MySQL's numbers are the truth
 // (total = available + frozen + sold); Redis's are what buyers are being
-// sold from right now. Traffic is this API instance's, all SKUs.
+// sold from right now. Traffic is the SKU's buy answers over every API
+// instance.
 type saleLive struct {
 	SKU       string    `json:"sku_id"`
 	At        time.Time `json:"at"`
@@ -89,14 +82,15 @@ type liveOrder struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// liveTraffic is the SKU's buy answers over every API instance, as the
+// instances flushed them to Redis (at most a second behind).
 type liveTraffic struct {
-	// RequestsPerSecond is buy requests answered per second, averaged over
-	// the last few seconds of snapshots (null until there are two).
+	// RequestsPerSecond is the SKU's buy requests answered per second over
+	// the last 5 complete seconds (null while Redis does not answer).
 	RequestsPerSecond *float64 `json:"requests_per_second"`
-	// Answers counts buy answers by HTTP status since the instance started.
+	// Answers counts the SKU's buy answers by HTTP status, every instance's
+	// since the sale's first answer (kept a week after its last).
 	Answers map[string]int64 `json:"answers"`
-	// Edge counts the load-shedding gate's decisions since start.
-	Edge map[string]int64 `json:"edge"`
 	// P99 of buy answers over the last 10 s, all of them and by what
 	// decided them (null when there were none), from the same histogram
 	// as flashsale_buy_duration_seconds (so bucket-interpolated).
@@ -164,7 +158,8 @@ func (b *saleBoard) snapshot(ctx context.Context, sku string) (*saleLive, error)
 }
 
 // read builds a snapshot: one MySQL snapshot (row, order counts, recent
-// orders), one Redis stock read and one LLEN, and this instance's counters.
+// orders), one Redis stock read, one LLEN and one pipeline of the SKU's
+// traffic counts.
 func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 	view, err := b.s.deps.Store.SaleView(ctx, sku, liveRecentOrders)
 	if err != nil {
@@ -204,6 +199,11 @@ func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 			out.Waitlist = &n
 		}
 	}
-	out.Traffic = b.trafficNow(time.Now())
+	out.Traffic = liveTraffic{Answers: map[string]int64{}}
+	if !out.RedisDown {
+		if out.Traffic, err = b.trafficNow(ctx, sku, time.Now()); err != nil {
+			b.s.log.WarnContext(ctx, "sale page: traffic", "sku", sku, "error", err)
+		}
+	}
 	return out, nil
 }

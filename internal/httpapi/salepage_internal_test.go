@@ -3,7 +3,6 @@ package httpapi
 import (
 	"math"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -26,21 +25,11 @@ func TestQuantileMs(t *testing.T) {
 	require.Equal(t, []uint64{10, 16, 20, 20}, d.plus(d).counts)
 }
 
-func TestTrafficHistory(t *testing.T) {
-	var h trafficHistory
-	t0 := time.Unix(1000, 0)
-	for i := range 20 {
-		h.add(trafficSample{at: t0.Add(time.Duration(i) * time.Second), requests: int64(10 * i)})
-	}
-	// Kept: the last 10 s and one sample before them.
-	require.Equal(t, t0.Add(8*time.Second), h.samples[0].at)
-	now := t0.Add(19 * time.Second)
-	s, ok := h.since(now.Add(-trafficRateWindow))
-	require.True(t, ok)
-	require.Equal(t, now.Add(-trafficRateWindow), s.at)
-	// The newest sample is never its own start.
-	var one trafficHistory
-	one.add(trafficSample{at: now})
-	_, ok = one.since(now.Add(-time.Second))
-	require.False(t, ok)
+func TestCumulative(t *testing.T) {
+	// Per-bucket counts from Redis become the cumulative counts
+	// quantileMs reads, +Inf last.
+	h := cumulative([]float64{0.01, 0.1, 1}, []uint64{90, 0, 10, 0})
+	require.Equal(t, []uint64{90, 90, 100, 100}, h.counts)
+	require.True(t, math.IsInf(h.bounds[3], 1))
+	require.InDelta(t, 910, *quantileMs(0.99, h), 0.001)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/saletraffic"
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // screenshotTo, when set, is where TestSalePageInBrowser writes the page's
@@ -318,4 +322,50 @@ func TestSaleLiveJSON(t *testing.T) {
 	took := time.Since(start)
 	require.LessOrEqual(t, len(ats), int(took/time.Second)+2, "snapshots read in %s: %v", took, ats)
 	require.NotContains(t, ats, "", "every answer carried its snapshot's time")
+}
+
+// TestSaleTrafficAcrossInstances: behind a load balancer, every reload of
+// the sale page shows the whole sale. Buyers alternate between two API
+// instances (two processes' connections to the same Redis, MySQL and
+// Temporal); each instance's live JSON shows both instances' answers for
+// the SKU, exactly, and a made-up SKU is counted nowhere.
+func TestSaleTrafficAcrossInstances(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	instances := []*instance{s.api, s.secondInstance()}
+	sku := s.name("traffic")
+	s.api.putSKU(sku, 6, 100, 2, 1)
+	const buyers = 10
+	want := map[string]int64{}
+	for i := range buyers {
+		r := instances[i%2].buy(s.name(fmt.Sprintf("o%d", i)), s.name(fmt.Sprintf("u%d", i)), sku, 1)
+		want[strconv.Itoa(r.status)]++
+	}
+	require.Equal(t, map[string]int64{"201": 6, "409": 4}, want)
+	madeUp := s.name("made-up")
+	for n, in := range instances {
+		r := in.buy(s.name(fmt.Sprintf("o-made-up-%d", n)), s.name("u-made-up"), madeUp, 1)
+		require.Equal(t, http.StatusNotFound, r.status, "%s", r.body)
+	}
+
+	type live struct {
+		Traffic struct {
+			RequestsPerSecond *float64         `json:"requests_per_second"`
+			Answers           map[string]int64 `json:"answers"`
+		} `json:"traffic"`
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for n, in := range instances {
+			r := in.call(http.MethodGet, "/api/v1/skus/"+sku+"/live", nil, nil)
+			if !assert.Equal(c, http.StatusOK, r.status) {
+				return
+			}
+			var l live
+			require.NoError(t, json.Unmarshal(r.body, &l))
+			assert.Equal(c, want, l.Traffic.Answers, "instance %d shows the whole sale", n)
+			assert.NotNil(c, l.Traffic.RequestsPerSecond)
+		}
+	}, 15*time.Second, 200*time.Millisecond)
+	n, err := testenv.Redis(t).Exists(t.Context(), saletraffic.Key(madeUp)).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "a made-up SKU has no traffic key")
 }

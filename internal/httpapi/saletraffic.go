@@ -1,103 +1,80 @@
 package httpapi
 
 import (
+	"context"
 	"math"
+	"net/http"
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/buying"
+	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/saletraffic"
 )
 
-// The sale page's traffic panel: this instance's buy rate and p99s over
-// the last seconds, from the API's own Prometheus instruments.
+// The sale page's traffic panel: the SKU's buy answers over every API
+// instance (internal/saletraffic: counted here, flushed to Redis once a
+// second, summed by whichever instance serves the page).
 
-// trafficNow samples this instance's buy counters and turns the samples of
-// the last few seconds into a rate and p99s.
-func (b *saleBoard) trafficNow(now time.Time) liveTraffic {
-	cur := b.sampleTraffic(now)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.traffic.add(cur)
-	out := liveTraffic{Answers: cur.answers, Edge: map[string]int64{}}
-	if old, ok := b.traffic.since(now.Add(-trafficRateWindow)); ok && cur.at.Sub(old.at) > 0 {
-		rate := float64(cur.requests-old.requests) / cur.at.Sub(old.at).Seconds()
-		out.RequestsPerSecond = &rate
+// countSaleTraffic counts a buy answer for the sale page of each SKU that
+// decided it: the SKU that refused it, or the items of an admitted one.
+// Only SKUs the edge showed are real (recentSKUs) are counted, so a name a
+// client made up costs nothing. Called after the answer is written, so
+// w's status is known.
+func (s *Server) countSaleTraffic(w http.ResponseWriter, items []flashsale.Item, outcome buying.Outcome, err error, took time.Duration) {
+	status := statusOf(w)
+	shed := outcome == buying.Shed
+	if sku, ok := edge.DecidingSKU(err); ok {
+		if s.recent.has(sku) {
+			s.traffic.Observe(sku, status, shed, took)
+		}
+		return
 	}
-	if old, ok := b.traffic.since(now.Add(-trafficP99Window)); ok {
-		out.P99AdmittedMs = quantileMs(0.99, cur.admitted.minus(old.admitted))
-		out.P99ShedMs = quantileMs(0.99, cur.shed.minus(old.shed))
-		out.P99Ms = quantileMs(0.99, cur.admitted.minus(old.admitted).plus(cur.shed.minus(old.shed)))
+	for i, it := range items {
+		if s.recent.has(it.SKU) && !slices.ContainsFunc(items[:i], func(o flashsale.Item) bool { return o.SKU == it.SKU }) {
+			s.traffic.Observe(it.SKU, status, shed, took)
+		}
 	}
-	st := b.s.gate.Stats()
-	for k, v := range map[string]int64{
-		"admitted": st.Admitted, "duplicate": st.Duplicates, "sold_out_local": st.SoldOutLocal,
-		"sold_out_redis_flag": st.SoldOutRedis, "sold_out_stock": st.SoldOutStock, "busy": st.Busy,
-		"rate_limited": st.RateLimited, "unavailable": st.Unavailable,
-	} {
-		out.Edge[k] = v
+}
+
+// statusOf is the status the middleware's recorder saw written on w.
+func statusOf(w http.ResponseWriter) int {
+	if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
+		return rec.status
+	}
+	return statusClientClosed
+}
+
+// trafficNow reads sku's traffic over every instance: totals by answer,
+// requests/s over the last saletraffic.RateWindow, p99s over the last
+// saletraffic.Window.
+func (b *saleBoard) trafficNow(ctx context.Context, sku string, now time.Time) (liveTraffic, error) {
+	tr, err := b.s.traffic.Read(ctx, sku, now)
+	if err != nil {
+		return liveTraffic{Answers: map[string]int64{}}, err
+	}
+	rate := float64(tr.Recent) / saletraffic.RateWindow.Seconds()
+	admitted, shed := cumulative(tr.Bounds, tr.Admitted), cumulative(tr.Bounds, tr.Shed)
+	return liveTraffic{
+		Answers:           tr.Answers,
+		RequestsPerSecond: &rate,
+		P99AdmittedMs:     quantileMs(0.99, admitted),
+		P99ShedMs:         quantileMs(0.99, shed),
+		P99Ms:             quantileMs(0.99, admitted.plus(shed)),
+	}, nil
+}
+
+// cumulative turns per-bucket counts (the last +Inf) into a histogram's
+// cumulative counts.
+func cumulative(bounds []float64, counts []uint64) histogramCounts {
+	out := histogramCounts{bounds: append(slices.Clone(bounds), math.Inf(1)), counts: make([]uint64, len(counts))}
+	var sum uint64
+	for i, n := range counts {
+		sum += n
+		out.counts[i] = sum
 	}
 	return out
-}
-
-// trafficSample is the instance's cumulative buy counters at one time.
-type trafficSample struct {
-	at       time.Time
-	requests int64
-	answers  map[string]int64
-	admitted histogramCounts
-	shed     histogramCounts
-}
-
-// sampleTraffic reads the API's own Prometheus instruments, so the page
-// and the dashboard count the same things.
-func (b *saleBoard) sampleTraffic(now time.Time) trafficSample {
-	out := trafficSample{at: now, answers: map[string]int64{}}
-	for _, m := range collect(b.s.prom.requests) {
-		if label(m, "route") != buyRoute {
-			continue
-		}
-		n := int64(m.GetCounter().GetValue())
-		out.answers[label(m, "code")] += n
-		out.requests += n
-	}
-	for _, m := range collect(b.s.prom.buy) {
-		h := histogramOf(m.GetHistogram())
-		switch label(m, "outcome") {
-		case string(buying.Admitted):
-			out.admitted = h
-		case string(buying.Shed):
-			out.shed = h
-		}
-	}
-	return out
-}
-
-func collect(c prometheus.Collector) []*dto.Metric {
-	ch := make(chan prometheus.Metric, 64)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	var out []*dto.Metric
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err == nil {
-			out = append(out, &d)
-		}
-	}
-	return out
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // histogramCounts are a histogram's cumulative bucket counts, by upper
@@ -105,17 +82,6 @@ func label(m *dto.Metric, name string) string {
 type histogramCounts struct {
 	bounds []float64
 	counts []uint64
-}
-
-func histogramOf(h *dto.Histogram) histogramCounts {
-	var out histogramCounts
-	for _, b := range h.GetBucket() {
-		out.bounds = append(out.bounds, b.GetUpperBound())
-		out.counts = append(out.counts, b.GetCumulativeCount())
-	}
-	out.bounds = append(out.bounds, math.Inf(1))
-	out.counts = append(out.counts, h.GetSampleCount())
-	return out
 }
 
 // minus is the observations between old and h (same bounds; an empty old
@@ -173,30 +139,4 @@ func quantileMs(q float64, h histogramCounts) *float64 {
 		return &v
 	}
 	return nil
-}
-
-// trafficHistory keeps the samples of the last trafficP99Window.
-type trafficHistory struct{ samples []trafficSample }
-
-func (t *trafficHistory) add(s trafficSample) {
-	t.samples = append(t.samples, s)
-	// Keep one sample older than the window, so it always has a start.
-	cut := 0
-	for i, old := range t.samples {
-		if s.at.Sub(old.at) > trafficP99Window {
-			cut = i
-		}
-	}
-	t.samples = t.samples[cut:]
-}
-
-// since returns the oldest sample taken at or after from, other than the
-// newest one.
-func (t *trafficHistory) since(from time.Time) (trafficSample, bool) {
-	for _, s := range t.samples[:max(len(t.samples)-1, 0)] {
-		if !s.at.Before(from) {
-			return s, true
-		}
-	}
-	return trafficSample{}, false
 }

@@ -31,9 +31,11 @@ import (
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/inventory"
+	fsmetrics "github.com/flashsale/flashsale/internal/metrics"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/saletraffic"
 )
 
 // Deps are the services the API uses.
@@ -101,6 +103,9 @@ type Server struct {
 	// quick are the quick sold-out answer's instruments (quick.go).
 	quick  quickMetrics
 	recent recentSKUs
+	// traffic counts each SKU's buy answers for the live sale page, shared
+	// by every instance through Redis (saletraffic).
+	traffic *saletraffic.Counter
 	// stock caches GET /api/v1/inventory/{sku}'s public answers.
 	stock    *snapshots[inventoryResponse]
 	draining atomic.Bool
@@ -144,6 +149,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.quick = newQuickMetrics(s.prom)
+	s.traffic = saletraffic.New(deps.Redis, fsmetrics.LatencyBuckets)
 	// The quick sold-out answer comes before everything else, the
 	// middleware included (quick.go).
 	s.handler = s.quickSoldOut(s.routes())
@@ -172,8 +178,17 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Gate() *edge.Gate { return s.gate }
 
 // Run keeps the edge's sold-out cache in step with stock changes on every
-// instance, until ctx ends.
-func (s *Server) Run(ctx context.Context) error { return s.gate.Run(ctx) }
+// instance, and flushes the sale page's traffic counts to Redis, until ctx
+// ends.
+func (s *Server) Run(ctx context.Context) error {
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		s.traffic.Run(ctx)
+	}()
+	defer func() { <-flushed }()
+	return s.gate.Run(ctx)
+}
 
 // now is the clock signature timestamps are checked against.
 func (s *Server) now() time.Time {

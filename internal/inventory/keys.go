@@ -15,6 +15,9 @@ import (
 //     fence. They share one slot so Reserve can read N, gen and the
 //     history with a single MGET and soldout.lua / bump.lua can touch gen
 //     and the flag atomically.
+//     The live sale page's traffic counts live in this slot too, written
+//     by internal/saletraffic (fs:{sku:<sku>}:traffic and
+//     fs:{sku:<sku>}:traffic:<unix second>), never by a script here.
 //   - {sku:<sku>:b<i>}   bucket i's stock plus every marker that records a
 //     change to that stock (per-order takes, per-request restocks). A marker
 //     and the stock it describes must be updated in the same script, so they

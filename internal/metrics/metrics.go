@@ -102,6 +102,7 @@ func TemporalHandler(reg prometheus.Registerer, logger *slog.Logger) (client.Met
 // Server is a running metrics listener.
 type Server struct {
 	srv *http.Server
+	mux *http.ServeMux
 	ln  net.Listener
 	// done receives Serve's result.
 	done chan error
@@ -134,6 +135,7 @@ func Listen(addr string, reg *prometheus.Registry, logger *slog.Logger) (*Server
 			WriteTimeout:      15 * time.Second,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
+		mux:  mux,
 		ln:   ln,
 		done: make(chan error, 1),
 	}
@@ -143,6 +145,10 @@ func Listen(addr string, reg *prometheus.Registry, logger *slog.Logger) (*Server
 
 // Addr is the address the listener is bound to.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Handle serves h at pattern beside the metrics (a worker's health
+// probes); safe while the listener serves.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Close stops the listener, letting a scrape under way finish within ctx.
 func (s *Server) Close(ctx context.Context) error {
@@ -191,6 +197,9 @@ func Start(addr string, logger *slog.Logger) (*Process, error) {
 
 // Addr is the listener's address.
 func (p *Process) Addr() string { return p.srv.Addr() }
+
+// Handle serves h at pattern on the metrics listener.
+func (p *Process) Handle(pattern string, h http.Handler) { p.srv.Handle(pattern, h) }
 
 // Close stops the listener, giving a scrape under way a few seconds.
 func (p *Process) Close() {
