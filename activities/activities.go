@@ -22,6 +22,7 @@ import (
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/redisguard"
 	"github.com/flashsale/flashsale/internal/requestid"
+	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // Activities holds the dependencies of the order activities. The workflow
@@ -30,6 +31,9 @@ import (
 type Activities struct {
 	Stock  *inventory.Store
 	Orders *orderdb.Store
+	// Sales holds the fair sales' queues (sale.go); SaleWorkflow's
+	// activities need it, orders do not.
+	Sales  *sale.Store
 	Logger *slog.Logger
 	// PaymentTimeout applies to orders that do not carry their own.
 	PaymentTimeout time.Duration
