@@ -34,6 +34,7 @@ import (
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // Deps are the services the API uses.
@@ -94,7 +95,9 @@ type Server struct {
 	// Temporal.
 	placements *edge.PlacementLimit
 	// buying is the buy use case behind POST /api/v1/orders.
-	buying  *buying.Service
+	buying *buying.Service
+	// sales is the fair sales' queue and passes (queue.go).
+	sales   *sale.Door
 	log     *slog.Logger
 	metrics metrics
 	prom    promMetrics
@@ -138,7 +141,9 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		prom:       newPromMetrics(),
 		placements: edge.NewPlacementLimit(cfg.AdmissionMaxInFlight),
 	}
-	s.buying = &buying.Service{Gate: s.gate, Limit: s.placements, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
+	s.sales = sale.NewDoor(sale.New(deps.Redis, s.unitsLeft), sale.NewSigner(cfg.AdminToken))
+	s.buying = &buying.Service{Gate: s.gate, Limit: s.placements, Orders: deps.Orders, Recorder: buyMetrics{s},
+		Sales: s.sales, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.quick = newQuickMetrics(s.prom)
 	// The quick sold-out answer comes before everything else, the
@@ -160,6 +165,13 @@ func dbAvailable(store *orderdb.Store) func(context.Context, string) (int64, err
 		}
 		return inv.Available, nil
 	}
+}
+
+// unitsLeft is what the SKU's Redis buckets hold, for the sale's serving
+// counter.
+func (s *Server) unitsLeft(ctx context.Context, sku string) (int64, error) {
+	av, err := s.deps.Stock.AvailableTo(ctx, sku, "")
+	return av.Units, err
 }
 
 // Handler serves the API.
@@ -229,7 +241,12 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory})
 	route("/api/v1/skus/{sku}/waitlist", map[string]http.HandlerFunc{http.MethodPost: s.joinWaitlist})
 	route("/api/v1/skus/{sku}/waitlist/me", map[string]http.HandlerFunc{http.MethodGet: s.waitlistPlace})
+	route("/api/v1/skus/{sku}/queue", map[string]http.HandlerFunc{http.MethodPost: s.enterQueue})
+	route("/api/v1/skus/{sku}/queue/me", map[string]http.HandlerFunc{http.MethodGet: s.queuePlace})
 	route("/api/v1/admin/skus/{sku}", map[string]http.HandlerFunc{http.MethodPut: s.admin(s.putSKU())})
+	route("/api/v1/admin/skus/{sku}/sale", map[string]http.HandlerFunc{
+		http.MethodPost: s.admin(s.startSale()), http.MethodGet: s.admin(s.getSale())})
+	route("/api/v1/admin/skus/{sku}/sale/{action}", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.controlSale())})
 	route("/api/v1/admin/skus/{sku}/preheat", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.preheat())})
 	route("/api/v1/admin/skus/{sku}/restock", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.restock())})
 	route("/api/v1/admin/skus/{sku}/buckets", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.resizeBuckets())})

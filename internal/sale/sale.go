@@ -269,6 +269,8 @@ type Ticket struct {
 	Ticket int64 `json:"ticket,omitempty"`
 	// Rank is the buyer's place in the queue (1 is first), once ranked.
 	Rank int64 `json:"rank,omitempty"`
+	// SeedHash is the commitment to the seed, published from the start.
+	SeedHash string `json:"seed_hash"`
 	// Entered is true when this request entered the buyer; a repeat
 	// answers the same ticket.
 	Entered bool `json:"-"`
@@ -286,7 +288,7 @@ func (s *Store) Enter(ctx context.Context, sku, userID string) (_ Ticket, err er
 		return Ticket{}, fmt.Errorf("enter queue of %s: %w", sku, err)
 	}
 	t := Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
-		Entered: res[3].(int64) == 1}
+		Entered: res[3].(int64) == 1, SeedHash: res[4].(string)}
 	switch {
 	case t.State == "":
 		return Ticket{}, noSale(sku)
@@ -312,10 +314,9 @@ type Place struct {
 	PassExpiry time.Time `json:"-"`
 	// Spent is true once the buyer's pass bought its unit.
 	Spent bool `json:"pass_spent,omitempty"`
-	// SeedHash is the commitment, published from the start; Seed is the
-	// seed, revealed once the ranks are written.
-	SeedHash string `json:"seed_hash"`
-	Seed     string `json:"seed,omitempty"`
+	// Seed is the seed, revealed once the ranks are written: with the
+	// entrants' ids, Ranks reproduces every rank.
+	Seed string `json:"seed,omitempty"`
 }
 
 // PlaceOf is userID's place in sku's sale. Reading it moves the serving
@@ -335,9 +336,10 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 		return Place{}, fmt.Errorf("queue place of %s in %s: %w", userID, sku, err)
 	}
 	p := Place{
-		Ticket:  Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64)},
+		Ticket: Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
+			SeedHash: res[7].(string)},
 		Serving: res[3].(int64), Queued: res[4].(int64), Spent: res[6].(int64) == 1,
-		SeedHash: res[7].(string), Seed: res[8].(string), Outstanding: res[9].(int64),
+		Seed: res[8].(string), Outstanding: res[9].(int64),
 	}
 	if ms := res[5].(int64); ms > 0 {
 		p.PassExpiry = time.UnixMilli(ms)

@@ -188,4 +188,3 @@ func TestPassesFollowTheStock(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.Spend(ctx, sku, 3, p2.PassExpiry, "o4"))
 }
-
