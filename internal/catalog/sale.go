@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
@@ -124,7 +125,12 @@ func (s Sales) Control(ctx context.Context, sku, action, reason string) (workflo
 // saleError codes what the sale workflow or Temporal answered.
 func saleError(sku string, err error) error {
 	if code, ok := activities.CodeOf(err); ok {
-		return fmt.Errorf("sale of %s: %w: %w", sku, flashsale.Errorf(code, "the sale's state does not allow this"), err)
+		// The workflow's words ("the sale is OPEN") name no internals.
+		msg := "the sale's state does not allow this"
+		if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.Message() != "" {
+			msg = appErr.Message()
+		}
+		return fmt.Errorf("sale of %s: %w: %w", sku, flashsale.Errorf(code, "%s", msg), err)
 	}
 	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
 		return fmt.Errorf("sale of %s: %w: %w", sku, flashsale.Errorf(flashsale.NoSale, "no sale of this sku runs"), err)

@@ -3,9 +3,10 @@
 package httpapi_test
 
 import (
-	"fmt"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -24,11 +25,17 @@ import (
 // through the API.
 
 // startSale starts a fair sale of sku opening at opensAt.
-func (in *instance) startSale(sku string, opensAt time.Time, passTTL int) map[string]any {
+func (s *stack) startSale(sku string, opensAt time.Time, passTTL int) map[string]any {
+	in := s.api
 	in.t.Helper()
 	r := in.call(http.MethodPost, "/api/v1/admin/skus/"+sku+"/sale",
 		mustJSON(in.t, map[string]any{"opens_at": opensAt, "pass_ttl_seconds": passTTL}), adminHeader())
 	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
+	// A test that fails before its close leaves no sale running on a
+	// task queue nobody polls.
+	in.t.Cleanup(func() {
+		_ = s.b.Temporal.TerminateWorkflow(context.Background(), "sale-"+sku, "", "test over")
+	})
 	return r.json(in.t)
 }
 
@@ -91,7 +98,7 @@ func TestFairSaleNothingBeforeOpensAt(t *testing.T) {
 	sku := s.name("open")
 	s.api.putSKU(sku, 4, 100, 2, 1)
 	opensAt := time.Now().Add(4 * time.Second)
-	s.api.startSale(sku, opensAt, 0)
+	s.startSale(sku, opensAt, 0)
 	var buyers []string
 	for i := range 6 {
 		u := s.name(fmt.Sprintf("b%d", i))
@@ -156,8 +163,8 @@ func TestFairSalePassRefusals(t *testing.T) {
 	// the pass's check (at 1 the per-buyer limit refuses it first).
 	api.putSKU(sku, 3, 100, 2, 2)
 	api.putSKU(other, 3, 100, 1, 1)
-	api.startSale(sku, time.Now().Add(time.Hour), 1)
-	api.startSale(other, time.Now().Add(time.Hour), 0)
+	s.startSale(sku, time.Now().Add(time.Hour), 1)
+	s.startSale(other, time.Now().Add(time.Hour), 0)
 	alice, bob, carol := s.name("alice"), s.name("bob"), s.name("carol")
 	for _, u := range []string{alice, bob} {
 		require.Equal(t, http.StatusCreated, api.enter(sku, u).status)
@@ -216,7 +223,7 @@ func TestFairSaleSeedRevealReproducesRanks(t *testing.T) {
 	api := s.api
 	sku := s.name("seed")
 	api.putSKU(sku, 1, 100, 1, 1)
-	committed := api.startSale(sku, time.Now().Add(time.Hour), 0)["seed_hash"].(string)
+	committed := s.startSale(sku, time.Now().Add(time.Hour), 0)["seed_hash"].(string)
 	require.Len(t, committed, 64)
 	var users []string
 	for i := range 40 {
@@ -254,7 +261,7 @@ func TestFairSalePauseStopsSalesPaymentGoesOn(t *testing.T) {
 	sku := s.name("pause")
 	const buyers = 12
 	api.putSKU(sku, buyers+1, 100, 2, 1)
-	api.startSale(sku, time.Now().Add(time.Hour), 0)
+	s.startSale(sku, time.Now().Add(time.Hour), 0)
 	alice := s.name("alice")
 	require.Equal(t, http.StatusCreated, api.enter(sku, alice).status)
 	var users []string
