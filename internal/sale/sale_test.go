@@ -188,3 +188,51 @@ func TestPassesFollowTheStock(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.Spend(ctx, sku, 3, p2.PassExpiry, "o4"))
 }
+
+// An open cut short (a worker killed between the freeze and the reveal,
+// half the ranks written) and retried loses no entrant and changes no
+// rank; a buyer who came in between keeps the rank after the entrants.
+func TestOpenRetriedAfterACrashChangesNoRank(t *testing.T) {
+	var units atomic.Int64
+	st, sku := newSale(t, &units, time.Minute)
+	ctx := t.Context()
+	rdb := testenv.Redis(t)
+	var users []string
+	for i := range 100 {
+		users = append(users, fmt.Sprintf("u%03d", i))
+		_, err := st.Enter(ctx, sku, users[i])
+		require.NoError(t, err)
+	}
+	opened, err := st.Open(ctx, sku)
+	require.NoError(t, err)
+	want := sale.Ranks(opened.Seed, users)
+
+	// Back to where the crashed open left it: frozen, seed not revealed,
+	// half the ranks written.
+	key := "fs:{sku:" + sku + "}:sale"
+	require.NoError(t, rdb.HSet(ctx, key, "state", "SHUFFLING").Err())
+	require.NoError(t, rdb.HDel(ctx, key, "seed").Err())
+	require.NoError(t, rdb.ZRem(ctx, key+":rank", want[50:]).Err())
+	require.Equal(t, int64(50), rdb.ZCard(ctx, key+":rank").Val())
+	tk, err := st.Enter(ctx, sku, "between")
+	require.NoError(t, err)
+	require.Equal(t, int64(101), tk.Rank)
+	_, err = st.PlaceOf(ctx, sku, "between")
+	require.NoError(t, err)
+	require.Equal(t, flashsale.SaleNotOpen, flashsale.ErrorCode(st.Spend(ctx, sku, 1, time.Now().Add(time.Minute), "o")))
+
+	again, err := st.Open(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, sale.Open, again.State)
+	require.Equal(t, opened.Seed, again.Seed)
+	require.Equal(t, int64(100), again.Entrants)
+	for rank, u := range want {
+		p, err := st.PlaceOf(ctx, sku, u)
+		require.NoError(t, err)
+		require.Equal(t, int64(rank+1), p.Rank, u)
+	}
+	p, err := st.PlaceOf(ctx, sku, "between")
+	require.NoError(t, err)
+	require.Equal(t, int64(101), p.Rank)
+	require.Equal(t, int64(101), p.Queued)
+}
