@@ -50,6 +50,10 @@ type Activities struct {
 	// MySQL (the worker signals the resync workflow). It is needed only
 	// once an order has been degraded.
 	RequestResync func(ctx context.Context, sku string) error
+	// CancelRunningOrders signals cancel to every running order of a SKU
+	// and answers how many (orders.Service.CancelRunning); a void of a
+	// fair sale needs it.
+	CancelRunningOrders func(ctx context.Context, sku, reason string) (int, error)
 	// ResyncFlagTTL is how long a SKU's resync flag is cached; zero means
 	// DefaultResyncFlagTTL.
 	ResyncFlagTTL time.Duration

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/sale"
 )
@@ -66,6 +68,41 @@ func (a *Activities) SetSaleState(ctx context.Context, in SaleStateChange) (sale
 		return st, a.saleAnswer("set sale state", err)
 	}
 	return st, nil
+}
+
+// VoidedOrders is what CancelSaleOrders did.
+type VoidedOrders struct {
+	// Cancelled is how many running orders of the SKU were sent a cancel.
+	Cancelled int `json:"cancelled"`
+}
+
+// voidSettle is how long CancelSaleOrders looks again for orders the
+// previous pass could not see yet (visibility lags by about a second).
+const voidSettle = 2 * time.Second
+
+// CancelSaleOrders cancels every running order of the sale's SKU (their
+// compensation gives the units back), then looks again after voidSettle,
+// until a pass finds none. The sale is closed first (SaleWorkflow), so no
+// new order can start meanwhile but one already admitted. Idempotent: a
+// finished order is skipped.
+func (a *Activities) CancelSaleOrders(ctx context.Context, in SaleRequest) (VoidedOrders, error) {
+	var out VoidedOrders
+	for {
+		n, err := a.CancelRunningOrders(ctx, in.SKU, "sale voided")
+		out.Cancelled += n
+		if err != nil {
+			return out, err
+		}
+		activity.RecordHeartbeat(ctx, out.Cancelled)
+		if n == 0 {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(voidSettle):
+		}
+	}
 }
 
 // saleAnswer makes a business answer non-retryable; an outage is retried.

@@ -108,6 +108,7 @@ func TestHelp(t *testing.T) {
 			"sale pause":         {"-sku", "-reason"},
 			"sale resume":        {"-sku", "-reason"},
 			"sale close":         {"-sku", "-reason"},
+			"sale void":          {"-sku", "-reason"},
 		}
 		for _, c := range commands() {
 			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" {

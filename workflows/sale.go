@@ -76,6 +76,7 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 		{UpdateSaleResume, s.move(sale.Open, sale.Paused), s.allowed(sale.Paused)},
 		{UpdateSaleClose, s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused),
 			s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
+		{UpdateSaleVoid, s.void, s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
 			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
@@ -137,6 +138,34 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 	s.view.OpenedAt = workflow.Now(ctx)
 	s.logger.Info("sale open", "entrants", opened.Entrants)
 	return nil
+}
+
+// voidStepOptions: cancelling every running order of a SKU lists and
+// signals them page by page, heartbeating; a worker lost mid-way is seen
+// by the heartbeat timeout and the retry skips what finished.
+var voidStepOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Minute,
+	HeartbeatTimeout:    30 * time.Second,
+	RetryPolicy:         saleStepOptions.RetryPolicy,
+}
+
+// void closes the sale (no pass or buy from then on), then cancels every
+// order of it still unpaid.
+func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
+	if s.view.State != sale.Closed {
+		if _, err := s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)(ctx, c); err != nil {
+			return s.view, err
+		}
+	}
+	var a *activities.Activities
+	var voided activities.VoidedOrders
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), a.CancelSaleOrders,
+		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &voided); err != nil {
+		return s.view, fmt.Errorf("cancel the sale's orders: %w", err)
+	}
+	s.view.Voided, s.view.Cancelled = true, voided.Cancelled
+	s.logger.Info("sale voided", "cancelled", voided.Cancelled, "reason", c.Reason)
+	return s.view, nil
 }
 
 // allowed is a validator: the Update is accepted only in these states.

@@ -154,3 +154,23 @@ func (s *saleSuite) TestInvalidInput() {
 	code, _ := activities.CodeOf(s.env.GetWorkflowError())
 	s.Equal(flashsale.Invalid, code)
 }
+
+// void closes the sale first, then cancels its unpaid orders, and answers
+// how many.
+func (s *saleSuite) TestVoid() {
+	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Minute)}
+	s.expectPrepared(in)
+	s.expectOpened()
+	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.env.OnActivity(a.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(activities.VoidedOrders{Cancelled: 2}, nil).Once()
+	s.control(2*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
+		s.Equal(sale.Closed, v.State)
+		s.True(v.Voided)
+		s.Equal(2, v.Cancelled)
+	})
+	s.control(3*time.Minute, UpdateSaleVoid, flashsale.SaleStateConflict, nil)
+	s.env.ExecuteWorkflow(SaleWorkflow, in)
+	v := s.result()
+	s.True(v.Voided)
+}

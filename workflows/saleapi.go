@@ -24,6 +24,9 @@ const (
 	UpdateSaleResume = "resume"
 	// UpdateSaleClose ends the sale.
 	UpdateSaleClose = "close"
+	// UpdateSaleVoid ends the sale and cancels every order of it still
+	// unpaid; their units go back.
+	UpdateSaleVoid = "void"
 	// QuerySale returns the SaleView.
 	QuerySale = "sale"
 )
@@ -59,4 +62,7 @@ type SaleView struct {
 	SeedHash string `json:"seed_hash,omitempty"`
 	Seed     string `json:"seed,omitempty"`
 	Entrants int64  `json:"entrants,omitempty"`
+	// Voided is set by the void Update, with the orders it cancelled.
+	Voided    bool `json:"voided,omitempty"`
+	Cancelled int  `json:"cancelled,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/requestid"
 	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/workflows"
@@ -29,6 +30,10 @@ func Activities(b *backend.Backend) *activities.Activities {
 		PaymentTimeout:      cfg.PaymentTimeout,
 		Guard:               b.Guard,
 		DegradedConcurrency: cfg.DegradedConcurrency,
+		CancelRunningOrders: func(ctx context.Context, sku, reason string) (int, error) {
+			return (&orders.Service{Temporal: b.Temporal, TaskQueue: cfg.TaskQueue, Orders: b.Orders, Logger: b.Logger}).
+				CancelRunning(ctx, sku, reason)
+		},
 		RequestResync: func(ctx context.Context, sku string) error {
 			return workflows.RequestResync(ctx, b.Temporal, cfg.TaskQueue, sku)
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -29,7 +30,8 @@ type Sales struct {
 }
 
 // SaleActions are the controls Control accepts, each an Update's name.
-var SaleActions = []string{workflows.UpdateSaleOpen, workflows.UpdateSalePause, workflows.UpdateSaleResume, workflows.UpdateSaleClose}
+var SaleActions = []string{workflows.UpdateSaleOpen, workflows.UpdateSalePause, workflows.UpdateSaleResume,
+	workflows.UpdateSaleClose, workflows.UpdateSaleVoid}
 
 // commitmentWait bounds how long Start waits for the sale's first
 // activity to publish the seed's commitment.
@@ -117,7 +119,14 @@ func (s Sales) Control(ctx context.Context, sku, action, reason string) (workflo
 		err = h.Get(ctx, &v)
 	}
 	if err != nil {
-		return workflows.SaleView{}, saleError(sku, err)
+		err = saleError(sku, err)
+		// A sale that ended answers no Update, but its last view is kept.
+		if flashsale.ErrorCode(err) == flashsale.NoSale {
+			if last, verr := s.View(ctx, sku); verr == nil && last.State == sale.Closed {
+				return workflows.SaleView{}, fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku), err)
+			}
+		}
+		return workflows.SaleView{}, err
 	}
 	return v, nil
 }

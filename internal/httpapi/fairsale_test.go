@@ -339,3 +339,49 @@ func TestFairSalePauseStopsSalesPaymentGoesOn(t *testing.T) {
 	require.Equal(t, http.StatusOK, api.control(sku, "close").status)
 	s.checkClean(sku)
 }
+
+// void closes the sale and cancels every unpaid order of it: their units
+// go back, a paid order stays paid, and starter check's audit is clean.
+func TestFairSaleVoid(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	api := s.api
+	sku := s.name("void")
+	const buyers = 4
+	api.putSKU(sku, 6, 100, 2, 1)
+	s.startSale(sku, time.Now().Add(time.Hour), 0)
+	var users []string
+	for i := range buyers {
+		users = append(users, s.name(fmt.Sprintf("v%d", i)))
+		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
+	}
+	require.Equal(t, http.StatusOK, api.control(sku, "open").status)
+	var ids []string
+	for _, u := range users {
+		r := api.buyWithPass("k", u, sku, api.waitPass(sku, u))
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		ids = append(ids, r.json(t)["order_id"].(string))
+	}
+	paid := ids[0]
+	require.Equal(t, http.StatusOK, api.pay(callback{OrderID: paid, TransactionID: paid + "-t", Amount: 100, Status: "SUCCESS"}).status)
+	require.Eventually(t, func() bool { return api.order(paid)["status"] == "PAID" }, 30*time.Second, 50*time.Millisecond)
+	// The search attribute of the orders is eventually visible.
+	require.Eventually(t, func() bool { return s.countWorkflows(sku) == buyers }, 30*time.Second, 200*time.Millisecond)
+
+	r := api.control(sku, "void")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	v := r.json(t)
+	require.Equal(t, "CLOSED", v["state"])
+	require.Equal(t, true, v["voided"])
+	require.EqualValues(t, buyers-1, v["cancelled"])
+	for _, id := range ids[1:] {
+		require.Eventually(t, func() bool { return api.order(id)["status"] == "CANCELLED" }, 30*time.Second, 100*time.Millisecond)
+	}
+	require.Equal(t, "PAID", api.order(paid)["status"])
+	require.Eventually(t, func() bool {
+		inv := api.inventory(sku)
+		return inv.Available == 5 && inv.DBAvailable == 5 && inv.Frozen == 0 && inv.Sold == 1
+	}, 30*time.Second, 100*time.Millisecond)
+	require.Equal(t, "SALE_CLOSED", api.control(sku, "void").code(t), "the sale's workflow has ended")
+	require.Equal(t, "SALE_CLOSED", api.enter(sku, s.name("late")).code(t))
+	s.checkClean(sku)
+}
