@@ -314,6 +314,11 @@ type Place struct {
 	PassExpiry time.Time `json:"-"`
 	// Spent is true once the buyer's pass bought its unit.
 	Spent bool `json:"pass_spent,omitempty"`
+	// SoldOut: the sale is open, its buckets are empty and the buyer
+	// holds no pass: nothing is left for anyone still queued. Like the
+	// SOLD_OUT of a buy it may turn back (a unit an unpaid order gives
+	// back is passed on in rank order).
+	SoldOut bool `json:"sold_out,omitempty"`
 	// Seed is the seed, revealed once the ranks are written: with the
 	// entrants' ids, Ranks reproduces every rank.
 	Seed string `json:"seed,omitempty"`
@@ -353,6 +358,7 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 	if p.Rank > p.Serving {
 		p.Ahead = p.Rank - p.Serving - 1
 	}
+	p.SoldOut = p.State == Open && units == 0 && p.PassExpiry.IsZero()
 	return p, nil
 }
 

@@ -177,6 +177,7 @@ func TestPassesFollowTheStock(t *testing.T) {
 	require.False(t, p1.PassExpiry.IsZero())
 	require.Eventually(t, func() bool { return place(order[2]).Serving == 3 }, 5*time.Second, 50*time.Millisecond)
 	require.Equal(t, flashsale.PassExpired, flashsale.ErrorCode(st.Spend(ctx, sku, 2, p1.PassExpiry, "o3")))
+	require.False(t, place(order[3]).SoldOut, "a unit is left")
 	require.True(t, place(order[1]).PassExpiry.IsZero())
 
 	// Paused: nothing issued, nothing spent.
@@ -187,6 +188,13 @@ func TestPassesFollowTheStock(t *testing.T) {
 	_, err = st.SetState(ctx, sku, sale.Open, sale.Paused)
 	require.NoError(t, err)
 	require.NoError(t, st.Spend(ctx, sku, 3, p2.PassExpiry, "o4"))
+
+	// The last unit is taken: everyone still queued hears it at once.
+	units.Add(-1)
+	p3 = place(order[3])
+	require.True(t, p3.SoldOut)
+	require.True(t, p3.PassExpiry.IsZero())
+	require.True(t, place(order[2]).Spent, "the buyer of the last unit")
 }
 
 // An open cut short (a worker killed between the freeze and the reveal,
