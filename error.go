@@ -66,6 +66,20 @@ const (
 	WaitlistFull  Code = "WAITLIST_FULL"
 	NotOnWaitlist Code = "NOT_ON_WAITLIST"
 
+	// A fair sale's queue and passes (docs/design/fair-sale.md).
+	NoSale       Code = "NO_SALE"
+	NotInQueue   Code = "NOT_IN_QUEUE"
+	SaleNotOpen  Code = "SALE_NOT_OPEN"
+	SalePaused   Code = "SALE_PAUSED"
+	SaleClosed   Code = "SALE_CLOSED"
+	PassRequired Code = "PASS_REQUIRED"
+	PassForeign  Code = "PASS_FOREIGN"
+	PassUsed     Code = "PASS_USED"
+	PassExpired  Code = "PASS_EXPIRED"
+	// SaleStateConflict: an operator's control that the sale's state does
+	// not allow (pause a sale that is not open, open one already open).
+	SaleStateConflict Code = "SALE_STATE_CONFLICT"
+
 	// Who is asking. (The HTTP door's own refusals, such as a bad
 	// signature or an unknown route, are its codes: internal/httpapi.)
 	Unauthenticated Code = "UNAUTHENTICATED"

@@ -22,6 +22,7 @@ import (
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/redisguard"
 	"github.com/flashsale/flashsale/internal/requestid"
+	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // Activities holds the dependencies of the order activities. The workflow
@@ -30,6 +31,9 @@ import (
 type Activities struct {
 	Stock  *inventory.Store
 	Orders *orderdb.Store
+	// Sales holds the fair sales' queues (sale.go); SaleWorkflow's
+	// activities need it, orders do not.
+	Sales  *sale.Store
 	Logger *slog.Logger
 	// PaymentTimeout applies to orders that do not carry their own.
 	PaymentTimeout time.Duration
@@ -46,6 +50,10 @@ type Activities struct {
 	// MySQL (the worker signals the resync workflow). It is needed only
 	// once an order has been degraded.
 	RequestResync func(ctx context.Context, sku string) error
+	// CancelRunningOrders signals cancel to every running order of a SKU
+	// and answers how many (orders.Service.CancelRunning); a void of a
+	// fair sale needs it.
+	CancelRunningOrders func(ctx context.Context, sku, reason string) (int, error)
 	// ResyncFlagTTL is how long a SKU's resync flag is cached; zero means
 	// DefaultResyncFlagTTL.
 	ResyncFlagTTL time.Duration

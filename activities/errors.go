@@ -45,6 +45,10 @@ var errorTypes = []struct {
 	// or other lines: nothing was written, and the Redis units the new
 	// order took are given back.
 	{flashsale.OrderIDConflict, "OrderIDConflict"},
+	// A fair sale (SaleWorkflow): an operator's control its state does not
+	// allow, and a sale whose Redis state is gone.
+	{flashsale.SaleStateConflict, "SaleStateConflict"},
+	{flashsale.NoSale, "NoSale"},
 
 	// One way only. A database answer no retry can change travels as
 	// InvalidRequest: the same statement would fail the same way forever,

@@ -29,6 +29,8 @@ func TestErrorTypesNeverChange(t *testing.T) {
 		flashsale.PaymentReceived:     "PaymentReceived",
 		flashsale.OrderIDConflict:     "OrderIDConflict",
 		flashsale.AlreadyReleased:     "SoldOut",
+		flashsale.SaleStateConflict:   "SaleStateConflict",
+		flashsale.NoSale:              "NoSale",
 	} {
 		require.Equal(t, typ, TypeFor(code), code)
 	}
@@ -36,6 +38,7 @@ func TestErrorTypesNeverChange(t *testing.T) {
 	require.Equal(t, []string{
 		"SoldOut", "UnknownSKU", "StockDrift", "AmountMismatch", "OrderPaid", "OrderClosed",
 		"InvalidRequest", "LimitExceeded", "TransactionConflict", "PaymentReceived", "OrderIDConflict",
+		"SaleStateConflict", "NoSale",
 	}, NonRetryableErrorTypes)
 }
 

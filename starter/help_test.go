@@ -102,9 +102,16 @@ func TestHelp(t *testing.T) {
 			"check":              {"-sku", "-grace"},
 			"reconcile schedule": {"-every", "-settle"},
 			"reconcile now":      {"-sku", "-dry-run"},
+			"sale start":         {"-sku", "-opens-at", "-pass-ttl"},
+			"sale show":          {"-sku"},
+			"sale open":          {"-sku", "-reason"},
+			"sale pause":         {"-sku", "-reason"},
+			"sale resume":        {"-sku", "-reason"},
+			"sale close":         {"-sku", "-reason"},
+			"sale void":          {"-sku", "-reason"},
 		}
 		for _, c := range commands() {
-			if c.name != "sku" && c.name != "reconcile" {
+			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" {
 				require.Contains(t, cmds, c.name, "a new command needs a line here")
 			}
 		}
@@ -117,7 +124,7 @@ func TestHelp(t *testing.T) {
 			}
 			require.Contains(t, out, "TEMPORAL_ADDRESS")
 		}
-		for _, group := range []string{"sku", "reconcile"} {
+		for _, group := range []string{"sku", "reconcile", "sale"} {
 			out := run(t, "starter", group, "--help")
 			require.True(t, strings.HasPrefix(out, "usage: starter "+group+" "), out)
 		}

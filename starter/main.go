@@ -59,6 +59,7 @@ func commands() []command {
 		{"token", "print a buyer token for --user (BUYER_JWT_SECRET), for the HTTP API", runToken},
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
 		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
+		{"sale", "sale start|show|open|pause|resume|close: a SKU's fair sale (queue, passes, scheduled open)", runSale},
 	}, embeddedCommands()...)
 }
 

@@ -11,7 +11,8 @@
 // reservation), handlers.go its query, updates and signals, deadline.go the
 // wait for money, payment.go applying it, compensate.go the undo list,
 // waitlist.go the offer to a waiting buyer, codes.go reading activities'
-// answers, validate.go the input check, worker.go registration.
+// answers, validate.go the input check, worker.go registration. A fair
+// sale's workflow is sale.go, its contract saleapi.go.
 package workflows
 
 import (

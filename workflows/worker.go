@@ -12,7 +12,7 @@ import (
 )
 
 // Register puts every workflow of this package and the activities they
-// run on w: the order, the reconciler and the resync. The reconciler's
+// run on w: the order, the reconciler, the resync and the sale. The reconciler's
 // activities share the order activities' stores and logger. This file only
 // registers: acts is built, and the worker given its options, where the
 // process is assembled (internal/app), so workflows reaches no store.
@@ -21,6 +21,7 @@ func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterActivity(acts)
 	w.RegisterWorkflow(ReconcileWorkflow)
 	w.RegisterWorkflow(ResyncWorkflow)
+	w.RegisterWorkflow(SaleWorkflow)
 	w.RegisterActivity(&activities.Reconciler{
 		Stock: acts.Stock, Orders: acts.Orders, Logger: acts.Logger, OrderWorkflowID: OrderWorkflowID,
 	})

@@ -13,7 +13,9 @@ import (
 
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/requestid"
+	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -24,13 +26,27 @@ func Activities(b *backend.Backend) *activities.Activities {
 	cfg := b.Config
 	return &activities.Activities{
 		Stock: b.Stock, Orders: b.Orders, Logger: b.Logger,
+		Sales:               SaleStore(b),
 		PaymentTimeout:      cfg.PaymentTimeout,
 		Guard:               b.Guard,
 		DegradedConcurrency: cfg.DegradedConcurrency,
+		CancelRunningOrders: func(ctx context.Context, sku, reason string) (int, error) {
+			return (&orders.Service{Temporal: b.Temporal, TaskQueue: cfg.TaskQueue, Orders: b.Orders, Logger: b.Logger}).
+				CancelRunning(ctx, sku, reason)
+		},
 		RequestResync: func(ctx context.Context, sku string) error {
 			return workflows.RequestResync(ctx, b.Temporal, cfg.TaskQueue, sku)
 		},
 	}
+}
+
+// SaleStore is the fair sales' Redis store on b, reading units from b's
+// buckets.
+func SaleStore(b *backend.Backend) *sale.Store {
+	return sale.New(b.Redis, func(ctx context.Context, sku string) (int64, error) {
+		av, err := b.Stock.AvailableTo(ctx, sku, "")
+		return av.Units, err
+	})
 }
 
 // NewWorker returns a worker on b's task queue with every workflow and

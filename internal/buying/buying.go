@@ -15,6 +15,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -37,11 +38,21 @@ type Recorder interface {
 	Placed(res workflows.Reservation, err error)
 }
 
-// Service buys. Every field but Logger is required.
+// Sales is the fair sale's part of a buy (sale.Door): Check refuses a buy
+// of a SKU with a sale unless it carries a valid pass of the buyer's, and
+// answers nil for a SKU without one; the claim is spent on the order once
+// the order may be placed.
+type Sales interface {
+	Check(ctx context.Context, buyer string, items []flashsale.Item, pass string) (*sale.Claim, error)
+}
+
+// Service buys. Every field but Sales and Logger is required; without
+// Sales no SKU has a fair sale.
 type Service struct {
 	Gate     *edge.Gate
 	Orders   Placer
 	Recorder Recorder
+	Sales    Sales
 	Logger   *slog.Logger
 }
 
@@ -52,6 +63,9 @@ type Request struct {
 	// Key is the buyer's optional idempotency key (see OrderIDFor).
 	Key   string
 	Items []flashsale.Item
+	// Pass is the buyer's pass for a SKU with a fair sale (the Sale-Pass
+	// header); empty otherwise.
+	Pass string
 }
 
 // Outcome names what decided a buy.
@@ -79,20 +93,36 @@ type Result struct {
 // not a failure of the buy.
 func (r Result) Rejected() bool { return r.Reservation.Status == flashsale.StatusRejected }
 
-// Buy names the order (OrderIDFor), asks the gate (whose ticket holds a
-// placement permit for a new order), places it and tells the gate how it
-// ended. The errors are the gate's refusals (edge's, wrapped; a RetryError
-// for BUSY, the placement limit's included, and RATE_LIMITED) and
-// PlaceOrder's.
+// Buy names the order (OrderIDFor), checks a fair sale's pass, asks the
+// gate (whose ticket holds a placement permit for a new order), spends the
+// pass, places the order and tells the gate how it ended. The errors are
+// the sale's refusals (sale.Door.Check, sale.Store.Spend), the gate's
+// (edge's, wrapped; a RetryError for BUSY, the placement limit's included,
+// and RATE_LIMITED), and PlaceOrder's.
 func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 	id, err := s.OrderIDFor(ctx, req.Buyer, req.Key)
 	if err != nil {
 		return Result{}, err
 	}
+	var claim *sale.Claim
+	if s.Sales != nil {
+		if claim, err = s.Sales.Check(ctx, req.Buyer, req.Items, req.Pass); err != nil {
+			return Result{Outcome: Shed}, err
+		}
+	}
 	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items})
 	s.Recorder.Admission(req.Items, err == nil && ticket.Duplicate, err)
 	if err != nil {
 		return Result{Outcome: Shed}, err
+	}
+	// Last before the placement: a buyer told BUSY (by the gate or the
+	// placement limit, both inside Admit) keeps the pass for the retry.
+	// The same order spends it again without error (a repeat).
+	if claim != nil {
+		if err := claim.Spend(ctx, id); err != nil {
+			ticket.Done(ctx, false)
+			return Result{Outcome: Shed}, err
+		}
 	}
 	if !ticket.Duplicate {
 		s.Recorder.Started()

@@ -19,3 +19,7 @@ const (
 	// ScopeWaitlist counts waitlist joins (see RateLimit).
 	ScopeWaitlist = "waitlist"
 )
+
+// ScopeQueue counts a fair sale's queue entries and place reads (see
+// RateLimit).
+const ScopeQueue = "queue"

@@ -394,6 +394,40 @@ func TestOpenAPIContract(t *testing.T) {
 	want(200, api.call(http.MethodGet, "/readyz", nil, nil), "")
 	api.metrics()
 
+	// A fair sale: started, entered, opened, bought with a pass, paused,
+	// closed; and the refusals on the way.
+	fair := s.name("c3")
+	api.putSKU(fair, 2, 100, 1, 2)
+	salePath := "/api/v1/admin/skus/" + fair + "/sale"
+	startBody := mustJSON(t, map[string]any{"opens_at": time.Now().Add(time.Hour)})
+	want(200, api.call(http.MethodPost, salePath, startBody, admin), "")
+	want(409, api.call(http.MethodPost, salePath, startBody, admin), "SALE_STATE_CONFLICT")
+	want(404, api.call(http.MethodPost, "/api/v1/admin/skus/"+unknown+"/sale", startBody, admin), "UNKNOWN_SKU")
+	want(400, api.call(http.MethodPost, salePath, []byte(`{}`), admin), "INVALID_REQUEST")
+	want(401, api.call(http.MethodPost, salePath, startBody, nil), "UNAUTHORIZED")
+	want(200, api.call(http.MethodGet, salePath, nil, admin), "")
+	want(404, api.call(http.MethodGet, "/api/v1/admin/skus/"+other+"/sale", nil, admin), "NO_SALE")
+	queue := "/api/v1/skus/" + fair + "/queue"
+	want(201, api.call(http.MethodPost, queue, nil, buyerHeader(t, alice)), "")
+	want(200, api.call(http.MethodPost, queue, nil, buyerHeader(t, alice)), "")
+	want(401, api.call(http.MethodPost, queue, nil, nil), "UNAUTHENTICATED")
+	want(404, api.call(http.MethodPost, "/api/v1/skus/"+other+"/queue", nil, buyerHeader(t, alice)), "NO_SALE")
+	want(404, api.call(http.MethodGet, queue+"/me", nil, buyerHeader(t, bob)), "NOT_IN_QUEUE")
+	want(409, api.buyWithPass("", alice, fair, ""), "SALE_NOT_OPEN")
+	want(409, api.call(http.MethodPost, salePath+"/resume", nil, admin), "SALE_STATE_CONFLICT")
+	want(400, api.call(http.MethodPost, salePath+"/bogus", nil, admin), "INVALID_REQUEST")
+	want(404, api.call(http.MethodPost, "/api/v1/admin/skus/"+other+"/sale/open", nil, admin), "NO_SALE")
+	want(200, api.call(http.MethodPost, salePath+"/open", []byte(`{"reason":"contract"}`), admin), "")
+	pass := api.waitPass(fair, alice)
+	want(401, api.buyWithPass("", alice, fair, ""), "PASS_REQUIRED")
+	want(403, api.buyWithPass("", bob, fair, pass), "PASS_FOREIGN")
+	want(201, api.buyWithPass("", alice, fair, pass), "")
+	want(403, api.buyWithPass("", alice, fair, pass), "PASS_USED")
+	want(200, api.call(http.MethodPost, salePath+"/pause", nil, admin), "")
+	want(409, api.buyWithPass("", alice, fair, pass), "SALE_PAUSED")
+	want(200, api.call(http.MethodPost, salePath+"/close", nil, admin), "")
+	want(409, api.call(http.MethodPost, queue, nil, buyerHeader(t, bob)), "SALE_CLOSED")
+
 	// What the document does not list: the mux's 405 and 404.
 	want(405, api.call(http.MethodDelete, "/api/v1/orders", nil, nil), "METHOD_NOT_ALLOWED")
 	want(405, api.call(http.MethodGet, "/api/v1/payments/callback", nil, nil), "METHOD_NOT_ALLOWED")

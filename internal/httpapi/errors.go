@@ -80,6 +80,20 @@ var answers = map[flashsale.Code]answer{
 	flashsale.NotSoldOut:    {status: http.StatusConflict, message: "units are on sale; buy one instead of waiting"},
 	flashsale.WaitlistFull:  {status: http.StatusConflict, message: "the waitlist of this sku is full"},
 	flashsale.NotOnWaitlist: {status: http.StatusNotFound, message: "you are not on this sku's waitlist and hold no offer from it"},
+
+	// A fair sale (docs/design/fair-sale.md).
+	flashsale.NoSale:            {status: http.StatusNotFound, message: "this sku has no queued sale"},
+	flashsale.NotInQueue:        {status: http.StatusNotFound, message: "you are not in this sku's queue; enter it first"},
+	flashsale.SaleNotOpen:       {status: http.StatusConflict, message: "the sale has not opened yet; enter its queue and wait for your pass"},
+	flashsale.SalePaused:        {status: http.StatusConflict, message: "the sale is paused; your place in the queue is kept"},
+	flashsale.SaleClosed:        {status: http.StatusConflict, message: "the sale is closed"},
+	flashsale.SaleStateConflict: {status: http.StatusConflict, message: "the sale's state does not allow this", showOwn: true},
+	flashsale.PassRequired: {status: http.StatusUnauthorized,
+		message:   "a buy of this sku needs a valid pass (Sale-Pass header) from GET /api/v1/skus/{sku}/queue/me",
+		challenge: `Bearer realm="flashsale"`},
+	flashsale.PassForeign: {status: http.StatusForbidden, message: "this pass was issued to another buyer or for another sku"},
+	flashsale.PassUsed:    {status: http.StatusForbidden, message: "this pass has bought its unit already"},
+	flashsale.PassExpired: {status: http.StatusForbidden, message: "this pass expired; its unit went to the next buyer in the queue"},
 }
 
 // internalAnswer is every code the table does not name.

@@ -10,6 +10,7 @@ import (
 	"github.com/flashsale/flashsale/internal/buying"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -62,7 +63,8 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), placeTimeout)
 	defer cancel()
-	res, err := s.buying.Buy(ctx, buying.Request{Buyer: c.buyer, Key: in.OrderID, Items: in.Items})
+	res, err := s.buying.Buy(ctx, buying.Request{Buyer: c.buyer, Key: in.OrderID, Items: in.Items,
+		Pass: r.Header.Get(sale.PassHeader)})
 	if res.Outcome != "" {
 		// After the answer is written, as the whole answer time.
 		defer func() {

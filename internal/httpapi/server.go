@@ -35,6 +35,7 @@ import (
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/internal/saletraffic"
 )
 
@@ -96,7 +97,9 @@ type Server struct {
 	// Temporal.
 	placements *edge.PlacementLimit
 	// buying is the buy use case behind POST /api/v1/orders.
-	buying  *buying.Service
+	buying *buying.Service
+	// sales is the fair sales' queue and passes (queue.go).
+	sales   *sale.Door
 	log     *slog.Logger
 	metrics metrics
 	prom    promMetrics
@@ -146,7 +149,9 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
 		Placements: s.placements,
 	})
-	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s}, Logger: deps.Logger}
+	s.sales = sale.NewDoor(sale.New(deps.Redis, s.unitsLeft), sale.NewSigner(cfg.AdminToken))
+	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s},
+		Sales: s.sales, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.quick = newQuickMetrics(s.prom)
 	s.traffic = saletraffic.New(deps.Redis, fsmetrics.LatencyBuckets)
@@ -169,6 +174,13 @@ func dbAvailable(store *orderdb.Store) func(context.Context, string) (int64, err
 		}
 		return inv.Available, nil
 	}
+}
+
+// unitsLeft is what the SKU's Redis buckets hold, for the sale's serving
+// counter.
+func (s *Server) unitsLeft(ctx context.Context, sku string) (int64, error) {
+	av, err := s.deps.Stock.AvailableTo(ctx, sku, "")
+	return av.Units, err
 }
 
 // Handler serves the API.
@@ -247,7 +259,12 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory})
 	route("/api/v1/skus/{sku}/waitlist", map[string]http.HandlerFunc{http.MethodPost: s.joinWaitlist})
 	route("/api/v1/skus/{sku}/waitlist/me", map[string]http.HandlerFunc{http.MethodGet: s.waitlistPlace})
+	route("/api/v1/skus/{sku}/queue", map[string]http.HandlerFunc{http.MethodPost: s.enterQueue})
+	route("/api/v1/skus/{sku}/queue/me", map[string]http.HandlerFunc{http.MethodGet: s.queuePlace})
 	route("/api/v1/admin/skus/{sku}", map[string]http.HandlerFunc{http.MethodPut: s.admin(s.putSKU())})
+	route("/api/v1/admin/skus/{sku}/sale", map[string]http.HandlerFunc{
+		http.MethodPost: s.admin(s.startSale()), http.MethodGet: s.admin(s.getSale())})
+	route("/api/v1/admin/skus/{sku}/sale/{action}", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.controlSale())})
 	route("/api/v1/admin/skus/{sku}/preheat", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.preheat())})
 	route("/api/v1/admin/skus/{sku}/restock", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.restock())})
 	route("/api/v1/admin/skus/{sku}/buckets", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.resizeBuckets())})

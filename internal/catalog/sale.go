@@ -1,0 +1,148 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/sale"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// Sales are the operators' controls of a SKU's fair sale
+// (docs/design/fair-sale.md), shared by the admin API and `starter sale`:
+// each is SaleWorkflow's Update, answered with the sale as it stands.
+type Sales struct {
+	// DB knows which SKUs exist.
+	DB        *orderdb.Store
+	Temporal  client.Client
+	TaskQueue string
+}
+
+// SaleActions are the controls Control accepts, each an Update's name.
+var SaleActions = []string{workflows.UpdateSaleOpen, workflows.UpdateSalePause, workflows.UpdateSaleResume,
+	workflows.UpdateSaleClose, workflows.UpdateSaleVoid}
+
+// commitmentWait bounds how long Start waits for the sale's first
+// activity to publish the seed's commitment.
+const commitmentWait = 10 * time.Second
+
+// Start starts sku's sale, opening at opensAt (passTTL zero: the default),
+// and answers it once its pre-queue is open with the seed's commitment
+// published. UnknownSKU for a SKU not defined; SaleStateConflict while
+// another sale of the SKU runs (close it first).
+func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL time.Duration) (workflows.SaleView, error) {
+	if !flashsale.ValidID(sku, flashsale.MaxIDLength) {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "invalid sku id")
+	}
+	if opensAt.IsZero() || passTTL < 0 {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required and pass_ttl must not be negative")
+	}
+	if _, err := s.DB.Inventory(ctx, sku); err != nil {
+		return workflows.SaleView{}, err
+	}
+	id := workflows.SaleWorkflowID(sku)
+	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: s.TaskQueue,
+		// A closed sale's id may start again; a running one may not.
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// Without it the SDK answers the running sale as if it started.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.SaleWorkflow, workflows.SaleInput{SKU: sku, OpensAt: opensAt, PassTTL: passTTL})
+	if _, ok := errors.AsType[*serviceerror.WorkflowExecutionAlreadyStarted](err); ok {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.SaleStateConflict, "a sale of %s is running; close it first", sku)
+	}
+	if err != nil {
+		return workflows.SaleView{}, orders.CodeDown(fmt.Errorf("start %s: %w", id, err))
+	}
+	wait, cancel := context.WithTimeout(ctx, commitmentWait)
+	defer cancel()
+	for {
+		v, err := s.View(wait, sku)
+		if err == nil && v.SeedHash != "" {
+			return v, nil
+		}
+		select {
+		case <-wait.Done():
+			if err == nil {
+				err = errors.New("no commitment yet")
+			}
+			return v, orders.CodeDown(fmt.Errorf("sale %s started, commitment not published within %s: %w", sku, commitmentWait, err))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// View is sku's sale as its workflow knows it (the last sale of the SKU,
+// closed or not); NoSale when the SKU never had one.
+func (s Sales) View(ctx context.Context, sku string) (workflows.SaleView, error) {
+	res, err := s.Temporal.QueryWorkflow(ctx, workflows.SaleWorkflowID(sku), "", workflows.QuerySale)
+	if err != nil {
+		return workflows.SaleView{}, saleError(sku, err)
+	}
+	var v workflows.SaleView
+	if err := res.Get(&v); err != nil {
+		return workflows.SaleView{}, fmt.Errorf("decode sale view: %w", err)
+	}
+	return v, nil
+}
+
+// Control sends one of SaleActions to sku's sale and answers the sale
+// after it: the Update's answer, written to Redis before it was given.
+// SaleStateConflict when the sale's state does not allow it, NoSale when
+// no sale of the SKU runs.
+func (s Sales) Control(ctx context.Context, sku, action, reason string) (workflows.SaleView, error) {
+	known := false
+	for _, a := range SaleActions {
+		known = known || a == action
+	}
+	if !known {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "unknown sale action %q", action)
+	}
+	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SaleWorkflowID(sku), UpdateName: action,
+		Args: []any{workflows.SaleControl{Reason: reason}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var v workflows.SaleView
+	if err == nil {
+		err = h.Get(ctx, &v)
+	}
+	if err != nil {
+		err = saleError(sku, err)
+		// A sale that ended answers no Update, but its last view is kept.
+		if flashsale.ErrorCode(err) == flashsale.NoSale {
+			if last, verr := s.View(ctx, sku); verr == nil && last.State == sale.Closed {
+				return workflows.SaleView{}, fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku), err)
+			}
+		}
+		return workflows.SaleView{}, err
+	}
+	return v, nil
+}
+
+// saleError codes what the sale workflow or Temporal answered.
+func saleError(sku string, err error) error {
+	if code, ok := activities.CodeOf(err); ok {
+		// The workflow's words ("the sale is OPEN") name no internals.
+		msg := "the sale's state does not allow this"
+		if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.Message() != "" {
+			msg = appErr.Message()
+		}
+		return fmt.Errorf("sale of %s: %w: %w", sku, flashsale.Errorf(code, "%s", msg), err)
+	}
+	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
+		return fmt.Errorf("sale of %s: %w: %w", sku, flashsale.Errorf(flashsale.NoSale, "no sale of this sku runs"), err)
+	}
+	return orders.CodeDown(fmt.Errorf("sale of %s: %w", sku, err))
+}

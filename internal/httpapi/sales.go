@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/catalog"
+	"github.com/flashsale/flashsale/workflows"
+)
+
+// The operators' controls of a fair sale: each decodes, calls catalog.Sales
+// (the same use case as `starter sale`) and encodes the sale's view.
+
+func (s *Server) saleControls() catalog.Sales {
+	return catalog.Sales{DB: s.deps.Store, Temporal: s.deps.Temporal, TaskQueue: s.deps.Orders.TaskQueue}
+}
+
+// startSaleRequest is POST /api/v1/admin/skus/{sku}/sale.
+type startSaleRequest struct {
+	OpensAt time.Time `json:"opens_at"`
+	// PassTTLSeconds is how long a pass may be spent (default 60).
+	PassTTLSeconds int64 `json:"pass_ttl_seconds"`
+}
+
+func decodeStartSale(body []byte) (startSaleRequest, error) {
+	var req startSaleRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return startSaleRequest{}, err
+	}
+	if req.OpensAt.IsZero() {
+		return startSaleRequest{}, invalid("opens_at is required (RFC 3339)")
+	}
+	if req.PassTTLSeconds < 0 || req.PassTTLSeconds > 3600 {
+		return startSaleRequest{}, invalid("pass_ttl_seconds must be between 0 (the default, 60) and 3600")
+	}
+	return req, nil
+}
+
+// startSale is POST /api/v1/admin/skus/{sku}/sale: starts the SKU's
+// SaleWorkflow and answers once its pre-queue is open with the seed's
+// commitment. 404 UNKNOWN_SKU, 409 SALE_STATE_CONFLICT while a sale of the
+// SKU runs.
+func (s *Server) startSale() http.HandlerFunc {
+	return skuEndpoint(s, decodeStartSale, func(ctx context.Context, sku string, in startSaleRequest) (workflows.SaleView, error) {
+		return s.saleControls().Start(ctx, sku, in.OpensAt, time.Duration(in.PassTTLSeconds)*time.Second)
+	})
+}
+
+// getSale is GET /api/v1/admin/skus/{sku}/sale: the sale as its workflow
+// knows it. 404 NO_SALE.
+func (s *Server) getSale() http.HandlerFunc {
+	return skuEndpoint(s, nil, func(ctx context.Context, sku string, _ struct{}) (workflows.SaleView, error) {
+		return s.saleControls().View(ctx, sku)
+	})
+}
+
+// saleControlRequest is POST /api/v1/admin/skus/{sku}/sale/{action}'s
+// optional body.
+type saleControlRequest struct {
+	Reason string `json:"reason"`
+}
+
+func decodeSaleControl(body []byte) (saleControlRequest, error) {
+	var req saleControlRequest
+	if len(body) == 0 {
+		return req, nil
+	}
+	if err := decodeJSON(body, &req); err != nil {
+		return saleControlRequest{}, err
+	}
+	if len(req.Reason) > 500 {
+		return saleControlRequest{}, invalid("reason longer than 500 characters")
+	}
+	return req, nil
+}
+
+// controlSale is POST /api/v1/admin/skus/{sku}/sale/{action} with action
+// open, pause, resume or close: the sale workflow's Update, answered once
+// every API instance will act on it. 400 for another action, 404 NO_SALE,
+// 409 SALE_STATE_CONFLICT when the sale's state does not allow it.
+func (s *Server) controlSale() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		action := r.PathValue("action")
+		skuEndpoint(s, decodeSaleControl, func(ctx context.Context, sku string, in saleControlRequest) (workflows.SaleView, error) {
+			return s.saleControls().Control(ctx, sku, action, in.Reason)
+		})(w, r)
+	}
+}

@@ -1,0 +1,121 @@
+package sale
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/redisguard"
+)
+
+// Door is the sale's part of a buy (internal/buying): a SKU without a sale
+// passes untouched; a buy of a SKU with one must be one unit, while the
+// sale is OPEN, with a pass of the buyer's for it, spent once the edge
+// admitted the buy.
+type Door struct {
+	store  *Store
+	signer *Signer
+
+	mu sync.Mutex
+	// sales are the SKUs seen with a sale, so a buy of one while Redis
+	// does not answer is refused instead of sold without a pass. Only SKUs
+	// read with a sale enter it (operators create those), capped anyway.
+	sales map[string]struct{}
+}
+
+// maxKnownSales caps Door.sales.
+const maxKnownSales = 10000
+
+// NewDoor returns the buy's check against store, verifying passes with
+// signer.
+func NewDoor(store *Store, signer *Signer) *Door {
+	return &Door{store: store, signer: signer, sales: map[string]struct{}{}}
+}
+
+// Claim is a verified pass, to be spent on the order once admitted.
+type Claim struct {
+	store *Store
+	pass  Pass
+}
+
+// Check returns nil and no error for a buy of SKUs without a sale, as
+// before sales existed. For a sale's SKU it refuses a buy of several lines
+// or units (Invalid), a sale not OPEN (SaleNotOpen, SalePaused,
+// SaleClosed), a missing or forged pass (PassRequired) and another's
+// (PassForeign), and otherwise returns the claim to spend. While Redis
+// does not answer, a SKU this instance saw with a sale is Unavailable;
+// any other goes on as before (the edge degrades).
+func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, token string) (*Claim, error) {
+	var claim *Claim
+	for _, it := range items {
+		st, err := d.store.StateOf(ctx, it.SKU)
+		if err != nil {
+			if d.known(it.SKU) {
+				return nil, fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "the sale's queue is unavailable"), err)
+			}
+			continue
+		}
+		if st == "" {
+			d.forget(it.SKU)
+			continue
+		}
+		d.remember(it.SKU)
+		if len(items) != 1 || it.Quantity != 1 {
+			return nil, flashsale.Errorf(flashsale.Invalid, "a pass of the sale of %s buys one unit, alone", it.SKU)
+		}
+		if st != Open {
+			return nil, StateError(it.SKU, st)
+		}
+		p, err := d.signer.Verify(token, buyer, it.SKU)
+		if err != nil {
+			return nil, err
+		}
+		claim = &Claim{store: d.store, pass: p}
+	}
+	return claim, nil
+}
+
+// Spend spends the claim's pass on orderID (Store.Spend).
+func (c *Claim) Spend(ctx context.Context, orderID string) error {
+	return c.store.Spend(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID)
+}
+
+func (d *Door) known(sku string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.sales[sku]
+	return ok
+}
+
+func (d *Door) remember(sku string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.sales) < maxKnownSales {
+		d.sales[sku] = struct{}{}
+	}
+}
+
+func (d *Door) forget(sku string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.sales, sku)
+}
+
+// Issue signs the pass of a buyer's place, if they hold one.
+func (d *Door) Issue(p Place) string {
+	if p.PassExpiry.IsZero() {
+		return ""
+	}
+	return d.signer.Sign(Pass{SKU: p.SKU, UserID: p.UserID, Rank: p.Rank, Expiry: p.PassExpiry})
+}
+
+// Store is the sales' store.
+func (d *Door) Store() *Store { return d.store }
+
+// outage codes a Redis failure Unavailable, as the stores do.
+func outage(err *error) {
+	if *err != nil && flashsale.ErrorCode(*err) == flashsale.Internal && redisguard.IsOutage(*err) {
+		*err = fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "redis unavailable"), *err)
+	}
+}

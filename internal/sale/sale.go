@@ -1,0 +1,397 @@
+// Package sale is the per-request half of a fair sale (docs/design/fair-sale.md):
+// the queue a buyer enters, the ranks the shuffle writes, the serving counter
+// that issues passes in rank order while units remain, and the spending of a
+// pass on a buy. Each step is one Lua script in the SKU's Redis slot; what
+// decides the sale (when it opens, pauses, closes) is SaleWorkflow's, which
+// writes the state through Prepare, Open and SetState.
+package sale
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/flashsale"
+)
+
+// State is where a sale stands.
+type State string
+
+// States of a sale, in the order a sale goes through them (PAUSED and OPEN
+// may alternate).
+const (
+	// Prequeue: buyers enter; nobody may buy.
+	Prequeue State = "PREQUEUE"
+	// Shuffling: the entrants are frozen and being ranked; later arrivals
+	// are ranked after them.
+	Shuffling State = "SHUFFLING"
+	// Open: passes are issued and spent.
+	Open State = "OPEN"
+	// Paused: no pass is issued or spent; placed orders go on.
+	Paused State = "PAUSED"
+	// Closed: the sale is over.
+	Closed State = "CLOSED"
+)
+
+// DefaultPassTTL is how long a pass may be spent after it was issued.
+const DefaultPassTTL = 60 * time.Second
+
+//go:embed *.lua
+var luaFiles embed.FS
+
+func script(name string) *redis.Script {
+	src, err := luaFiles.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("sale: embedded script %s: %v", name, err))
+	}
+	return redis.NewScript(string(src))
+}
+
+var (
+	prepareScript = script("sale_prepare.lua")
+	freezeScript  = script("sale_freeze.lua")
+	revealScript  = script("sale_reveal.lua")
+	stateScript   = script("sale_state.lua")
+	enterScript   = script("sale_enter.lua")
+	meScript      = script("sale_me.lua")
+	spendScript   = script("sale_spend.lua")
+)
+
+// Stock reads a SKU's units left in Redis (inventory.Store's AvailableTo
+// with no buyer, its Units).
+type Stock func(ctx context.Context, sku string) (int64, error)
+
+// Store holds the sales of every SKU in Redis.
+type Store struct {
+	rdb   redis.UniversalClient
+	stock Stock
+}
+
+// New returns a store on rdb; stock is needed by Place only.
+func New(rdb redis.UniversalClient, stock Stock) *Store { return &Store{rdb: rdb, stock: stock} }
+
+func checkSKU(sku string) error {
+	if !flashsale.ValidID(sku, flashsale.MaxIDLength) {
+		return flashsale.Errorf(flashsale.Invalid, "invalid sku %q", sku)
+	}
+	return nil
+}
+
+// noSale is the answer for a SKU without a sale.
+func noSale(sku string) error {
+	return flashsale.Errorf(flashsale.NoSale, "sku %s has no queued sale", sku)
+}
+
+// Prepare creates sku's sale in PREQUEUE for the sale id (the workflow's
+// run id) and returns the SHA-256 of its seed, hex: the commitment
+// published before anyone enters. Repeating it for the same id returns the
+// same hash; another id replaces an earlier sale of the SKU and its queue.
+func (s *Store) Prepare(ctx context.Context, sku, saleID string, opensAt time.Time, passTTL time.Duration) (string, error) {
+	if err := checkSKU(sku); err != nil {
+		return "", err
+	}
+	seed := make([]byte, 32)
+	_, _ = rand.Read(seed) // never fails (crypto/rand)
+	hexSeed := hex.EncodeToString(seed)
+	hash, err := prepareScript.Run(ctx, s.rdb, keys(sku), saleID, opensAt.UnixMilli(), passTTL.Milliseconds(),
+		hexSeed, SeedHash(hexSeed)).Text()
+	if err != nil {
+		return "", fmt.Errorf("prepare sale of %s: %w", sku, err)
+	}
+	return hash, nil
+}
+
+// SeedHash is the commitment to a seed (hex): the hex SHA-256 of its hex
+// form.
+func SeedHash(seed string) string {
+	h := sha256.Sum256([]byte(seed))
+	return hex.EncodeToString(h[:])
+}
+
+// Opened is what opening a sale did.
+type Opened struct {
+	// Entrants is how many buyers entered before the freeze.
+	Entrants int64 `json:"entrants"`
+	// Seed is the revealed seed: with the entrants' ids, Ranks reproduces
+	// every rank.
+	Seed string `json:"seed"`
+	// State is the sale's state after the call: OPEN, or PAUSED or CLOSED
+	// for a sale opened before.
+	State State `json:"state"`
+}
+
+// Open freezes the pre-queue, ranks the entrants by the seed and opens the
+// sale, revealing the seed. It is idempotent: a retry after a crash reads
+// the same frozen entrants and the same seed, so it writes the same ranks;
+// on a sale already open it changes nothing.
+func (s *Store) Open(ctx context.Context, sku string) (Opened, error) {
+	if err := checkSKU(sku); err != nil {
+		return Opened{}, err
+	}
+	ks := keys(sku)
+	res, err := freezeScript.Run(ctx, s.rdb, ks).Slice()
+	if err != nil {
+		return Opened{}, fmt.Errorf("freeze queue of %s: %w", sku, err)
+	}
+	state, entrants := State(res[0].(string)), res[1].(int64)
+	if state == "" {
+		return Opened{}, noSale(sku)
+	}
+	if state == Shuffling {
+		users, err := s.rdb.HKeys(ctx, ks[kEntered]).Result()
+		if err != nil {
+			return Opened{}, fmt.Errorf("read entrants of %s: %w", sku, err)
+		}
+		seed, err := s.rdb.Get(ctx, ks[kSeed]).Result()
+		if err != nil {
+			return Opened{}, fmt.Errorf("read seed of %s: %w", sku, err)
+		}
+		if err := s.writeRanks(ctx, ks[kRank], Ranks(seed, users)); err != nil {
+			return Opened{}, fmt.Errorf("write ranks of %s: %w", sku, err)
+		}
+		st, err := revealScript.Run(ctx, s.rdb, ks).Text()
+		if err != nil {
+			return Opened{}, fmt.Errorf("open sale of %s: %w", sku, err)
+		}
+		state = State(st)
+	}
+	seed, err := s.rdb.HGet(ctx, ks[kSale], "seed").Result()
+	if err != nil {
+		return Opened{}, fmt.Errorf("read revealed seed of %s: %w", sku, err)
+	}
+	return Opened{Entrants: entrants, Seed: seed, State: state}, nil
+}
+
+// writeRanks writes the entrants' ranks in batches, in one pipeline. A
+// retry writes the same scores again.
+func (s *Store) writeRanks(ctx context.Context, key string, ranked []string) error {
+	const batch = 1000
+	pipe := s.rdb.Pipeline()
+	for i := 0; i < len(ranked); i += batch {
+		members := make([]redis.Z, 0, batch)
+		for j, u := range ranked[i:min(i+batch, len(ranked))] {
+			members = append(members, redis.Z{Score: float64(i + j + 1), Member: u})
+		}
+		pipe.ZAdd(ctx, key, members...)
+	}
+	if len(ranked) == 0 {
+		return nil
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// Ranks is the shuffle: the users in rank order (the first is rank 1),
+// sorted by the hex SHA-256 of seed + ":" + user id. Anyone holding the
+// revealed seed and the entrants' ids can run it.
+func Ranks(seed string, users []string) []string {
+	type keyed struct{ key, user string }
+	ks := make([]keyed, len(users))
+	for i, u := range users {
+		h := sha256.Sum256([]byte(seed + ":" + u))
+		ks[i] = keyed{hex.EncodeToString(h[:]), u}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if a.key != b.key {
+			if a.key < b.key {
+				return -1
+			}
+			return 1
+		}
+		if a.user < b.user {
+			return -1
+		}
+		if a.user > b.user {
+			return 1
+		}
+		return 0
+	})
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.user
+	}
+	return out
+}
+
+// SetState moves sku's sale to state `to` if it is in one of from (or
+// already in `to`), and returns the state it is in after the call; a move
+// the state does not allow is a SaleStateConflict error.
+func (s *Store) SetState(ctx context.Context, sku string, to State, from ...State) (State, error) {
+	if err := checkSKU(sku); err != nil {
+		return "", err
+	}
+	args := []any{string(to)}
+	for _, f := range from {
+		args = append(args, string(f))
+	}
+	st, err := stateScript.Run(ctx, s.rdb, keys(sku), args...).Text()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("set sale of %s %s: %w", sku, to, err)
+	case st == "":
+		return "", noSale(sku)
+	case State(st) != to:
+		return State(st), flashsale.Errorf(flashsale.SaleStateConflict, "the sale of %s is %s", sku, st)
+	}
+	return State(st), nil
+}
+
+// StateOf is sku's sale's state, "" for a SKU without a sale.
+func (s *Store) StateOf(ctx context.Context, sku string) (_ State, err error) {
+	defer outage(&err)
+	st, err := s.rdb.HGet(ctx, saleKey(sku), "state").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read sale state of %s: %w", sku, err)
+	}
+	return State(st), nil
+}
+
+// Ticket is a buyer's entry in a queue.
+type Ticket struct {
+	SKU    string `json:"sku_id"`
+	UserID string `json:"user_id"`
+	State  State  `json:"state"`
+	// Ticket is the buyer's place in the order of entry before the open;
+	// it decides nothing (the shuffle does). Zero for a buyer who entered
+	// after the freeze.
+	Ticket int64 `json:"ticket,omitempty"`
+	// Rank is the buyer's place in the queue (1 is first), once ranked.
+	Rank int64 `json:"rank,omitempty"`
+	// SeedHash is the commitment to the seed, published from the start.
+	SeedHash string `json:"seed_hash"`
+	// Entered is true when this request entered the buyer; a repeat
+	// answers the same ticket.
+	Entered bool `json:"-"`
+}
+
+// Enter enters userID in sku's queue, once: NoSale for a SKU without a
+// sale, SaleClosed once it is over.
+func (s *Store) Enter(ctx context.Context, sku, userID string) (_ Ticket, err error) {
+	defer outage(&err)
+	if err := checkSKU(sku); err != nil {
+		return Ticket{}, err
+	}
+	res, err := enterScript.Run(ctx, s.rdb, keys(sku), userID).Slice()
+	if err != nil {
+		return Ticket{}, fmt.Errorf("enter queue of %s: %w", sku, err)
+	}
+	t := Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
+		Entered: res[3].(int64) == 1, SeedHash: res[4].(string)}
+	switch {
+	case t.State == "":
+		return Ticket{}, noSale(sku)
+	case t.State == Closed && t.Ticket == 0 && t.Rank == 0:
+		return Ticket{}, flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku)
+	}
+	return t, nil
+}
+
+// Place is a buyer's place in a sale: GET /api/v1/skus/{sku}/queue/me.
+type Place struct {
+	Ticket
+	// Serving is the highest rank a pass was issued to.
+	Serving int64 `json:"serving"`
+	// Queued is how many buyers hold a rank.
+	Queued int64 `json:"queued"`
+	// Outstanding is how many passes are issued and not spent or expired.
+	Outstanding int64 `json:"outstanding"`
+	// Ahead is how many ranks are before the buyer's and not yet served.
+	Ahead int64 `json:"ahead"`
+	// PassExpiry is when the buyer's outstanding pass expires (Redis's
+	// clock); zero when they hold none.
+	PassExpiry time.Time `json:"-"`
+	// Spent is true once the buyer's pass bought its unit.
+	Spent bool `json:"pass_spent,omitempty"`
+	// SoldOut: the sale is open, its buckets are empty and the buyer
+	// holds no pass: nothing is left for anyone still queued. Like the
+	// SOLD_OUT of a buy it may turn back (a unit an unpaid order gives
+	// back is passed on in rank order).
+	SoldOut bool `json:"sold_out,omitempty"`
+	// Seed is the seed, revealed once the ranks are written: with the
+	// entrants' ids, Ranks reproduces every rank.
+	Seed string `json:"seed,omitempty"`
+}
+
+// PlaceOf is userID's place in sku's sale. Reading it moves the serving
+// counter on (sale_me.lua): the units left are read first. NoSale for a
+// SKU without a sale, NotInQueue for a buyer who did not enter.
+func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err error) {
+	defer outage(&err)
+	if err := checkSKU(sku); err != nil {
+		return Place{}, err
+	}
+	units, err := s.stock(ctx, sku)
+	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
+		return Place{}, fmt.Errorf("units of %s: %w", sku, err)
+	}
+	res, err := meScript.Run(ctx, s.rdb, keys(sku), userID, units).Slice()
+	if err != nil {
+		return Place{}, fmt.Errorf("queue place of %s in %s: %w", userID, sku, err)
+	}
+	p := Place{
+		Ticket: Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
+			SeedHash: res[7].(string)},
+		Serving: res[3].(int64), Queued: res[4].(int64), Spent: res[6].(int64) == 1,
+		Seed: res[8].(string), Outstanding: res[9].(int64),
+	}
+	if ms := res[5].(int64); ms > 0 {
+		p.PassExpiry = time.UnixMilli(ms)
+	}
+	switch {
+	case p.State == "":
+		return Place{}, noSale(sku)
+	case p.Ticket.Ticket == 0 && p.Rank == 0:
+		return Place{}, flashsale.Errorf(flashsale.NotInQueue, "%s is not in the queue of %s", userID, sku)
+	}
+	if p.Rank > p.Serving {
+		p.Ahead = p.Rank - p.Serving - 1
+	}
+	p.SoldOut = p.State == Open && units == 0 && p.PassExpiry.IsZero()
+	return p, nil
+}
+
+// Spend spends the pass of rank (its signed expiry) on orderID. The same
+// order again is no error (a retried buy); another order is PassUsed; a
+// pass not outstanding is PassExpired; a sale not open is SaleNotOpen,
+// SalePaused or SaleClosed.
+func (s *Store) Spend(ctx context.Context, sku string, rank int64, expiry time.Time, orderID string) (err error) {
+	defer outage(&err)
+	res, err := spendScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID).Text()
+	if err != nil {
+		return fmt.Errorf("spend pass %d of %s: %w", rank, sku, err)
+	}
+	switch res {
+	case "OK", "REPEAT":
+		return nil
+	case "USED":
+		return flashsale.Errorf(flashsale.PassUsed, "this pass has bought its unit already")
+	case "EXPIRED":
+		return flashsale.Errorf(flashsale.PassExpired, "this pass expired; its unit went to the next buyer")
+	}
+	return StateError(sku, State(res))
+}
+
+// StateError is the refusal of a buy while the sale is not OPEN.
+func StateError(sku string, st State) error {
+	switch st {
+	case "":
+		return noSale(sku)
+	case Paused:
+		return flashsale.Errorf(flashsale.SalePaused, "the sale of %s is paused", sku)
+	case Closed:
+		return flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku)
+	}
+	return flashsale.Errorf(flashsale.SaleNotOpen, "the sale of %s is not open yet", sku)
+}

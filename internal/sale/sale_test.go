@@ -1,0 +1,246 @@
+//go:build integration
+
+package sale_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/sale"
+	"github.com/flashsale/flashsale/internal/testenv"
+)
+
+// newSale is a sale of a fresh SKU whose buckets hold *units.
+func newSale(t *testing.T, units *atomic.Int64, ttl time.Duration) (*sale.Store, string) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	sku := "sale-" + testenv.UniqueID(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, "fs:{sku:"+sku+"}*", 100).Iterator()
+		for iter.Next(ctx) {
+			_ = rdb.Unlink(ctx, iter.Val()).Err()
+		}
+	})
+	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units.Load(), nil })
+	_, err := st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), ttl)
+	require.NoError(t, err)
+	return st, sku
+}
+
+// Entering is once per buyer, under concurrency: 50 goroutines, 10 buyers,
+// exactly 10 tickets 1..10.
+func TestEnterOncePerBuyer(t *testing.T) {
+	var units atomic.Int64
+	st, sku := newSale(t, &units, time.Minute)
+	ctx := t.Context()
+	var entered atomic.Int64
+	tickets := sync.Map{}
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			user := fmt.Sprintf("u%d", i%10)
+			tk, err := st.Enter(ctx, sku, user)
+			if !assertNoError(t, err) {
+				return
+			}
+			if tk.Entered {
+				entered.Add(1)
+			}
+			if prev, loaded := tickets.LoadOrStore(user, tk.Ticket); loaded && prev != tk.Ticket {
+				t.Errorf("%s got tickets %d and %d", user, prev, tk.Ticket)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(10), entered.Load())
+	seen := map[int64]bool{}
+	tickets.Range(func(_, v any) bool { seen[v.(int64)] = true; return true })
+	require.Len(t, seen, 10)
+	for i := int64(1); i <= 10; i++ {
+		require.True(t, seen[i], "ticket %d", i)
+	}
+	_, err := st.PlaceOf(ctx, sku, "nobody")
+	require.Equal(t, flashsale.NotInQueue, flashsale.ErrorCode(err))
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// The revealed seed reproduces every rank; the commitment published before
+// anyone entered is the seed's hash; later arrivals are ranked after the
+// entrants in arrival order; a retried open changes no rank.
+func TestOpenRanksFromTheCommittedSeed(t *testing.T) {
+	var units atomic.Int64
+	st, sku := newSale(t, &units, time.Minute)
+	ctx := t.Context()
+	first, err := st.Enter(ctx, sku, "u0")
+	require.NoError(t, err)
+	require.Equal(t, sale.Prequeue, first.State)
+	commit, err := st.PlaceOf(ctx, sku, "u0")
+	require.NoError(t, err)
+	require.Empty(t, commit.Seed, "the seed is secret before the open")
+	var users []string
+	for i := range 200 {
+		users = append(users, fmt.Sprintf("u%d", i))
+		_, err := st.Enter(ctx, sku, users[i])
+		require.NoError(t, err)
+	}
+	_, err = st.SetState(ctx, sku, sale.Paused, sale.Open)
+	require.Equal(t, flashsale.SaleStateConflict, flashsale.ErrorCode(err), "pause before the open")
+
+	opened, err := st.Open(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(200), opened.Entrants)
+	require.Equal(t, sale.Open, opened.State)
+	require.Equal(t, commit.SeedHash, sale.SeedHash(opened.Seed))
+
+	want := sale.Ranks(opened.Seed, users)
+	for rank, u := range want {
+		p, err := st.PlaceOf(ctx, sku, u)
+		require.NoError(t, err)
+		require.Equal(t, int64(rank+1), p.Rank, u)
+		require.Equal(t, opened.Seed, p.Seed)
+	}
+	// Not the order of entry (a 1 in 200! chance to fail).
+	require.NotEqual(t, users, want)
+
+	late := []string{"late-a", "late-b", "u7"}
+	for i, u := range late[:2] {
+		tk, err := st.Enter(ctx, sku, u)
+		require.NoError(t, err)
+		require.Equal(t, int64(201+i), tk.Rank)
+	}
+	tk, err := st.Enter(ctx, sku, "u7")
+	require.NoError(t, err)
+	require.False(t, tk.Entered, "an entrant entering again keeps the place")
+
+	again, err := st.Open(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, opened.Seed, again.Seed)
+	p, err := st.PlaceOf(ctx, sku, want[0])
+	require.NoError(t, err)
+	require.Equal(t, int64(1), p.Rank)
+}
+
+// Passes go out in rank order while units left exceed passes outstanding;
+// a spent pass is spent once; an expired one returns its unit to the
+// counter.
+func TestPassesFollowTheStock(t *testing.T) {
+	var units atomic.Int64
+	units.Store(2)
+	st, sku := newSale(t, &units, 1500*time.Millisecond)
+	ctx := t.Context()
+	for i := range 4 {
+		_, err := st.Enter(ctx, sku, fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
+	}
+	opened, err := st.Open(ctx, sku)
+	require.NoError(t, err)
+	order := sale.Ranks(opened.Seed, []string{"u0", "u1", "u2", "u3"})
+
+	place := func(u string) sale.Place {
+		p, err := st.PlaceOf(ctx, sku, u)
+		require.NoError(t, err)
+		return p
+	}
+	p3 := place(order[3])
+	require.Equal(t, int64(2), p3.Serving, "two units, two passes")
+	require.Equal(t, int64(2), p3.Outstanding)
+	require.Equal(t, int64(1), p3.Ahead)
+	require.True(t, p3.PassExpiry.IsZero())
+	p0 := place(order[0])
+	require.False(t, p0.PassExpiry.IsZero())
+
+	// The first buyer spends: the unit leaves the buckets with the pass.
+	require.NoError(t, st.Spend(ctx, sku, 1, p0.PassExpiry, "o1"))
+	require.NoError(t, st.Spend(ctx, sku, 1, p0.PassExpiry, "o1"), "a retried buy")
+	require.Equal(t, flashsale.PassUsed, flashsale.ErrorCode(st.Spend(ctx, sku, 1, p0.PassExpiry, "o2")))
+	units.Add(-1)
+	require.Equal(t, int64(2), place(order[3]).Serving, "one unit, one pass outstanding")
+	require.True(t, place(order[0]).Spent)
+
+	// The second never spends: after its expiry the unit goes to rank 3.
+	p1 := place(order[1])
+	require.False(t, p1.PassExpiry.IsZero())
+	require.Eventually(t, func() bool { return place(order[2]).Serving == 3 }, 5*time.Second, 50*time.Millisecond)
+	require.Equal(t, flashsale.PassExpired, flashsale.ErrorCode(st.Spend(ctx, sku, 2, p1.PassExpiry, "o3")))
+	require.False(t, place(order[3]).SoldOut, "a unit is left")
+	require.True(t, place(order[1]).PassExpiry.IsZero())
+
+	// Paused: nothing issued, nothing spent.
+	_, err = st.SetState(ctx, sku, sale.Paused, sale.Open)
+	require.NoError(t, err)
+	p2 := place(order[2])
+	require.Equal(t, flashsale.SalePaused, flashsale.ErrorCode(st.Spend(ctx, sku, 3, p2.PassExpiry, "o4")))
+	_, err = st.SetState(ctx, sku, sale.Open, sale.Paused)
+	require.NoError(t, err)
+	require.NoError(t, st.Spend(ctx, sku, 3, p2.PassExpiry, "o4"))
+
+	// The last unit is taken: everyone still queued hears it at once.
+	units.Add(-1)
+	p3 = place(order[3])
+	require.True(t, p3.SoldOut)
+	require.True(t, p3.PassExpiry.IsZero())
+	require.True(t, place(order[2]).Spent, "the buyer of the last unit")
+}
+
+// An open cut short (a worker killed between the freeze and the reveal,
+// half the ranks written) and retried loses no entrant and changes no
+// rank; a buyer who came in between keeps the rank after the entrants.
+func TestOpenRetriedAfterACrashChangesNoRank(t *testing.T) {
+	var units atomic.Int64
+	st, sku := newSale(t, &units, time.Minute)
+	ctx := t.Context()
+	rdb := testenv.Redis(t)
+	var users []string
+	for i := range 100 {
+		users = append(users, fmt.Sprintf("u%03d", i))
+		_, err := st.Enter(ctx, sku, users[i])
+		require.NoError(t, err)
+	}
+	opened, err := st.Open(ctx, sku)
+	require.NoError(t, err)
+	want := sale.Ranks(opened.Seed, users)
+
+	// Back to where the crashed open left it: frozen, seed not revealed,
+	// half the ranks written.
+	key := "fs:{sku:" + sku + "}:sale"
+	require.NoError(t, rdb.HSet(ctx, key, "state", "SHUFFLING").Err())
+	require.NoError(t, rdb.HDel(ctx, key, "seed").Err())
+	require.NoError(t, rdb.ZRem(ctx, key+":rank", want[50:]).Err())
+	require.Equal(t, int64(50), rdb.ZCard(ctx, key+":rank").Val())
+	tk, err := st.Enter(ctx, sku, "between")
+	require.NoError(t, err)
+	require.Equal(t, int64(101), tk.Rank)
+	_, err = st.PlaceOf(ctx, sku, "between")
+	require.NoError(t, err)
+	require.Equal(t, flashsale.SaleNotOpen, flashsale.ErrorCode(st.Spend(ctx, sku, 1, time.Now().Add(time.Minute), "o")))
+
+	again, err := st.Open(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, sale.Open, again.State)
+	require.Equal(t, opened.Seed, again.Seed)
+	require.Equal(t, int64(100), again.Entrants)
+	for rank, u := range want {
+		p, err := st.PlaceOf(ctx, sku, u)
+		require.NoError(t, err)
+		require.Equal(t, int64(rank+1), p.Rank, u)
+	}
+	p, err := st.PlaceOf(ctx, sku, "between")
+	require.NoError(t, err)
+	require.Equal(t, int64(101), p.Rank)
+	require.Equal(t, int64(101), p.Queued)
+}

@@ -1,0 +1,225 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/sale"
+)
+
+// SaleWorkflow is a fair sale's decisions (docs/design/fair-sale.md): it
+// creates the sale with its seed's commitment, opens it at OpensAt on its
+// own timer (or at an operator's open Update), and carries the operators'
+// pause, resume and close. Each decision is written to Redis by an
+// activity before the Update answers, so every API instance acts on it at
+// its next request; buyers never wait on this workflow. Its history is the
+// sale's audit trail.
+func SaleWorkflow(ctx workflow.Context, in SaleInput) (SaleView, error) {
+	s, err := newSaleRun(ctx, in)
+	if err != nil {
+		return SaleView{}, err
+	}
+	return s.run(ctx)
+}
+
+type saleRun struct {
+	in     SaleInput
+	view   SaleView
+	logger log.Logger
+	// mu orders the steps that write the sale's state (the open and
+	// every Update), so each reads the state the previous one left.
+	mu        workflow.Mutex
+	openAsked bool
+}
+
+// saleStepOptions: Redis writes of one slot, idempotent; retried until
+// Redis answers (a sale must not lose a decision to an outage).
+var saleStepOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        200 * time.Millisecond,
+		MaximumInterval:        5 * time.Second,
+		NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+	},
+}
+
+func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
+	if !flashsale.ValidID(in.SKU, flashsale.MaxIDLength) || in.OpensAt.IsZero() || in.PassTTL < 0 {
+		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", activities.TypeFor(flashsale.Invalid), nil)
+	}
+	if in.PassTTL == 0 {
+		in.PassTTL = sale.DefaultPassTTL
+	}
+	s := &saleRun{
+		in:     in,
+		view:   SaleView{SKU: in.SKU, State: sale.Prequeue, OpensAt: in.OpensAt},
+		logger: log.With(workflow.GetLogger(ctx), "sku_id", in.SKU),
+		mu:     workflow.NewMutex(ctx),
+	}
+	if err := workflow.SetQueryHandler(ctx, QuerySale, func() (SaleView, error) { return s.view, nil }); err != nil {
+		return nil, fmt.Errorf("register %s query: %w", QuerySale, err)
+	}
+	// A slice, not a map: registration order is fixed (workflowcheck).
+	for _, u := range []struct {
+		name      string
+		handler   func(workflow.Context, SaleControl) (SaleView, error)
+		validator func(workflow.Context, SaleControl) error
+	}{
+		{UpdateSaleOpen, s.open, s.allowed(sale.Prequeue)},
+		{UpdateSalePause, s.move(sale.Paused, sale.Open), s.allowed(sale.Open)},
+		{UpdateSaleResume, s.move(sale.Open, sale.Paused), s.allowed(sale.Paused)},
+		{UpdateSaleClose, s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused),
+			s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
+		{UpdateSaleVoid, s.void, s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
+	} {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
+			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
+			return nil, fmt.Errorf("register %s update: %w", u.name, err)
+		}
+	}
+	return s, nil
+}
+
+// run is the sale's life: prepare, wait for the open, open, wait for the
+// close.
+func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
+	actx := workflow.WithActivityOptions(ctx, saleStepOptions)
+	var a *activities.Activities
+	var prepared activities.PreparedSale
+	if err := workflow.ExecuteActivity(actx, a.PrepareSale, activities.PrepareSaleInput{
+		SKU: s.in.SKU, SaleID: workflow.GetInfo(ctx).WorkflowExecution.RunID, OpensAt: s.in.OpensAt, PassTTL: s.in.PassTTL,
+	}).Get(ctx, &prepared); err != nil {
+		return s.view, fmt.Errorf("prepare sale: %w", err)
+	}
+	s.view.SeedHash = prepared.SeedHash
+
+	// The opening time is this timer's, by the server's clock: no API
+	// instance's clock decides it.
+	if wait := s.in.OpensAt.Sub(workflow.Now(ctx)); wait > 0 {
+		if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return s.openAsked || s.view.State == sale.Closed }); err != nil {
+			return s.view, err
+		}
+	}
+	if err := s.openNow(ctx); err != nil {
+		return s.view, err
+	}
+	if err := workflow.Await(ctx, func() bool { return s.view.State == sale.Closed }); err != nil {
+		return s.view, err
+	}
+	// An Update still answering finishes before the result is written.
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return s.view, err
+	}
+	return s.view, nil
+}
+
+// openNow freezes, shuffles and opens, unless the sale was closed first.
+func (s *saleRun) openNow(ctx workflow.Context) error {
+	if err := s.mu.Lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if s.view.State != sale.Prequeue {
+		return nil
+	}
+	var a *activities.Activities
+	var opened sale.Opened
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.OpenSale,
+		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
+		return fmt.Errorf("open sale: %w", err)
+	}
+	s.view.State, s.view.Seed, s.view.Entrants = opened.State, opened.Seed, opened.Entrants
+	s.view.OpenedAt = workflow.Now(ctx)
+	s.logger.Info("sale open", "entrants", opened.Entrants)
+	return nil
+}
+
+// voidStepOptions: cancelling every running order of a SKU lists and
+// signals them page by page, heartbeating; a worker lost mid-way is seen
+// by the heartbeat timeout and the retry skips what finished.
+var voidStepOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Minute,
+	HeartbeatTimeout:    30 * time.Second,
+	RetryPolicy:         saleStepOptions.RetryPolicy,
+}
+
+// void closes the sale (no pass or buy from then on), then cancels every
+// order of it still unpaid.
+func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
+	if s.view.State != sale.Closed {
+		if _, err := s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)(ctx, c); err != nil {
+			return s.view, err
+		}
+	}
+	var a *activities.Activities
+	var voided activities.VoidedOrders
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), a.CancelSaleOrders,
+		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &voided); err != nil {
+		return s.view, fmt.Errorf("cancel the sale's orders: %w", err)
+	}
+	s.view.Voided, s.view.Cancelled = true, voided.Cancelled
+	s.logger.Info("sale voided", "cancelled", voided.Cancelled, "reason", c.Reason)
+	return s.view, nil
+}
+
+// allowed is a validator: the Update is accepted only in these states.
+func (s *saleRun) allowed(states ...sale.State) func(workflow.Context, SaleControl) error {
+	return func(workflow.Context, SaleControl) error {
+		for _, st := range states {
+			if s.view.State == st {
+				return nil
+			}
+		}
+		return stateConflict(s.view.State)
+	}
+}
+
+func stateConflict(st sale.State) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the sale is %s", st),
+		activities.TypeFor(flashsale.SaleStateConflict), nil)
+}
+
+// open asks the main loop to open now and answers once it has.
+func (s *saleRun) open(ctx workflow.Context, _ SaleControl) (SaleView, error) {
+	s.openAsked = true
+	err := workflow.Await(ctx, func() bool { return s.view.State != sale.Prequeue })
+	return s.view, err
+}
+
+// move is an Update's handler: write state `to` to Redis if the sale is in
+// one of from, then answer the view.
+func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context, SaleControl) (SaleView, error) {
+	return func(ctx workflow.Context, c SaleControl) (SaleView, error) {
+		if err := s.mu.Lock(ctx); err != nil {
+			return s.view, err
+		}
+		defer s.mu.Unlock()
+		// Another Update may have moved the sale since this one was
+		// validated.
+		if err := s.allowed(from...)(ctx, c); err != nil {
+			return s.view, err
+		}
+		var a *activities.Activities
+		var st sale.State
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.SetSaleState,
+			activities.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
+		if err != nil {
+			if code, ok := activities.CodeOf(err); ok && code == flashsale.SaleStateConflict {
+				return s.view, stateConflict(st)
+			}
+			return s.view, fmt.Errorf("%s sale: %w", to, err)
+		}
+		s.view.State = to
+		if to == sale.Closed {
+			s.view.ClosedAt = workflow.Now(ctx)
+		}
+		s.logger.Info("sale "+string(to), "reason", c.Reason)
+		return s.view, nil
+	}
+}

@@ -1,0 +1,31 @@
+package workflows
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+)
+
+// TestReplayRecordedSaleHistories replays SaleWorkflow histories recorded
+// from the dev server (workflows/testdata/sale/README.md): a sale opened by
+// its timer, then paused, resumed and closed by `starter sale`; and one
+// opened early by the open Update with 40 entrants, then closed. A change
+// to SaleWorkflow that would break a running sale makes this fail.
+func TestReplayRecordedSaleHistories(t *testing.T) {
+	files, err := filepath.Glob("testdata/sale/*.json")
+	require.NoError(t, err)
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	require.Equal(t, []string{"open-update-close.json", "timer-pause-resume-close.json"}, names)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflow(SaleWorkflow)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+		})
+	}
+}

@@ -1,0 +1,176 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/sale"
+)
+
+type saleSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+	// openedAt is the test clock when OpenSale ran.
+	openedAt time.Time
+}
+
+func TestSaleWorkflow(t *testing.T) { suite.Run(t, new(saleSuite)) }
+
+func (s *saleSuite) SetupTest() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.RegisterActivity(&activities.Activities{})
+	s.openedAt = time.Time{}
+}
+
+func (s *saleSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
+
+func (s *saleSuite) expectPrepared(in SaleInput) {
+	s.env.OnActivity(a.PrepareSale, mock.Anything, mock.MatchedBy(func(p activities.PrepareSaleInput) bool {
+		return p.SKU == in.SKU && p.OpensAt.Equal(in.OpensAt) && p.PassTTL == sale.DefaultPassTTL && p.SaleID != ""
+	})).Return(activities.PreparedSale{SeedHash: "h"}, nil).Once()
+}
+
+func (s *saleSuite) expectOpened() {
+	s.env.OnActivity(a.OpenSale, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(func(context.Context, activities.SaleRequest) (sale.Opened, error) {
+			s.openedAt = s.env.Now()
+			return sale.Opened{Entrants: 3, Seed: "seed", State: sale.Open}, nil
+		}).Once()
+}
+
+func (s *saleSuite) expectState(to sale.State, from ...sale.State) {
+	s.env.OnActivity(a.SetSaleState, mock.Anything, activities.SaleStateChange{SKU: "1001", To: to, From: from}).
+		Return(to, nil).Once()
+}
+
+// control sends an operator Update after d and checks its answer; a
+// non-empty code expects the validator to reject it with that code.
+func (s *saleSuite) control(d time.Duration, name string, code flashsale.Code, check func(SaleView)) {
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(name, name+d.String(), &testsuite.TestUpdateCallback{
+			OnReject: func(err error) {
+				got, _ := activities.CodeOf(err)
+				s.Equal(code, got, "%s rejected: %v", name, err)
+			},
+			OnAccept: func() { s.Empty(code, "%s accepted", name) },
+			OnComplete: func(v any, err error) {
+				if code == "" {
+					s.Require().NoError(err)
+					check(v.(SaleView))
+				}
+			},
+		}, SaleControl{Reason: "test"})
+	}, d)
+}
+
+func (s *saleSuite) result() SaleView {
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+	var v SaleView
+	s.Require().NoError(s.env.GetWorkflowResult(&v))
+	return v
+}
+
+// The sale opens on its own timer, at opens_at and not before; operators
+// pause, resume and close it, and a control its state does not allow is
+// rejected by the validator with SALE_STATE_CONFLICT.
+func (s *saleSuite) TestOpensOnItsTimer() {
+	start := s.env.Now()
+	in := SaleInput{SKU: "1001", OpensAt: start.Add(time.Hour)}
+	s.expectPrepared(in)
+	s.expectOpened()
+	s.expectState(sale.Paused, sale.Open)
+	s.expectState(sale.Open, sale.Paused)
+	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.control(30*time.Minute, UpdateSalePause, flashsale.SaleStateConflict, nil)
+	s.control(30*time.Minute, UpdateSaleResume, flashsale.SaleStateConflict, nil)
+	s.env.RegisterDelayedCallback(func() {
+		v, err := s.env.QueryWorkflow(QuerySale)
+		s.Require().NoError(err)
+		var view SaleView
+		s.Require().NoError(v.Get(&view))
+		s.Equal(sale.Prequeue, view.State)
+		s.Equal("h", view.SeedHash)
+		s.Empty(view.Seed, "the seed is not revealed before the open")
+	}, 59*time.Minute)
+	s.control(61*time.Minute, UpdateSaleOpen, flashsale.SaleStateConflict, nil)
+	s.control(62*time.Minute, UpdateSalePause, "", func(v SaleView) { s.Equal(sale.Paused, v.State) })
+	s.control(63*time.Minute, UpdateSalePause, flashsale.SaleStateConflict, nil)
+	s.control(64*time.Minute, UpdateSaleResume, "", func(v SaleView) { s.Equal(sale.Open, v.State) })
+	s.control(65*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.env.ExecuteWorkflow(SaleWorkflow, in)
+
+	s.Equal(in.OpensAt, s.openedAt, "opened by the timer, at opens_at")
+	v := s.result()
+	s.Equal(sale.Closed, v.State)
+	s.Equal("seed", v.Seed)
+	s.Equal(int64(3), v.Entrants)
+	s.True(in.OpensAt.Equal(v.OpenedAt), "%v", v.OpenedAt)
+	s.True(start.Add(65*time.Minute).Equal(v.ClosedAt), "%v", v.ClosedAt)
+}
+
+// An operator's open Update opens the sale at once and answers once it is
+// open.
+func (s *saleSuite) TestOpenUpdateOpensEarly() {
+	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Hour)}
+	s.expectPrepared(in)
+	s.expectOpened()
+	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.control(10*time.Minute, UpdateSaleOpen, "", func(v SaleView) {
+		s.Equal(sale.Open, v.State)
+		s.Equal("seed", v.Seed)
+	})
+	s.control(20*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	start := s.env.Now()
+	s.env.ExecuteWorkflow(SaleWorkflow, in)
+	s.Equal(start.Add(10*time.Minute), s.openedAt)
+	s.result()
+}
+
+// A sale closed before it opened never shuffles.
+func (s *saleSuite) TestCloseBeforeOpen() {
+	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Hour)}
+	s.expectPrepared(in)
+	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.control(time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.env.ExecuteWorkflow(SaleWorkflow, in)
+	v := s.result()
+	s.Empty(v.Seed)
+	s.True(s.openedAt.IsZero())
+}
+
+// Bad input fails the workflow at once, touching nothing.
+func (s *saleSuite) TestInvalidInput() {
+	s.env.ExecuteWorkflow(SaleWorkflow, SaleInput{SKU: "bad sku", OpensAt: s.env.Now()})
+	s.Require().True(s.env.IsWorkflowCompleted())
+	code, _ := activities.CodeOf(s.env.GetWorkflowError())
+	s.Equal(flashsale.Invalid, code)
+}
+
+// void closes the sale first, then cancels its unpaid orders, and answers
+// how many.
+func (s *saleSuite) TestVoid() {
+	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Minute)}
+	s.expectPrepared(in)
+	s.expectOpened()
+	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.env.OnActivity(a.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(activities.VoidedOrders{Cancelled: 2}, nil).Once()
+	s.control(2*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
+		s.Equal(sale.Closed, v.State)
+		s.True(v.Voided)
+		s.Equal(2, v.Cancelled)
+	})
+	s.control(3*time.Minute, UpdateSaleVoid, flashsale.SaleStateConflict, nil)
+	s.env.ExecuteWorkflow(SaleWorkflow, in)
+	v := s.result()
+	s.True(v.Voided)
+}

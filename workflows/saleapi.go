@@ -1,0 +1,68 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/flashsale/flashsale/internal/sale"
+)
+
+// The contract of SaleWorkflow, one per SKU with a fair sale
+// (docs/design/fair-sale.md): its id, the operators' Updates, its input and
+// its view. Buyers never reach it; they reach Redis (internal/sale).
+
+// SaleWorkflowID is the workflow id of sku's sale: one sale of a SKU at a
+// time.
+func SaleWorkflowID(sku string) string { return "sale-" + sku }
+
+// Names a person reading the Temporal Web UI sees on a sale's events.
+const (
+	// UpdateSaleOpen opens the sale now instead of at opens_at.
+	UpdateSaleOpen = "open"
+	// UpdateSalePause stops new passes and buys; placed orders go on.
+	UpdateSalePause = "pause"
+	// UpdateSaleResume lifts a pause.
+	UpdateSaleResume = "resume"
+	// UpdateSaleClose ends the sale.
+	UpdateSaleClose = "close"
+	// UpdateSaleVoid ends the sale and cancels every order of it still
+	// unpaid; their units go back.
+	UpdateSaleVoid = "void"
+	// QuerySale returns the SaleView.
+	QuerySale = "sale"
+)
+
+// SaleInput starts a SaleWorkflow.
+type SaleInput struct {
+	SKU string `json:"sku_id"`
+	// OpensAt is when the pre-queue is shuffled and buying starts, by the
+	// Temporal server's clock (the workflow's timer).
+	OpensAt time.Time `json:"opens_at"`
+	// PassTTL is how long a pass may be spent; zero means
+	// sale.DefaultPassTTL.
+	PassTTL time.Duration `json:"pass_ttl,omitempty"`
+}
+
+// SaleControl is the argument of every operator Update: why, for the
+// audit trail.
+type SaleControl struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// SaleView is the sale as the workflow knows it: the answer of every
+// Update, QuerySale's, and the workflow's result.
+type SaleView struct {
+	SKU     string     `json:"sku_id"`
+	State   sale.State `json:"state"`
+	OpensAt time.Time  `json:"opens_at"`
+	// OpenedAt is when the sale opened (the timer or an open Update).
+	OpenedAt time.Time `json:"opened_at,omitzero"`
+	ClosedAt time.Time `json:"closed_at,omitzero"`
+	// SeedHash is the commitment published before anyone entered; Seed
+	// is revealed at the open, with Entrants, the buyers it ranked.
+	SeedHash string `json:"seed_hash,omitempty"`
+	Seed     string `json:"seed,omitempty"`
+	Entrants int64  `json:"entrants,omitempty"`
+	// Voided is set by the void Update, with the orders it cancelled.
+	Voided    bool `json:"voided,omitempty"`
+	Cancelled int  `json:"cancelled,omitempty"`
+}
