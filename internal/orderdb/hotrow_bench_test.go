@@ -30,17 +30,34 @@ import (
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
+// protoBuckets is the bucket rows' count in the benchmark: Redis's default.
+const protoBuckets = flashsale.DefaultBuckets
+
+type createFunc func(*orderdb.Store, context.Context, orderdb.NewOrder) (orderdb.Order, error)
+
 // hotRowPaths are the statement orders compared, by name.
 var hotRowPaths = []struct {
 	name   string
-	create func(*orderdb.Store, context.Context, orderdb.NewOrder) (orderdb.Order, error)
+	create createFunc
+	// setup prepares the SKU after PutSKU, when the path needs it.
+	setup func(*orderdb.Store, context.Context, string) error
 }{
 	// 5a438e2's order: UPDATE first, then SELECT FOR UPDATE, SUM, INSERTs.
-	{"today", (*orderdb.Store).CreateOrderLegacy},
+	{name: "today", create: (*orderdb.Store).CreateOrderLegacy},
 	// The textbook: SELECT ... FOR UPDATE, decide, UPDATE, SUM, INSERTs.
-	{"for-update", (*orderdb.Store).CreateOrderForUpdate},
+	{name: "for-update", create: (*orderdb.Store).CreateOrderForUpdate},
 	// The store's CreateOrder: inserts first, the UPDATE last.
-	{"short", (*orderdb.Store).CreateOrder},
+	{name: "short", create: (*orderdb.Store).CreateOrder},
+	// The short section on bucket rows (a prototype, legacy_test.go).
+	{
+		name: "buckets",
+		create: func(s *orderdb.Store, ctx context.Context, o orderdb.NewOrder) (orderdb.Order, error) {
+			return s.CreateOrderProtoBuckets(ctx, o, protoBuckets)
+		},
+		setup: func(s *orderdb.Store, ctx context.Context, sku string) error {
+			return s.SplitIntoProtoBuckets(ctx, sku, protoBuckets)
+		},
+	},
 }
 
 func BenchmarkHotRow(b *testing.B) {
@@ -70,6 +87,9 @@ func BenchmarkHotRow(b *testing.B) {
 				sku := fmt.Sprintf("hot-%s-%s-%d-%d", run, p.name, conns, b.N)
 				_, err := s.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 1 << 40, Price: 100, Buckets: 16, PerUserLimit: 1})
 				require.NoError(b, err)
+				if p.setup != nil {
+					require.NoError(b, p.setup(s, ctx, sku))
+				}
 				creates := func(n int) {
 					o := orderdb.NewOrder{
 						OrderID: fmt.Sprintf("%s-%d", sku, n), UserID: fmt.Sprintf("u%d", n),

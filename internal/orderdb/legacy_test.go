@@ -8,7 +8,9 @@ package orderdb
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"time"
 
@@ -192,3 +194,125 @@ func (s *Store) CreateOrderForUpdate(ctx context.Context, o NewOrder) (Order, er
 	}
 	return toOrder(created, createdItems, nil), nil
 }
+
+// A prototype of bucket rows in MySQL, for the benchmark only: the SKU's
+// stock split into rows that mirror Redis's buckets, each a stock row of
+// its own (total, available, frozen, sold, the same balance CHECK), in a
+// scratch table the benchmark creates. It measures what the design can
+// reach before the product takes it on (docs/design/hotrow.md says what
+// the product still needs: resizes, restocks, pay and close, the audit).
+
+const protoBucketsDDL = `CREATE TABLE IF NOT EXISTS proto_inventory_buckets (
+	sku_id    VARCHAR(64) NOT NULL,
+	bucket    INT         NOT NULL,
+	total     BIGINT      NOT NULL,
+	available BIGINT      NOT NULL,
+	frozen    BIGINT      NOT NULL DEFAULT 0,
+	sold      BIGINT      NOT NULL DEFAULT 0,
+	PRIMARY KEY (sku_id, bucket),
+	CONSTRAINT proto_buckets_available_nonneg CHECK (available >= 0),
+	CONSTRAINT proto_buckets_balance CHECK (available + frozen + sold = total)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+
+// SplitIntoProtoBuckets moves every available unit of sku from its row
+// into n bucket rows, as evenly as Redis's preheat spreads them.
+func (s *Store) SplitIntoProtoBuckets(ctx context.Context, sku string, n int) error {
+	if err := s.db.WithContext(ctx).Exec(protoBucketsDDL).Error; err != nil {
+		return err
+	}
+	return s.writeTx(ctx, nil, func(tx *gorm.DB) error {
+		inv, err := lockInventory(tx, sku)
+		if err != nil {
+			return err
+		}
+		for b := range n {
+			share := inv.Available / int64(n)
+			if int64(b) < inv.Available%int64(n) {
+				share++
+			}
+			if err := tx.Exec(`INSERT INTO proto_inventory_buckets (sku_id, bucket, total, available) VALUES (?, ?, ?, ?)`,
+				sku, b, share, share).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Exec(`UPDATE inventory SET total = total - available, available = 0 WHERE sku_id = ?`, sku).Error
+	})
+}
+
+// CreateOrderProtoBuckets is CreateOrder with the stock taken from the
+// order's bucket row (crc32(order id) % n, where Redis starts too). One
+// item only. A bucket row that lacks the units ends the transaction: an
+// UPDATE that matched no row keeps its lock until the transaction ends
+// (seen here as deadlocks between buyers walking the rows in different
+// orders), so the next attempt starts over on a row that an unlocked read
+// found with stock.
+func (s *Store) CreateOrderProtoBuckets(ctx context.Context, o NewOrder, n int) (Order, error) {
+	it := o.Items[0]
+	ts := now()
+	created := orderRow{OrderID: o.OrderID, UserID: o.UserID, Status: string(flashsale.StatusPendingPayment),
+		PayBy: o.PayBy.UTC().Truncate(time.Millisecond), CreatedAt: ts, UpdatedAt: ts}
+	var line orderItemRow
+	bucket := int(crc32.ChecksumIEEE([]byte(o.OrderID)) % uint32(n))
+	for {
+		moved := false
+		err := s.writeTx(ctx, nil, func(tx *gorm.DB) error {
+			invs, err := readInventories(tx, []string{it.SKU})
+			if err != nil {
+				return err
+			}
+			inv := invs[it.SKU]
+			created.Amount = it.Quantity * inv.Price
+			line = orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
+			if err := tx.Create(&created).Error; err != nil {
+				return err
+			}
+			if err := tx.Create(&line).Error; err != nil {
+				return err
+			}
+			if err := takeHoldings(tx, o.UserID, o.Items, invs); err != nil {
+				return err
+			}
+			res := tx.Exec(`UPDATE proto_inventory_buckets SET available = available - ?, frozen = frozen + ?
+				WHERE sku_id = ? AND bucket = ? AND available >= ?;
+				INSERT INTO inventory_journal (sku_id, ref_id, type, delta_available, delta_frozen, delta_sold,
+					available_before, available_after, frozen_after, sold_after, reason, created_at)
+				SELECT sku_id, ?, ?, ?, ?, 0, available + ?, available, frozen, sold, ?, ?
+				FROM proto_inventory_buckets WHERE sku_id = ? AND bucket = ? AND ROW_COUNT() = 1`,
+				it.Quantity, it.Quantity, it.SKU, bucket, it.Quantity,
+				o.OrderID, journalReserve, -it.Quantity, it.Quantity, it.Quantity, fmt.Sprintf("order created, bucket %d", bucket), ts, it.SKU, bucket)
+			if res.Error != nil {
+				return res.Error
+			}
+			if moved = res.RowsAffected == 1; !moved {
+				return errBucketEmpty
+			}
+			return nil
+		})
+		if moved && err == nil {
+			return toOrder(created, []orderItemRow{line}, nil), nil
+		}
+		if err != nil && !errors.Is(err, errBucketEmpty) {
+			return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
+		}
+		var rows []struct {
+			Bucket    int
+			Available int64
+		}
+		if err := s.db.WithContext(ctx).Raw(`SELECT bucket, available FROM proto_inventory_buckets WHERE sku_id = ? ORDER BY bucket`,
+			it.SKU).Scan(&rows).Error; err != nil {
+			return Order{}, err
+		}
+		next := -1
+		for k := 1; k <= len(rows) && next < 0; k++ {
+			if r := rows[(bucket+k)%len(rows)]; r.Available >= it.Quantity {
+				next = r.Bucket
+			}
+		}
+		if next < 0 {
+			return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
+		}
+		bucket = next
+	}
+}
+
+var errBucketEmpty = errors.New("bucket row without the units")
