@@ -91,8 +91,12 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 
 	var created orderRow
 	var createdItems []orderItemRow
-	err := s.writeTx(ctx, isSaleMoved, func(tx *gorm.DB) error {
+	err := s.writeTx(ctx, readAgain, func(tx *gorm.DB) error {
 		invs, err := readInventories(tx, skus)
+		if err != nil {
+			return err
+		}
+		buckets, err := readBuckets(tx, invs)
 		if err != nil {
 			return err
 		}
@@ -111,16 +115,26 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 			if !ok {
 				return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
 			}
-			line, err := mulAmount(it.Quantity, inv.Price)
+			cost, err := mulAmount(it.Quantity, inv.Price)
 			if err == nil {
-				created.Amount, err = addAmount(created.Amount, line)
+				created.Amount, err = addAmount(created.Amount, cost)
 			}
 			if err != nil {
 				return fmt.Errorf("sku %s: %w", it.SKU, err)
 			}
-			createdItems = append(createdItems, orderItemRow{
-				OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price,
-			})
+			line := orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
+			if inv.BucketRows > 0 {
+				// The row is chosen before the inserts, which record it; a
+				// line no single row can serve gathers the units first (a
+				// rare path, at the end of a sale: it locks early).
+				var ok bool
+				if line.Bucket, ok = pickRow(o.OrderID, inv, buckets[it.SKU], it.Quantity); !ok {
+					if err := s.gatherFor(tx, inv, buckets[it.SKU], it, o.OrderID, ts); err != nil {
+						return err
+					}
+				}
+			}
+			createdItems = append(createdItems, line)
 		}
 		// A concurrent attempt with the same order id fails here with a
 		// duplicate key, before it has locked anything another order needs.
@@ -135,10 +149,10 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		}
 		// Last, the stock: the WHERE clause is the oversell guard, evaluated
 		// on the latest committed row under its exclusive lock.
-		for _, it := range items {
+		for i, it := range items {
 			sale := invs[it.SKU].SaleStartedAt
 			moved, err := s.apply(tx, stockMove{
-				sku: it.SKU, dAvail: -it.Quantity, dFrozen: it.Quantity,
+				sku: it.SKU, bucket: createdItems[i].Bucket, dAvail: -it.Quantity, dFrozen: it.Quantity,
 				// Redis did not see a degraded order's take: flag the SKU
 				// for a resync in the statement that moves the units.
 				resync: o.Degraded, sale: &sale,
@@ -146,6 +160,11 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 			})
 			if err != nil {
 				return fmt.Errorf("reserve sku %s: %w", it.SKU, err)
+			}
+			if !moved && invs[it.SKU].BucketRows > 0 {
+				// Which row, and whether the SKU still has the units, is
+				// decided again on a fresh read.
+				return fmt.Errorf("sku %s: %w", it.SKU, errRowRaced)
 			}
 			if !moved {
 				return shortage(tx, it, sale)
@@ -174,7 +193,23 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 // again on the new values.
 var errSaleMoved = errors.New("the sku's sale changed during the order")
 
-func isSaleMoved(err error) bool { return errors.Is(err, errSaleMoved) }
+// readAgain: errors after which the transaction runs again on a fresh
+// read (the sale moved, or a bucket row lost its units to another order).
+func readAgain(err error) bool { return errors.Is(err, errSaleMoved) || errors.Is(err, errRowRaced) }
+
+// gatherFor serves a line of a bucketed SKU that no single row can: when
+// the SKU's rows together have the units, they are gathered onto its
+// inventory row (and the line takes from there); otherwise it is short.
+func (s *Store) gatherFor(tx *gorm.DB, inv inventoryRow, rows []bucketRow, it flashsale.Item, orderID string, ts time.Time) error {
+	sum := inv.Available
+	for _, r := range rows {
+		sum += r.Available
+	}
+	if sum < it.Quantity {
+		return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, sum, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
+	}
+	return s.gather(tx, inv, rows, orderID, ts)
+}
 
 // sameAs reports whether the stored order is what o asks for: the same
 // buyer and the same quantity of the same SKUs (prices are the store's).
@@ -222,7 +257,7 @@ func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) err
 // own guard (the buyer's row, takeHoldings) stays the final word.
 func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty int64) (Inventory, error) {
 	db := s.db.WithContext(ctx)
-	inv, err := takeInventory(db, skuID)
+	inv, err := takeStock(db, skuID)
 	if err == nil {
 		err = checkUserLimit(db, userID, inv, qty)
 	}
@@ -236,7 +271,7 @@ func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty in
 // lacks the units (StockDrift), is gone (UnknownSKU), or started a new
 // sale since the transaction read it (errSaleMoved, run again).
 func shortage(tx *gorm.DB, it flashsale.Item, sale time.Time) error {
-	inv, err := takeInventory(tx, it.SKU)
+	inv, err := takeStock(tx, it.SKU)
 	if err != nil {
 		return fmt.Errorf("sku %s: %w", it.SKU, err)
 	}

@@ -16,14 +16,20 @@ import (
 )
 
 // stockMove is one move of a SKU's units between available, frozen and
-// sold. The UPDATE refuses (matches no row) unless the row has the units
-// the deltas take, and, when sale is set, unless the SKU's sale is still
-// the one its caller read prices and limits from.
+// sold, on its inventory row or one of its bucket rows. The UPDATE refuses
+// (matches no row) unless the row has the units the deltas take, and, when
+// sale is set, unless the row belongs to the sale its caller read prices
+// and limits from.
 type stockMove struct {
-	sku                    string
+	sku string
+	// bucket names the bucket row; nil: the inventory row.
+	bucket                 *int
 	dAvail, dFrozen, dSold int64
-	// resync flags the SKU for a Redis resync in the same statement (a
-	// degraded order's units, which Redis did not see).
+	// dTotal carries units between a SKU's rows (MOVE): they leave one
+	// row's total and available and enter another's.
+	dTotal int64
+	// resync flags the SKU for a Redis resync (a degraded order's units,
+	// which Redis did not see); always on the inventory row.
 	resync bool
 	sale   *time.Time
 	// The journal entry: ref (order or request id), type and reason.
@@ -31,19 +37,30 @@ type stockMove struct {
 	at               time.Time
 }
 
-const moveSQL = `UPDATE inventory SET available = available + ?, frozen = frozen + ?, sold = sold + ?,
+// moveSQL is the move on the inventory row; bucketMoveSQL on a bucket row.
+const (
+	moveSQL = `UPDATE inventory SET total = total + ?, available = available + ?, frozen = frozen + ?, sold = sold + ?,
 	redis_resync = redis_resync + ?, updated_at = ?
-	WHERE sku_id = ? AND available >= ? AND frozen >= ?`
+	WHERE sku_id = ? AND available >= ? AND frozen >= ? AND sold >= ?`
+	bucketMoveSQL = `UPDATE inventory_buckets SET total = total + ?, available = available + ?, frozen = frozen + ?, sold = sold + ?,
+	updated_at = ?
+	WHERE sku_id = ? AND bucket = ? AND available >= ? AND frozen >= ? AND sold >= ?`
+)
 
 // journalSQL writes the move's entry with the row's values as the move
-// left them: it runs under the UPDATE's lock, so entries of a SKU are in
-// the order of its row's changes and each starts where the previous ended.
-const journalSQL = `INSERT INTO inventory_journal (sku_id, ref_id, type, delta_available, delta_frozen, delta_sold,
+// left them: it runs under the UPDATE's lock, so entries of a row are in
+// the order of its changes and each starts where the previous ended.
+const (
+	journalSQL = `INSERT INTO inventory_journal (sku_id, ref_id, type, delta_available, delta_frozen, delta_sold,
 	available_before, available_after, frozen_after, sold_after, reason, created_at)
 	SELECT sku_id, ?, ?, ?, ?, ?, available - ?, available, frozen, sold, ?, ? FROM inventory WHERE sku_id = ?`
+	bucketJournalSQL = `INSERT INTO inventory_journal (sku_id, bucket, ref_id, type, delta_available, delta_frozen, delta_sold,
+	available_before, available_after, frozen_after, sold_after, reason, created_at)
+	SELECT sku_id, bucket, ?, ?, ?, ?, ?, available - ?, available, frozen, sold, ?, ? FROM inventory_buckets WHERE sku_id = ? AND bucket = ?`
+)
 
 // apply runs m. It reports false, having changed nothing, when the row
-// lacks the units or the sale moved (or the SKU is unknown).
+// lacks the units or belongs to another sale (or does not exist).
 //
 // With batch (the server takes several statements in one packet) the
 // UPDATE and the journal's INSERT travel together, the INSERT guarded by
@@ -53,31 +70,56 @@ const journalSQL = `INSERT INTO inventory_journal (sku_id, ref_id, type, delta_a
 func (s *Store) apply(tx *gorm.DB, m stockMove) (bool, error) {
 	need := func(d int64) int64 { return max(0, -d) }
 	resync := 0
-	if m.resync {
+	if m.resync && m.bucket == nil {
 		resync = 1
 	}
-	upd, args := moveSQL, []any{m.dAvail, m.dFrozen, m.dSold, resync, m.at, m.sku, need(m.dAvail), need(m.dFrozen)}
+	var upd, journal string
+	var args, jargs []any
+	if m.bucket == nil {
+		upd, journal = moveSQL, journalSQL
+		args = []any{m.dTotal, m.dAvail, m.dFrozen, m.dSold, resync, m.at, m.sku, need(m.dAvail), need(m.dFrozen), need(m.dSold)}
+		jargs = []any{m.ref, m.typ, m.dAvail, m.dFrozen, m.dSold, m.dAvail, m.reason, m.at, m.sku}
+	} else {
+		upd, journal = bucketMoveSQL, bucketJournalSQL
+		args = []any{m.dTotal, m.dAvail, m.dFrozen, m.dSold, m.at, m.sku, *m.bucket, need(m.dAvail), need(m.dFrozen), need(m.dSold)}
+		jargs = []any{m.ref, m.typ, m.dAvail, m.dFrozen, m.dSold, m.dAvail, m.reason, m.at, m.sku, *m.bucket}
+	}
 	if m.sale != nil {
 		upd += " AND sale_started_at = ?"
 		args = append(args, *m.sale)
 	}
-	jargs := []any{m.ref, m.typ, m.dAvail, m.dFrozen, m.dSold, m.dAvail, m.reason, m.at, m.sku}
+	moved, err := s.moveAndJournal(tx, upd, args, journal, jargs)
+	if err != nil || !moved {
+		return false, err
+	}
+	if m.resync && m.bucket != nil {
+		// The flag lives on the inventory row, a lock the move on a bucket
+		// row did not need; degraded orders are few (DEGRADED_CONCURRENCY).
+		err := tx.Exec(`UPDATE inventory SET redis_resync = redis_resync + 1 WHERE sku_id = ?`, m.sku).Error
+		if err != nil {
+			return false, fmt.Errorf("flag sku %s for resync: %w", m.sku, err)
+		}
+	}
+	return true, nil
+}
+
+func (s *Store) moveAndJournal(tx *gorm.DB, upd string, args []any, journal string, jargs []any) (bool, error) {
 	if s.batch {
-		res := tx.Exec(upd+";\n"+journalSQL+" AND ROW_COUNT() = 1", append(args, jargs...)...)
+		res := tx.Exec(upd+";\n"+journal+" AND ROW_COUNT() = 1", append(args, jargs...)...)
 		if res.Error != nil {
-			return false, fmt.Errorf("move sku %s: %w", m.sku, res.Error)
+			return false, fmt.Errorf("move stock: %w", res.Error)
 		}
 		return res.RowsAffected == 1, nil
 	}
 	res := tx.Exec(upd, args...)
 	if res.Error != nil {
-		return false, fmt.Errorf("move sku %s: %w", m.sku, res.Error)
+		return false, fmt.Errorf("move stock: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return false, nil
 	}
-	if err := tx.Exec(journalSQL, jargs...).Error; err != nil {
-		return false, fmt.Errorf("journal sku %s: %w", m.sku, err)
+	if err := tx.Exec(journal, jargs...).Error; err != nil {
+		return false, fmt.Errorf("journal the move: %w", err)
 	}
 	return true, nil
 }

@@ -72,7 +72,7 @@ func loadPayments(tx *gorm.DB, orderID string) ([]paymentRow, error) {
 // of a degraded order coming back were never taken from Redis.
 func (s *Store) moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason string, ts time.Time, resync bool) error {
 	for _, it := range items {
-		m := stockMove{sku: it.SKUID, dFrozen: -it.Quantity, resync: resync, ref: orderID, typ: typ,
+		m := stockMove{sku: it.SKUID, bucket: it.Bucket, dFrozen: -it.Quantity, resync: resync, ref: orderID, typ: typ,
 			reason: truncate(reason, flashsale.MaxReasonLength), at: ts}
 		if typ == journalRelease {
 			m.dAvail = it.Quantity
