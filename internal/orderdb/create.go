@@ -123,6 +123,13 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 				return fmt.Errorf("sku %s: %w", it.SKU, err)
 			}
 			line := orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
+			if inv.BucketRows == 0 && inv.Available < it.Quantity {
+				// Short on the latest committed row: refused before
+				// anything is written or locked (the stock answer comes
+				// before the limit's, as it always did). Enough here is
+				// only a hint; the UPDATE below decides.
+				return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, inv.Available, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
+			}
 			if inv.BucketRows > 0 {
 				// The row is chosen before the inserts, which record it; a
 				// line no single row can serve gathers the units first (a
