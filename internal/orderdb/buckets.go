@@ -132,27 +132,36 @@ func (s *Store) SplitStock(ctx context.Context, skuID string, n int) (Inventory,
 	return s.Inventory(ctx, skuID)
 }
 
-// readBuckets reads the bucket rows of the SKUs of invs that have them,
-// without a lock, by SKU and in bucket order.
-func readBuckets(tx *gorm.DB, invs map[string]inventoryRow) (map[string][]bucketRow, error) {
-	var skus []string
-	for sku, inv := range invs {
-		if inv.BucketRows > 0 {
-			skus = append(skus, sku)
-		}
+// readForCreate reads, without a lock and in one statement, the rows of
+// skus and their bucket rows (bucket rows by SKU, in bucket order, with
+// what pickRow and gather need: bucket, available, sale). A SKU without a
+// row is absent. One round trip, as the read of the SKU's row alone was.
+func readForCreate(tx *gorm.DB, skus []string) (map[string]inventoryRow, map[string][]bucketRow, error) {
+	var rows []struct {
+		Row        inventoryRow `gorm:"embedded"`
+		BBucket    *int         `gorm:"column:b_bucket"`
+		BAvailable int64        `gorm:"column:b_available"`
+		BSale      *time.Time   `gorm:"column:b_sale"`
 	}
-	if len(skus) == 0 {
-		return nil, nil
+	err := tx.Raw(`SELECT i.*, b.bucket AS b_bucket, COALESCE(b.available, 0) AS b_available, b.sale_started_at AS b_sale
+		FROM inventory i LEFT JOIN inventory_buckets b ON b.sku_id = i.sku_id
+		WHERE i.sku_id IN ? ORDER BY i.sku_id, b.bucket`, skus).Scan(&rows).Error
+	if err != nil {
+		return nil, nil, fmt.Errorf("read inventory: %w", err)
 	}
-	var rows []bucketRow
-	if err := tx.Where("sku_id IN ?", skus).Order("sku_id, bucket").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("read bucket rows: %w", err)
-	}
-	out := make(map[string][]bucketRow, len(skus))
+	invs := make(map[string]inventoryRow, len(skus))
+	var buckets map[string][]bucketRow
 	for _, r := range rows {
-		out[r.SKUID] = append(out[r.SKUID], r)
+		invs[r.Row.SKUID] = r.Row
+		if r.BBucket == nil || r.BSale == nil {
+			continue
+		}
+		if buckets == nil {
+			buckets = make(map[string][]bucketRow)
+		}
+		buckets[r.Row.SKUID] = append(buckets[r.Row.SKUID], bucketRow{SKUID: r.Row.SKUID, Bucket: *r.BBucket, Available: r.BAvailable, SaleStartedAt: *r.BSale})
 	}
-	return out, nil
+	return invs, buckets, nil
 }
 
 // pickRow chooses the row a line of qty units of a bucketed SKU takes from,

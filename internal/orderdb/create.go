@@ -92,11 +92,7 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 	var created orderRow
 	var createdItems []orderItemRow
 	err := s.writeTx(ctx, readAgain, func(tx *gorm.DB) error {
-		invs, err := readInventories(tx, skus)
-		if err != nil {
-			return err
-		}
-		buckets, err := readBuckets(tx, invs)
+		invs, buckets, err := readForCreate(tx, skus)
 		if err != nil {
 			return err
 		}

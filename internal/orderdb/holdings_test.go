@@ -184,33 +184,3 @@ func TestHoldingsArePerSale(t *testing.T) {
 	require.Equal(t, int64(2), count(t, s, `SELECT COUNT(*) FROM buyer_holdings WHERE sku_id = 'sale' AND user_id = 'alice'`))
 	checkHoldings(t, s, "sale", 2)
 }
-
-// The bucket-row prototype the benchmark measures sells exactly its stock
-// under contention, every unit from a bucket row that had it.
-func TestProtoBucketsNoOversell(t *testing.T) {
-	ctx := context.Background()
-	s := newStore(t)
-	const buyers, stock, buckets = 120, 40, 16
-	putSKU(t, s, "split", stock, 100)
-	require.NoError(t, s.SplitIntoProtoBuckets(ctx, "split", buckets))
-	errs := make([]error, buyers)
-	fns := make([]func(), buyers)
-	for i := range buyers {
-		fns[i] = func() {
-			_, errs[i] = s.CreateOrderProtoBuckets(ctx, newOrder(fmt.Sprintf("b-%d", i), fmt.Sprintf("u-%d", i), item("split", 1)), buckets)
-		}
-	}
-	run(fns)
-	ok := 0
-	for _, err := range errs {
-		if err == nil {
-			ok++
-			continue
-		}
-		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.StockDrift})
-	}
-	require.Equal(t, stock, ok)
-	require.Equal(t, int64(0), count(t, s, `SELECT SUM(available) FROM proto_inventory_buckets WHERE sku_id = 'split'`))
-	require.Equal(t, int64(stock), count(t, s, `SELECT SUM(frozen) FROM proto_inventory_buckets WHERE sku_id = 'split'`))
-	require.Equal(t, int64(stock), count(t, s, `SELECT COUNT(*) FROM orders`))
-}

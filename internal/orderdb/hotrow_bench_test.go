@@ -30,8 +30,8 @@ import (
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
-// protoBuckets is the bucket rows' count in the benchmark: Redis's default.
-const protoBuckets = flashsale.DefaultBuckets
+// benchBuckets is the bucket rows' count in the benchmark: Redis's default.
+const benchBuckets = flashsale.DefaultBuckets
 
 type createFunc func(*orderdb.Store, context.Context, orderdb.NewOrder) (orderdb.Order, error)
 
@@ -48,14 +48,14 @@ var hotRowPaths = []struct {
 	{name: "for-update", create: (*orderdb.Store).CreateOrderForUpdate},
 	// The store's CreateOrder: inserts first, the UPDATE last.
 	{name: "short", create: (*orderdb.Store).CreateOrder},
-	// The short section on bucket rows (a prototype, legacy_test.go).
+	// The store's CreateOrder on a SKU split into bucket rows (SplitStock,
+	// as a preheat does).
 	{
-		name: "buckets",
-		create: func(s *orderdb.Store, ctx context.Context, o orderdb.NewOrder) (orderdb.Order, error) {
-			return s.CreateOrderProtoBuckets(ctx, o, protoBuckets)
-		},
+		name:   "buckets",
+		create: (*orderdb.Store).CreateOrder,
 		setup: func(s *orderdb.Store, ctx context.Context, sku string) error {
-			return s.SplitIntoProtoBuckets(ctx, sku, protoBuckets)
+			_, err := s.SplitStock(ctx, sku, benchBuckets)
+			return err
 		},
 	},
 }
