@@ -180,3 +180,43 @@ func TestBucketRowsGather(t *testing.T) {
 	createOrder(t, s, "all", item("thin", 6))
 	checkRows(t, s, "thin")
 }
+
+// A resize of the Redis buckets splits the rows anew: available units are
+// collected and spread over the new count, orders keep their units in the
+// rows they took them from (even rows past a shrink), and get them back
+// there; the SKU's truth never moves.
+func TestBucketRowsResplit(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putSKU(t, s, "resize", 20, 100)
+	_, err := s.SplitStock(ctx, "resize", 4)
+	require.NoError(t, err)
+	for i := range 6 {
+		createOrder(t, s, fmt.Sprintf("r%d", i), item("resize", 1))
+	}
+	checkRows(t, s, "resize")
+
+	inv, err := s.SplitStock(ctx, "resize", 8)
+	require.NoError(t, err)
+	require.Equal(t, []int64{20, 14, 6}, []int64{inv.Total, inv.Available, inv.Frozen})
+	require.Equal(t, int64(8), count(t, s, `SELECT COUNT(*) FROM inventory_buckets WHERE sku_id = 'resize' AND available > 0`),
+		"14 units over 8 rows")
+	checkRows(t, s, "resize")
+
+	_, err = s.SplitStock(ctx, "resize", 2)
+	require.NoError(t, err)
+	require.Zero(t, count(t, s, `SELECT COALESCE(SUM(available), 0) FROM inventory_buckets WHERE sku_id = 'resize' AND bucket >= 2`),
+		"rows past the shrink keep no units on sale")
+	for i := range 6 {
+		_, err := s.CloseOrder(ctx, fmt.Sprintf("r%d", i), flashsale.StatusExpired, "timeout")
+		require.NoError(t, err)
+	}
+	checkRows(t, s, "resize")
+	// Every unit sells again, wherever it came back to.
+	for i := range 20 {
+		createOrder(t, s, fmt.Sprintf("again%d", i), item("resize", 1))
+	}
+	_, err = s.CreateOrder(ctx, newOrder("one-too-many", "x", item("resize", 1)))
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.StockDrift})
+	checkRows(t, s, "resize")
+}

@@ -78,9 +78,12 @@ func (bucketRow) TableName() string { return "inventory_buckets" }
 // starts its walk too, then from any row with the units, then gathers
 // them onto the inventory row when no single row has enough. Units that
 // come back (releases) go back to the row they were frozen in; restocked
-// units land on the inventory row until the next SplitStock. Call it when
-// the SKU is defined or preheated, or again after a restock; it is safe
-// while orders run. It returns the SKU's stock afterwards.
+// units land on the inventory row until the next SplitStock. With another
+// n than the SKU's rows (Redis was resized), the rows' available units are
+// collected and spread over n anew. Call it when the SKU is defined or
+// preheated, after a restock or a resize; it is safe while orders run (it
+// locks the SKU's rows for one transaction). It returns the SKU's stock
+// afterwards.
 func (s *Store) SplitStock(ctx context.Context, skuID string, n int) (Inventory, error) {
 	if err := flashsale.CheckID("sku_id", skuID, flashsale.MaxIDLength); err != nil {
 		return Inventory{}, fmt.Errorf("split stock %s: %w", skuID, err)
@@ -94,10 +97,21 @@ func (s *Store) SplitStock(ctx context.Context, skuID string, n int) (Inventory,
 		if err != nil {
 			return err
 		}
-		if inv.Available == 0 {
-			return nil
-		}
 		ts := now()
+		rows := max(inv.BucketRows, n)
+		if inv.BucketRows > 0 && inv.BucketRows != n {
+			// Another count (Redis was resized): the rows' available
+			// units come back to the SKU's row first, to be spread over n.
+			got, err := s.collect(tx, inv, ref, ts)
+			if err != nil {
+				return err
+			}
+			inv.Available += got
+			rows = n
+		}
+		if inv.Available == 0 {
+			return tx.Exec(`UPDATE inventory SET bucket_rows = ? WHERE sku_id = ?`, rows, skuID).Error
+		}
 		// The inventory row first (it is locked already), then the
 		// bucket rows in ascending order.
 		moved, err := s.apply(tx, stockMove{sku: skuID, dTotal: -inv.Available, dAvail: -inv.Available,
@@ -124,12 +138,43 @@ func (s *Store) SplitStock(ctx context.Context, skuID string, n int) (Inventory,
 				return cmp.Or(err, fmt.Errorf("bucket row %d refused %d units", b, share))
 			}
 		}
-		return tx.Exec(`UPDATE inventory SET bucket_rows = GREATEST(bucket_rows, ?) WHERE sku_id = ?`, n, skuID).Error
+		return tx.Exec(`UPDATE inventory SET bucket_rows = ? WHERE sku_id = ?`, rows, skuID).Error
 	})
 	if err != nil {
 		return Inventory{}, fmt.Errorf("split stock %s: %w", skuID, err)
 	}
 	return s.Inventory(ctx, skuID)
+}
+
+// collect carries the available units of every bucket row of inv's SKU
+// back to its inventory row (locked by the caller), rows in ascending
+// order under FOR UPDATE, and returns how many. Orders keep their frozen
+// and sold units in their rows, and give units back there; a create finds
+// them wherever they are (pickRow walks every row the SKU has).
+func (s *Store) collect(tx *gorm.DB, inv inventoryRow, ref string, ts time.Time) (int64, error) {
+	var rows []bucketRow
+	if err := tx.Clauses(forUpdate).Where("sku_id = ? AND available > 0", inv.SKUID).Order("bucket").Find(&rows).Error; err != nil {
+		return 0, err
+	}
+	var got int64
+	for _, r := range rows {
+		b := r.Bucket
+		moved, err := s.apply(tx, stockMove{sku: inv.SKUID, bucket: &b, dTotal: -r.Available, dAvail: -r.Available,
+			ref: fmt.Sprintf("%s-c%d", ref, b), typ: journalMove, reason: "collected for a new split", at: ts})
+		if err != nil || !moved {
+			return 0, cmp.Or(err, fmt.Errorf("bucket row %d changed under its lock", b))
+		}
+		got += r.Available
+	}
+	if got == 0 {
+		return 0, nil
+	}
+	moved, err := s.apply(tx, stockMove{sku: inv.SKUID, dTotal: got, dAvail: got,
+		ref: ref + "-c", typ: journalMove, reason: "collected from bucket rows for a new split", at: ts})
+	if err != nil || !moved {
+		return 0, cmp.Or(err, fmt.Errorf("inventory row changed under its lock"))
+	}
+	return got, nil
 }
 
 // readForCreate reads, without a lock and in one statement, the rows of
