@@ -10,24 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/flashsale/flashsale"
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 )
-
-// holdingRow is a buyer's units of a SKU in one sale.
-type holdingRow struct {
-	SKUID         string    `gorm:"column:sku_id;primaryKey"`
-	SaleStartedAt time.Time `gorm:"column:sale_started_at;primaryKey"`
-	UserID        string    `gorm:"column:user_id;primaryKey"`
-	Held          int64     `gorm:"column:held"`
-	MaxHeld       int64     `gorm:"column:max_held"`
-}
-
-func (holdingRow) TableName() string { return "buyer_holdings" }
 
 // limitConstraint is the CHECK that refuses units over the sale's limit.
 const limitConstraint = "buyer_holdings_within_limit"

@@ -75,6 +75,7 @@ func BenchmarkHotRow(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = s.Close() })
 	run := testenv.UniqueID(b)
+	var rounds atomic.Int64
 
 	b.Run("rtt", func(b *testing.B) {
 		for b.Loop() {
@@ -84,7 +85,7 @@ func BenchmarkHotRow(b *testing.B) {
 	for _, conns := range []int{1, 8, 32} {
 		for _, p := range hotRowPaths {
 			b.Run(fmt.Sprintf("%s/conns=%d", p.name, conns), func(b *testing.B) {
-				sku := fmt.Sprintf("hot-%s-%s-%d-%d", run, p.name, conns, b.N)
+				sku := fmt.Sprintf("hot-%s-%d", run, rounds.Add(1))
 				_, err := s.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 1 << 40, Price: 100, Buckets: 16, PerUserLimit: 1})
 				require.NoError(b, err)
 				if p.setup != nil {
