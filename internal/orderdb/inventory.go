@@ -175,7 +175,11 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 			if prior.DeltaAvailable != qty {
 				return invalidf("request %s already added %d units, not %d", requestID, prior.DeltaAvailable, qty)
 			}
-			out = RestockResult{Inventory: inv.toInventory()}
+			stock, err := takeStock(tx, skuID)
+			if err != nil {
+				return err
+			}
+			out = RestockResult{Inventory: stock.toInventory()}
 			return nil
 		case !errors.Is(err, gorm.ErrRecordNotFound):
 			return err
@@ -200,7 +204,12 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 		if err := tx.Create(&j).Error; err != nil {
 			return err
 		}
-		out = RestockResult{Inventory: inv.toInventory(), Added: true}
+		// The SKU's truth, with its bucket rows: inv is its row alone.
+		stock, err := takeStock(tx, skuID)
+		if err != nil {
+			return err
+		}
+		out = RestockResult{Inventory: stock.toInventory(), Added: true}
 		return nil
 	})
 	if err != nil {
