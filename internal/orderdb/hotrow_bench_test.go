@@ -4,18 +4,25 @@ package orderdb_test
 
 // BenchmarkHotRow measures creates/s on one SKU through a delay relay in
 // front of MariaDB (issue 26, item 4): every statement order the store
-// has had or could have, at 1, 8 and 32 connections, in one run. Reproduce
-// (the table in docs/bench/hotrow.md):
+// has had or could have, at 1, 8 and 32 connections, in one run. The
+// machine is shared, so the paths take turns: each round runs every path
+// for a slice of time, in a rotating order, and the medians over the
+// rounds are reported with their ratios to today's order. Reproduce (the
+// table in docs/bench/hotrow.md):
 //
-//	go test -tags integration -run '^$' -bench HotRow -benchtime 2s -count 3 ./internal/orderdb/
+//	go test -tags integration -run '^$' -bench HotRow -benchtime 1x ./internal/orderdb/
 //
 // HOTROW_DELAY sets the one-way delay (default 125us, a 0.25 ms round
-// trip); the "rtt" rows measure what the relay really adds (SELECT 1).
+// trip), HOTROW_ROUNDS (5) and HOTROW_SLICE (1s) the turns; the "rtt" row
+// measures what a round trip through the relay really costs (SELECT 1).
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,11 +69,13 @@ var hotRowPaths = []struct {
 
 func BenchmarkHotRow(b *testing.B) {
 	ctx := context.Background()
-	delay := 125 * time.Microsecond
-	if v := os.Getenv("HOTROW_DELAY"); v != "" {
-		d, err := time.ParseDuration(v)
+	delay := envDuration(b, "HOTROW_DELAY", 125*time.Microsecond)
+	slice := envDuration(b, "HOTROW_SLICE", time.Second)
+	rounds := 5
+	if v := os.Getenv("HOTROW_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
 		require.NoError(b, err)
-		delay = d
+		rounds = n
 	}
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN(b))
 	require.NoError(b, err)
@@ -75,7 +84,7 @@ func BenchmarkHotRow(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = s.Close() })
 	run := testenv.UniqueID(b)
-	var rounds atomic.Int64
+	var skus atomic.Int64
 
 	b.Run("rtt", func(b *testing.B) {
 		for b.Loop() {
@@ -83,37 +92,86 @@ func BenchmarkHotRow(b *testing.B) {
 		}
 	})
 	for _, conns := range []int{1, 8, 32} {
-		for _, p := range hotRowPaths {
-			b.Run(fmt.Sprintf("%s/conns=%d", p.name, conns), func(b *testing.B) {
-				sku := fmt.Sprintf("hot-%s-%d", run, rounds.Add(1))
-				_, err := s.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 1 << 40, Price: 100, Buckets: 16, PerUserLimit: 1})
-				require.NoError(b, err)
-				if p.setup != nil {
-					require.NoError(b, p.setup(s, ctx, sku))
-				}
-				creates := func(n int) {
-					o := orderdb.NewOrder{
-						OrderID: fmt.Sprintf("%s-%d", sku, n), UserID: fmt.Sprintf("u%d", n),
-						Items: []flashsale.Item{{SKU: sku, Quantity: 1}}, PayBy: time.Now().Add(15 * time.Minute),
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			rates := make([][]float64, len(hotRowPaths))
+			for r := range rounds {
+				for k := range hotRowPaths {
+					// Rotate who goes first, so no path always runs on
+					// the heels of the same one.
+					i := (k + r) % len(hotRowPaths)
+					p := hotRowPaths[i]
+					sku := fmt.Sprintf("hot-%s-%d", run, skus.Add(1))
+					_, err := s.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 1 << 40, Price: 100, Buckets: benchBuckets, PerUserLimit: 1})
+					require.NoError(b, err)
+					if p.setup != nil {
+						require.NoError(b, p.setup(s, ctx, sku))
 					}
-					if _, err := p.create(s, ctx, o); err != nil {
-						b.Error(err)
-					}
+					rates[i] = append(rates[i], createFor(b, s, p.create, sku, conns, slice))
 				}
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				start := time.Now()
-				for range conns {
-					wg.Go(func() {
-						for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
-							creates(int(n))
-						}
-					})
+			}
+			today := median(rates[0])
+			for i, p := range hotRowPaths {
+				m := median(rates[i])
+				b.ReportMetric(m, p.name+"-creates/s")
+				if i > 0 {
+					b.ReportMetric(m/today, p.name+"/today")
 				}
-				wg.Wait()
-				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
-			})
-		}
+				b.Logf("conns=%d %-10s creates/s by round %v, median %.0f", conns, p.name, rounds1(rates[i]), m)
+			}
+		})
 	}
+}
+
+// createFor runs creates of one unit of sku, each for a new buyer, on
+// conns connections for d, and returns the creates per second.
+func createFor(b *testing.B, s *orderdb.Store, create createFunc, sku string, conns int, d time.Duration) float64 {
+	ctx := context.Background()
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for c := range conns {
+		wg.Go(func() {
+			for n := 0; time.Now().Before(deadline); n++ {
+				o := orderdb.NewOrder{
+					OrderID: fmt.Sprintf("%s-%d-%d", sku, c, n), UserID: fmt.Sprintf("u%d-%d", c, n),
+					Items: []flashsale.Item{{SKU: sku, Quantity: 1}}, PayBy: time.Now().Add(15 * time.Minute),
+				}
+				if _, err := create(s, ctx, o); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(done.Load()) / time.Since(start).Seconds()
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+func rounds1(xs []float64) []int {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(math.Round(x))
+	}
+	return out
+}
+
+func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(b, err)
+	return d
 }
