@@ -236,7 +236,9 @@ func pickRow(orderID string, inv inventoryRow, rows []bucketRow, qty int64) (buc
 // thin at the end of a sale). Rows in ascending order, then the inventory
 // row. errRowRaced when a row no longer has what the read found.
 func (s *Store) gather(tx *gorm.DB, inv inventoryRow, rows []bucketRow, orderID string, ts time.Time) error {
-	ref := fmt.Sprintf("gather-%d", time.Now().UnixNano())
+	// The order's hash beside the clock: two gathers in one nanosecond
+	// (two processes) still journal under different keys.
+	ref := fmt.Sprintf("gather-%d-%08x", time.Now().UnixNano(), crc32.ChecksumIEEE([]byte(orderID)))
 	reason := "gathered for order " + orderID
 	var got int64
 	for _, r := range rows {
