@@ -220,3 +220,39 @@ func TestBucketRowsResplit(t *testing.T) {
 	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.StockDrift})
 	checkRows(t, s, "resize")
 }
+
+// Splits mid-sale (a restock's, a resize's) race the creates that read
+// the SKU before them: a create that finds the units moved reads again,
+// so no buyer is refused while units remain, and exactly the stock sells.
+func TestBucketRowsSplitDuringSale(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const stock, buyers = 150, 170
+	putSKU(t, s, "moving", stock, 100)
+	errs := make([]error, buyers)
+	fns := make([]func(), 0, buyers+5)
+	for i := range buyers {
+		fns = append(fns, func() {
+			_, errs[i] = s.CreateOrder(ctx, newOrder(fmt.Sprintf("m-%03d", i), fmt.Sprintf("u-%03d", i), item("moving", 1)))
+		})
+	}
+	for _, n := range []int{4, 8, 2, 16, 4} {
+		fns = append(fns, func() {
+			_, err := s.SplitStock(ctx, "moving", n)
+			require.NoError(t, err)
+		})
+	}
+	run(fns)
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+			continue
+		}
+		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.StockDrift}, "the only acceptable failure")
+	}
+	require.Equal(t, stock, ok, "exactly the stock sells, none refused while units remained")
+	inv := inventory(t, s, "moving")
+	require.Equal(t, []int64{0, stock}, []int64{inv.Available, inv.Frozen})
+	checkRows(t, s, "moving")
+}

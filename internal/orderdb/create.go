@@ -91,90 +91,15 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 
 	var created orderRow
 	var createdItems []orderItemRow
-	err := s.writeTx(ctx, readAgain, func(tx *gorm.DB) error {
-		invs, buckets, err := readForCreate(tx, skus)
-		if err != nil {
-			return err
-		}
-		created = orderRow{
-			OrderID:   o.OrderID,
-			UserID:    o.UserID,
-			Degraded:  o.Degraded,
-			Status:    string(flashsale.StatusPendingPayment),
-			PayBy:     o.PayBy.UTC().Truncate(time.Millisecond),
-			CreatedAt: ts,
-			UpdatedAt: ts,
-		}
-		createdItems = make([]orderItemRow, 0, len(items))
-		for _, it := range items {
-			inv, ok := invs[it.SKU]
-			if !ok {
-				return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
-			}
-			cost, err := mulAmount(it.Quantity, inv.Price)
-			if err == nil {
-				created.Amount, err = addAmount(created.Amount, cost)
-			}
-			if err != nil {
-				return fmt.Errorf("sku %s: %w", it.SKU, err)
-			}
-			line := orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
-			if inv.BucketRows == 0 && inv.Available < it.Quantity {
-				// Short on the latest committed row: refused before
-				// anything is written or locked (the stock answer comes
-				// before the limit's, as it always did). Enough here is
-				// only a hint; the UPDATE below decides.
-				return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, inv.Available, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
-			}
-			if inv.BucketRows > 0 {
-				// The row is chosen before the inserts, which record it; a
-				// line no single row can serve gathers the units first (a
-				// rare path, at the end of a sale: it locks early).
-				var ok bool
-				if line.Bucket, ok = pickRow(o.OrderID, inv, buckets[it.SKU], it.Quantity); !ok {
-					if err := s.gatherFor(tx, inv, buckets[it.SKU], it, o.OrderID, ts); err != nil {
-						return err
-					}
-				}
-			}
-			createdItems = append(createdItems, line)
-		}
-		// A concurrent attempt with the same order id fails here with a
-		// duplicate key, before it has locked anything another order needs.
-		if err := tx.Create(&created).Error; err != nil {
-			return err
-		}
-		if err := tx.Create(&createdItems).Error; err != nil {
-			return err
-		}
-		if err := takeHoldings(tx, o.UserID, items, invs); err != nil {
-			return err
-		}
-		// Last, the stock: the WHERE clause is the oversell guard, evaluated
-		// on the latest committed row under its exclusive lock.
-		for i, it := range items {
-			sale := invs[it.SKU].SaleStartedAt
-			moved, err := s.apply(tx, stockMove{
-				sku: it.SKU, bucket: createdItems[i].Bucket, dAvail: -it.Quantity, dFrozen: it.Quantity,
-				// Redis did not see a degraded order's take: flag the SKU
-				// for a resync in the statement that moves the units.
-				resync: o.Degraded, sale: &sale,
-				ref: o.OrderID, typ: journalReserve, reason: "order created", at: ts,
-			})
-			if err != nil {
-				return fmt.Errorf("reserve sku %s: %w", it.SKU, err)
-			}
-			if !moved && invs[it.SKU].BucketRows > 0 {
-				// Which row, and whether the SKU still has the units, is
-				// decided again on a fresh read.
-				return fmt.Errorf("sku %s: %w", it.SKU, errRowRaced)
-			}
-			if !moved {
-				return shortage(tx, it, sale)
-			}
-		}
-		return nil
-	})
+	var err error
+	// Every round reads afresh (writeTx reruns up to maxTxAttempts): at the
+	// end of a sale, or while a restock or resize splits the rows, the row a
+	// read chose can lose its units again and again before one is taken.
+	for round := 0; round == 0 || (errors.Is(err, errRowRaced) && round < maxRowRounds); round++ {
+		err = s.writeTx(ctx, readAgain, func(tx *gorm.DB) error {
+			return s.createTx(tx, o, items, skus, ts, &created, &createdItems)
+		})
+	}
 	if err != nil {
 		// A retry, or a race with another attempt for the same order: the
 		// order insert failed on its unique id. If the order exists, that
@@ -189,6 +114,96 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
 	return toOrder(created, createdItems, nil), nil
+}
+
+// maxRowRounds bounds CreateOrder's rounds of fresh reads after bucket
+// rows lost the units a read found (each round is up to maxTxAttempts).
+const maxRowRounds = 8
+
+// createTx is CreateOrder's transaction: read, insert, move the stock last.
+func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus []string, ts time.Time, created *orderRow, createdItems *[]orderItemRow) error {
+	invs, buckets, err := readForCreate(tx, skus)
+	if err != nil {
+		return err
+	}
+	*created = orderRow{
+		OrderID:   o.OrderID,
+		UserID:    o.UserID,
+		Degraded:  o.Degraded,
+		Status:    string(flashsale.StatusPendingPayment),
+		PayBy:     o.PayBy.UTC().Truncate(time.Millisecond),
+		CreatedAt: ts,
+		UpdatedAt: ts,
+	}
+	*createdItems = make([]orderItemRow, 0, len(items))
+	for _, it := range items {
+		inv, ok := invs[it.SKU]
+		if !ok {
+			return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+		}
+		cost, err := mulAmount(it.Quantity, inv.Price)
+		if err == nil {
+			created.Amount, err = addAmount(created.Amount, cost)
+		}
+		if err != nil {
+			return fmt.Errorf("sku %s: %w", it.SKU, err)
+		}
+		line := orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
+		if inv.BucketRows == 0 && inv.Available < it.Quantity {
+			// Short on the latest committed row: refused before
+			// anything is written or locked (the stock answer comes
+			// before the limit's, as it always did). Enough here is
+			// only a hint; the UPDATE below decides.
+			return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, inv.Available, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
+		}
+		if inv.BucketRows > 0 {
+			// The row is chosen before the inserts, which record it; a
+			// line no single row can serve gathers the units first (a
+			// rare path, at the end of a sale: it locks early).
+			var ok bool
+			if line.Bucket, ok = pickRow(o.OrderID, inv, buckets[it.SKU], it.Quantity); !ok {
+				if err := s.gatherFor(tx, inv, buckets[it.SKU], it, o.OrderID, ts); err != nil {
+					return err
+				}
+			}
+		}
+		*createdItems = append(*createdItems, line)
+	}
+	// A concurrent attempt with the same order id fails here with a
+	// duplicate key, before it has locked anything another order needs.
+	if err := tx.Create(created).Error; err != nil {
+		return err
+	}
+	if err := tx.Create(createdItems).Error; err != nil {
+		return err
+	}
+	if err := takeHoldings(tx, o.UserID, items, invs); err != nil {
+		return err
+	}
+	// Last, the stock: the WHERE clause is the oversell guard, evaluated
+	// on the latest committed row under its exclusive lock.
+	for i, it := range items {
+		sale := invs[it.SKU].SaleStartedAt
+		moved, err := s.apply(tx, stockMove{
+			sku: it.SKU, bucket: (*createdItems)[i].Bucket, dAvail: -it.Quantity, dFrozen: it.Quantity,
+			// Redis did not see a degraded order's take: flag the SKU
+			// for a resync in the statement that moves the units.
+			resync: o.Degraded, sale: &sale,
+			ref: o.OrderID, typ: journalReserve, reason: "order created", at: ts,
+		})
+		if err != nil {
+			return fmt.Errorf("reserve sku %s: %w", it.SKU, err)
+		}
+		if !moved && invs[it.SKU].BucketRows > 0 {
+			// Which row, and whether the SKU still has the units, is
+			// decided again on a fresh read.
+			return fmt.Errorf("sku %s: %w", it.SKU, errRowRaced)
+		}
+		if !moved {
+			return shortage(tx, it, sale)
+		}
+	}
+	return nil
 }
 
 // errSaleMoved: a PutSKU started a new sale of a SKU between CreateOrder's
@@ -270,9 +285,10 @@ func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty in
 	return inv.toInventory(), nil
 }
 
-// shortage explains why the conditional reserve matched no row: the SKU
-// lacks the units (StockDrift), is gone (UnknownSKU), or started a new
-// sale since the transaction read it (errSaleMoved, run again).
+// shortage explains why the conditional reserve on a SKU's row matched no
+// row: the SKU lacks the units (StockDrift), is gone (UnknownSKU), started
+// a new sale since the transaction read it (errSaleMoved) or was split
+// into bucket rows (errRowRaced); the last two run again.
 func shortage(tx *gorm.DB, it flashsale.Item, sale time.Time) error {
 	inv, err := takeStock(tx, it.SKU)
 	if err != nil {
@@ -280,6 +296,11 @@ func shortage(tx *gorm.DB, it flashsale.Item, sale time.Time) error {
 	}
 	if !inv.SaleStartedAt.Equal(sale) {
 		return fmt.Errorf("sku %s: %w", it.SKU, errSaleMoved)
+	}
+	if inv.BucketRows > 0 {
+		// Split into bucket rows (a restock or a resize mid-sale) since
+		// the transaction read the SKU's row: the units moved, not gone.
+		return fmt.Errorf("sku %s: %w", it.SKU, errRowRaced)
 	}
 	return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, inv.Available, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
 }
