@@ -17,7 +17,7 @@ import (
 	"github.com/flashsale/flashsale/migrations"
 )
 
-var tables = []string{"inventory", "orders", "order_items", "inventory_journal", "payments"}
+var tables = []string{"inventory", "orders", "order_items", "inventory_journal", "payments", "buyer_holdings", "inventory_buckets"}
 
 func openDB(t *testing.T) *sql.DB {
 	t.Helper()

@@ -44,5 +44,10 @@ func (c Catalog) Resize(ctx context.Context, sku string, buckets int) (Resized, 
 	if _, err := c.DB.SetBuckets(ctx, sku, buckets); err != nil {
 		return Resized{}, fmt.Errorf("record %d buckets of %s in mysql: %w", buckets, sku, err)
 	}
+	// MySQL's bucket rows follow, so a create still takes the row of the
+	// bucket Redis starts at (orderdb.Store.SplitStock).
+	if _, err := c.DB.SplitStock(ctx, sku, buckets); err != nil {
+		return Resized{}, fmt.Errorf("split %s into %d bucket rows in mysql: %w", sku, buckets, err)
+	}
 	return Resized{SKU: sku, Buckets: buckets, RedisTotal: res.RedisTotal}, nil
 }

@@ -87,6 +87,12 @@ func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, e
 	if err := c.Redis.SetLimit(ctx, inv.SKU, inv.PerUserLimit, max(started.UnixMilli(), 0)); err != nil {
 		return Defined{}, err
 	}
+	// MySQL's stock goes onto bucket rows that mirror the Redis buckets
+	// (a create takes the row of the bucket Redis starts at), so orders of
+	// the SKU do not queue on one row lock (orderdb.Store.SplitStock).
+	if _, err := c.DB.SplitStock(ctx, inv.SKU, inv.Buckets); err != nil {
+		return Defined{}, err
+	}
 	pre, err := c.Redis.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
 	if err != nil {
 		return Defined{}, err

@@ -106,3 +106,37 @@ func TestRestockResizeAndStock(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// A restock spreads the SKU's units over bucket rows that mirror its Redis
+// buckets (orderdb.Store.SplitStock, as a preheat does), and the stock
+// view still reads the SKU's one truth: its row plus its bucket rows.
+func TestRestockSpreadsOverBucketRows(t *testing.T) {
+	ctx := context.Background()
+	c, db := midSale(t)
+	sku := "rows-" + testenv.UniqueID(t)
+	_, err := db.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 5, Price: 100, Buckets: 4, PerUserLimit: 1})
+	require.NoError(t, err)
+	_, err = c.Redis.Preheat(ctx, sku, 5, 4)
+	require.NoError(t, err)
+	_, err = c.Restock(ctx, sku, "r1", 3)
+	require.NoError(t, err)
+
+	var rows []struct {
+		Bucket    int
+		Available int64
+	}
+	require.NoError(t, db.DB().Raw(`SELECT bucket, available FROM inventory_buckets WHERE sku_id = ? ORDER BY bucket`, sku).Scan(&rows).Error)
+	require.Len(t, rows, 4)
+	var onRows int64
+	for _, r := range rows {
+		require.InDelta(t, 2, r.Available, 0, "8 units spread evenly over 4 rows")
+		onRows += r.Available
+	}
+	require.EqualValues(t, 8, onRows)
+	var onSKURow int64
+	require.NoError(t, db.DB().Raw(`SELECT available FROM inventory WHERE sku_id = ?`, sku).Scan(&onSKURow).Error)
+	require.Zero(t, onSKURow)
+	st, err := c.Stock(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, catalog.Stock{SKU: sku, Total: 8, Available: 8, DBAvailable: 8, BucketCount: 4, OnSale: true}, st)
+}

@@ -46,6 +46,11 @@ func (c Catalog) Restock(ctx context.Context, sku, requestID string, qty int64) 
 	if err != nil {
 		return Restocked{}, fmt.Errorf("restock %s in mysql: %w", sku, err)
 	}
+	// The new units land on the SKU's row; spread them over its bucket
+	// rows before Redis offers them. A repeat finds nothing left to spread.
+	if _, err := c.DB.SplitStock(ctx, sku, res.Inventory.Buckets); err != nil {
+		return Restocked{}, fmt.Errorf("restock %s in mysql: %w", sku, err)
+	}
 	out := Restocked{SKU: sku, RequestID: requestID, Quantity: qty, Added: res.Added, Inventory: res.Inventory, OnSale: true}
 	if _, err := c.Redis.Restock(ctx, sku, requestID, qty); err != nil {
 		if flashsale.ErrorCode(err) != flashsale.UnknownSKU {

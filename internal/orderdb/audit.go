@@ -45,7 +45,7 @@ type StockView struct {
 func (s *Store) StockView(ctx context.Context, sku string, orderIDs []string) (StockView, error) {
 	out := StockView{Statuses: make(map[string]flashsale.Status, len(orderIDs))}
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
-		row, err := takeInventory(tx, sku)
+		row, err := takeStock(tx, sku)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ type OrderJournal struct {
 func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 	var out SKUAudit
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
-		row, err := takeInventory(tx, sku)
+		row, err := takeStock(tx, sku)
 		if err != nil {
 			return err
 		}
@@ -155,15 +155,20 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 			FROM inventory_journal WHERE sku_id = ?`, sku).Scan(j).Error; err != nil {
 			return fmt.Errorf("journal sums: %w", err)
 		}
-		var last []journalRow
-		if err := tx.Where("sku_id = ?", sku).Order("id DESC").Limit(1).Find(&last).Error; err != nil {
-			return fmt.Errorf("last journal entry: %w", err)
+		// The newest entry of each of the SKU's rows (its inventory row and
+		// its bucket rows, each journaled on its own) ends where that row
+		// is; together they end at the SKU's truth.
+		var last struct{ Available, Frozen, Sold int64 }
+		if err := tx.Raw(`SELECT COALESCE(SUM(available_after), 0) AS available, COALESCE(SUM(frozen_after), 0) AS frozen,
+				COALESCE(SUM(sold_after), 0) AS sold
+			FROM inventory_journal WHERE id IN (SELECT MAX(id) FROM inventory_journal WHERE sku_id = ? GROUP BY bucket)`,
+			sku).Scan(&last).Error; err != nil {
+			return fmt.Errorf("last journal entries: %w", err)
 		}
-		if len(last) == 1 {
-			j.LastAvailable, j.LastFrozen, j.LastSold = last[0].AvailableAfter, last[0].FrozenAfter, last[0].SoldAfter
-		}
-		// Each entry must start where the previous one ended. The first
-		// entry (the SKU's creation) starts from zero.
+		j.LastAvailable, j.LastFrozen, j.LastSold = last.Available, last.Frozen, last.Sold
+		// Each entry must start where the previous one of its row ended.
+		// The first entry of a row (the SKU's creation, a bucket row's
+		// first split) starts from zero.
 		var breaks struct {
 			Breaks     int64
 			FirstBreak int64
@@ -171,9 +176,9 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 		if err := tx.Raw(`SELECT COUNT(*) AS breaks, COALESCE(MIN(id), 0) AS first_break FROM (
 				SELECT id, delta_available, delta_frozen, delta_sold,
 					available_before, available_after, frozen_after, sold_after,
-					LAG(available_after) OVER (ORDER BY id) AS prev_available,
-					LAG(frozen_after) OVER (ORDER BY id) AS prev_frozen,
-					LAG(sold_after) OVER (ORDER BY id) AS prev_sold
+					LAG(available_after) OVER (PARTITION BY bucket ORDER BY id) AS prev_available,
+					LAG(frozen_after) OVER (PARTITION BY bucket ORDER BY id) AS prev_frozen,
+					LAG(sold_after) OVER (PARTITION BY bucket ORDER BY id) AS prev_sold
 				FROM inventory_journal WHERE sku_id = ?
 			) x
 			WHERE available_after - available_before <> delta_available

@@ -77,6 +77,14 @@ func (s *Store) closeOrder(ctx context.Context, orderID string, to flashsale.Sta
 			}
 		}
 
+		items, err := loadItems(tx, orderID)
+		if err != nil {
+			return err
+		}
+		pays, err := loadPayments(tx, orderID)
+		if err != nil {
+			return err
+		}
 		ts := now()
 		upd := tx.Model(&orderRow{}).
 			Where("order_id = ? AND status = ?", orderID, flashsale.StatusPendingPayment).
@@ -87,15 +95,11 @@ func (s *Store) closeOrder(ctx context.Context, orderID string, to flashsale.Sta
 		if upd.RowsAffected != 1 {
 			return fmt.Errorf("order changed under lock")
 		}
-		items, err := loadItems(tx, orderID)
-		if err != nil {
+		if err := giveHoldings(tx, ord.UserID, items); err != nil {
 			return err
 		}
-		if err := moveFrozen(tx, orderID, items, journalRelease, string(to)+": "+reason, ts, ord.Degraded); err != nil {
-			return err
-		}
-		pays, err := loadPayments(tx, orderID)
-		if err != nil {
+		// The SKUs' rows last, so their locks are held the least (apply).
+		if err := s.moveFrozen(tx, orderID, items, journalRelease, string(to)+": "+reason, ts, ord.Degraded); err != nil {
 			return err
 		}
 		ord.Status, ord.Reason, ord.ClosedAt, ord.UpdatedAt = string(to), reason, &ts, ts

@@ -6,6 +6,7 @@ package orderdb
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -52,6 +53,14 @@ func (o NewOrder) validate() error {
 // prices, and a RESERVE journal entry per item. The order starts as
 // PENDING_PAYMENT.
 //
+// The SKU's row is the hottest lock of a sale, so the transaction takes it
+// last: it reads prices and limits without a lock, inserts the order, its
+// items and the buyer's units (the per-user limit's row, takeHoldings),
+// and only then moves the stock with the conditional UPDATE, whose round
+// trip is the last before COMMIT (apply). That UPDATE also checks that the
+// SKU's sale is still the one read (a PutSKU between would have changed
+// price and limit): if not, the transaction runs again.
+//
 // It is idempotent on the order id: if the order already exists for the
 // same buyer and the same lines it is returned unchanged and no stock moves,
 // so a retried activity is harmless even when the first attempt committed
@@ -64,90 +73,37 @@ func (o NewOrder) validate() error {
 //
 // If MySQL has fewer units than requested for any item (Redis drifted)
 // nothing is written and the error wraps StockDrift naming the SKU;
-// a SKU without inventory row gives UnknownSKU.
+// a SKU without inventory row gives UnknownSKU; a buyer over the SKU's
+// per-user limit LimitExceeded.
 func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 	if err := o.validate(); err != nil {
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
-	// Locking inventory rows in one global order (by sku id) means two
-	// multi-item orders can never wait on each other in a cycle.
+	// Locking rows in one global order (by sku id) means two multi-item
+	// orders can never wait on each other in a cycle.
 	items := slices.Clone(o.Items)
 	slices.SortFunc(items, func(a, b flashsale.Item) int { return cmp.Compare(a.SKU, b.SKU) })
+	skus := make([]string, len(items))
+	for i, it := range items {
+		skus[i] = it.SKU
+	}
 	ts := now()
 
 	var created orderRow
 	var createdItems []orderItemRow
-	err := s.writeTx(ctx, nil, func(tx *gorm.DB) error {
-		created = orderRow{
-			OrderID:   o.OrderID,
-			UserID:    o.UserID,
-			Degraded:  o.Degraded,
-			Status:    string(flashsale.StatusPendingPayment),
-			PayBy:     o.PayBy.UTC().Truncate(time.Millisecond),
-			CreatedAt: ts,
-			UpdatedAt: ts,
-		}
-		createdItems = make([]orderItemRow, 0, len(items))
-		journal := make([]journalRow, 0, len(items))
-		for _, it := range items {
-			// The WHERE clause is the oversell guard: it is evaluated on the
-			// latest committed row under its exclusive lock.
-			cols := map[string]any{
-				"available":  gorm.Expr("available - ?", it.Quantity),
-				"frozen":     gorm.Expr("frozen + ?", it.Quantity),
-				"updated_at": ts,
-			}
-			if o.Degraded {
-				// Redis did not see this take: flag the SKU for a resync
-				// in the same statement that moves the units.
-				cols["redis_resync"] = gorm.Expr("redis_resync + 1")
-			}
-			res := tx.Model(&inventoryRow{}).
-				Where("sku_id = ? AND available >= ?", it.SKU, it.Quantity).
-				UpdateColumns(cols)
-			if res.Error != nil {
-				return fmt.Errorf("reserve sku %s: %w", it.SKU, res.Error)
-			}
-			if res.RowsAffected == 0 {
-				return shortage(tx, it)
-			}
-			// Read back under the lock we now hold: the price cannot change
-			// before commit, and the values feed the journal.
-			inv, err := lockInventory(tx, it.SKU)
-			if err != nil {
-				return fmt.Errorf("reserve sku %s: %w", it.SKU, err)
-			}
-			line, err := mulAmount(it.Quantity, inv.Price)
-			if err == nil {
-				created.Amount, err = addAmount(created.Amount, line)
-			}
-			if err != nil {
-				return fmt.Errorf("sku %s: %w", it.SKU, err)
-			}
-			if err := checkUserLimit(tx, o.UserID, inv, it.Quantity); err != nil {
-				return err
-			}
-			createdItems = append(createdItems, orderItemRow{
-				OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price,
-			})
-			journal = append(journal, journalFor(inv, o.OrderID, journalReserve,
-				-it.Quantity, it.Quantity, 0, "order created", ts))
-		}
-		// A concurrent attempt with the same order id fails here with a
-		// duplicate key, which rolls back its stock moves above.
-		if err := tx.Create(&created).Error; err != nil {
-			return err
-		}
-		if err := tx.Create(&createdItems).Error; err != nil {
-			return err
-		}
-		return tx.Create(&journal).Error
-	})
+	var err error
+	// Every round reads afresh (writeTx reruns up to maxTxAttempts): at the
+	// end of a sale, or while a restock or resize splits the rows, the row a
+	// read chose can lose its units again and again before one is taken.
+	for round := 0; round == 0 || (errors.Is(err, errRowRaced) && round < maxRowRounds); round++ {
+		err = s.writeTx(ctx, readAgain, func(tx *gorm.DB) error {
+			return s.createTx(tx, o, items, skus, ts, &created, &createdItems)
+		})
+	}
 	if err != nil {
 		// A retry, or a race with another attempt for the same order: the
-		// order insert failed on its unique id, or the stock or limit check
-		// because that attempt already took the units. If the order exists,
-		// that is the answer. New orders, the hot path, need no lookup first.
+		// order insert failed on its unique id. If the order exists, that
+		// is the answer. New orders, the hot path, need no lookup first.
 		if existing, rerr := s.Order(ctx, o.OrderID); rerr == nil {
 			if !existing.sameAs(o) {
 				return Order{}, fmt.Errorf("create order %s: the id is taken by an order of user %s with other lines: %w",
@@ -158,6 +114,119 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
 	return toOrder(created, createdItems, nil), nil
+}
+
+// maxRowRounds bounds CreateOrder's rounds of fresh reads after bucket
+// rows lost the units a read found (each round is up to maxTxAttempts).
+const maxRowRounds = 8
+
+// createTx is CreateOrder's transaction: read, insert, move the stock last.
+func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus []string, ts time.Time, created *orderRow, createdItems *[]orderItemRow) error {
+	invs, buckets, err := readForCreate(tx, skus)
+	if err != nil {
+		return err
+	}
+	*created = orderRow{
+		OrderID:   o.OrderID,
+		UserID:    o.UserID,
+		Degraded:  o.Degraded,
+		Status:    string(flashsale.StatusPendingPayment),
+		PayBy:     o.PayBy.UTC().Truncate(time.Millisecond),
+		CreatedAt: ts,
+		UpdatedAt: ts,
+	}
+	*createdItems = make([]orderItemRow, 0, len(items))
+	for _, it := range items {
+		inv, ok := invs[it.SKU]
+		if !ok {
+			return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+		}
+		cost, err := mulAmount(it.Quantity, inv.Price)
+		if err == nil {
+			created.Amount, err = addAmount(created.Amount, cost)
+		}
+		if err != nil {
+			return fmt.Errorf("sku %s: %w", it.SKU, err)
+		}
+		line := orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
+		if inv.BucketRows == 0 && inv.Available < it.Quantity {
+			// Short on the latest committed row: refused before
+			// anything is written or locked (the stock answer comes
+			// before the limit's, as it always did). Enough here is
+			// only a hint; the UPDATE below decides.
+			return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, inv.Available, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
+		}
+		if inv.BucketRows > 0 {
+			// The row is chosen before the inserts, which record it; a
+			// line no single row can serve gathers the units first (a
+			// rare path, at the end of a sale: it locks early).
+			var ok bool
+			if line.Bucket, ok = pickRow(o.OrderID, inv, buckets[it.SKU], it.Quantity); !ok {
+				if err := s.gatherFor(tx, inv, buckets[it.SKU], it, o.OrderID, ts); err != nil {
+					return err
+				}
+			}
+		}
+		*createdItems = append(*createdItems, line)
+	}
+	// A concurrent attempt with the same order id fails here with a
+	// duplicate key, before it has locked anything another order needs.
+	if err := tx.Create(created).Error; err != nil {
+		return err
+	}
+	if err := tx.Create(createdItems).Error; err != nil {
+		return err
+	}
+	if err := takeHoldings(tx, o.UserID, items, invs); err != nil {
+		return err
+	}
+	// Last, the stock: the WHERE clause is the oversell guard, evaluated
+	// on the latest committed row under its exclusive lock.
+	for i, it := range items {
+		sale := invs[it.SKU].SaleStartedAt
+		moved, err := s.apply(tx, stockMove{
+			sku: it.SKU, bucket: (*createdItems)[i].Bucket, dAvail: -it.Quantity, dFrozen: it.Quantity,
+			// Redis did not see a degraded order's take: flag the SKU
+			// for a resync in the statement that moves the units.
+			resync: o.Degraded, sale: &sale,
+			ref: o.OrderID, typ: journalReserve, reason: "order created", at: ts,
+		})
+		if err != nil {
+			return fmt.Errorf("reserve sku %s: %w", it.SKU, err)
+		}
+		if !moved && invs[it.SKU].BucketRows > 0 {
+			// Which row, and whether the SKU still has the units, is
+			// decided again on a fresh read.
+			return fmt.Errorf("sku %s: %w", it.SKU, errRowRaced)
+		}
+		if !moved {
+			return shortage(tx, it, sale)
+		}
+	}
+	return nil
+}
+
+// errSaleMoved: a PutSKU started a new sale of a SKU between CreateOrder's
+// read of its price and limit and its stock move. The transaction runs
+// again on the new values.
+var errSaleMoved = errors.New("the sku's sale changed during the order")
+
+// readAgain: errors after which the transaction runs again on a fresh
+// read (the sale moved, or a bucket row lost its units to another order).
+func readAgain(err error) bool { return errors.Is(err, errSaleMoved) || errors.Is(err, errRowRaced) }
+
+// gatherFor serves a line of a bucketed SKU that no single row can: when
+// the SKU's rows together have the units, they are gathered onto its
+// inventory row (and the line takes from there); otherwise it is short.
+func (s *Store) gatherFor(tx *gorm.DB, inv inventoryRow, rows []bucketRow, it flashsale.Item, orderID string, ts time.Time) error {
+	sum := inv.Available
+	for _, r := range rows {
+		sum += r.Available
+	}
+	if sum < it.Quantity {
+		return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, sum, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
+	}
+	return s.gather(tx, inv, rows, orderID, ts)
 }
 
 // sameAs reports whether the stored order is what o asks for: the same
@@ -183,16 +252,8 @@ func (ord Order) sameAs(o NewOrder) bool {
 // checkUserLimit refuses an item that would give the user more units of the
 // SKU than its per_user_limit in the current sale (orders created since the
 // SKU's last PutSKU). Units of PENDING_PAYMENT and PAID orders count;
-// expired and cancelled orders gave theirs back.
-//
-// It must run after the conditional UPDATE of the SKU's inventory row: this
-// transaction then holds that row's exclusive lock, so every other
-// CreateOrder for the SKU waits behind it, and under READ COMMITTED the count
-// sees every order those committed before. Two concurrent orders of one user
-// can therefore never both pass, however many API instances or Redis
-// buckets let them through. The count is a few index lookups (orders by
-// user_id, then order_items by its (order_id, sku_id) key), which keeps the
-// hot row's lock short without a new index.
+// expired and cancelled orders gave theirs back. It only reads; the guard
+// is the CHECK on the buyer's row that CreateOrder writes (takeHoldings).
 func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) error {
 	held, err := unitsHeld(tx, userID, inv)
 	if err != nil {
@@ -205,31 +266,16 @@ func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) err
 	return nil
 }
 
-// unitsHeld counts the units of inv's SKU that userID holds in the current
-// sale: those of PENDING_PAYMENT and PAID orders created since the SKU's
-// last PutSKU.
-func unitsHeld(tx *gorm.DB, userID string, inv inventoryRow) (int64, error) {
-	var held int64
-	err := tx.Raw(`SELECT COALESCE(SUM(i.quantity), 0) FROM orders o
-		JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
-		WHERE o.user_id = ? AND o.status IN (?, ?) AND o.created_at >= ?`,
-		inv.SKUID, userID, flashsale.StatusPendingPayment, flashsale.StatusPaid, inv.SaleStartedAt).Scan(&held).Error
-	if err != nil {
-		return 0, fmt.Errorf("sku %s: count units of user %s: %w", inv.SKUID, userID, err)
-	}
-	return held, nil
-}
-
 // CheckUserLimit answers, without locking anything, whether userID may
 // take qty more units of skuID: LimitExceeded when that would pass the
 // SKU's per-user limit in the current sale, UnknownSKU for a SKU MySQL does
 // not know. It returns the SKU's inventory it read for the check, so a door
 // that needs it too (the waitlist's capacity) reads the row once. A door
 // asks it before it queues a buyer for units (the waitlist); CreateOrder's
-// own check under the row lock stays the guard.
+// own guard (the buyer's row, takeHoldings) stays the final word.
 func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty int64) (Inventory, error) {
 	db := s.db.WithContext(ctx)
-	inv, err := takeInventory(db, skuID)
+	inv, err := takeStock(db, skuID)
 	if err == nil {
 		err = checkUserLimit(db, userID, inv, qty)
 	}
@@ -239,11 +285,22 @@ func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty in
 	return inv.toInventory(), nil
 }
 
-// shortage explains why the conditional reserve matched no row.
-func shortage(tx *gorm.DB, it flashsale.Item) error {
-	inv, err := takeInventory(tx, it.SKU)
+// shortage explains why the conditional reserve on a SKU's row matched no
+// row: the SKU lacks the units (StockDrift), is gone (UnknownSKU), started
+// a new sale since the transaction read it (errSaleMoved) or was split
+// into bucket rows (errRowRaced); the last two run again.
+func shortage(tx *gorm.DB, it flashsale.Item, sale time.Time) error {
+	inv, err := takeStock(tx, it.SKU)
 	if err != nil {
 		return fmt.Errorf("sku %s: %w", it.SKU, err)
+	}
+	if !inv.SaleStartedAt.Equal(sale) {
+		return fmt.Errorf("sku %s: %w", it.SKU, errSaleMoved)
+	}
+	if inv.BucketRows > 0 {
+		// Split into bucket rows (a restock or a resize mid-sale) since
+		// the transaction read the SKU's row: the units moved, not gone.
+		return fmt.Errorf("sku %s: %w", it.SKU, errRowRaced)
 	}
 	return fmt.Errorf("sku %s: want %d, available %d: %w", it.SKU, it.Quantity, inv.Available, flashsale.Errorf(flashsale.StockDrift, "insufficient stock"))
 }

@@ -54,8 +54,23 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 		if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
 			return err
 		}
-		if exists && cur.Frozen > 0 {
-			return fmt.Errorf("%d units reserved by unpaid orders: %w", cur.Frozen, flashsale.Errorf(flashsale.SKUInUse, "sku has unpaid reservations"))
+		// Bucket rows (SplitStock) are part of the SKU: locked after its
+		// row, and emptied and removed with the old sale.
+		var rows []bucketRow
+		if exists && cur.BucketRows > 0 {
+			if err := tx.Clauses(forUpdate).Where("sku_id = ?", sku.ID).Order("bucket").Find(&rows).Error; err != nil {
+				return err
+			}
+		}
+		frozen := cur.Frozen
+		for _, r := range rows {
+			frozen += r.Frozen
+		}
+		if exists && frozen > 0 {
+			return fmt.Errorf("%d units reserved by unpaid orders: %w", frozen, flashsale.Errorf(flashsale.SKUInUse, "sku has unpaid reservations"))
+		}
+		if err := resetBuckets(tx, rows, ref, ts); err != nil {
+			return err
 		}
 
 		out = inventoryRow{
@@ -80,6 +95,7 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 				"bucket_count":    out.BucketCount,
 				"per_user_limit":  out.PerUserLimit,
 				"sale_started_at": ts,
+				"bucket_rows":     0,
 				"updated_at":      ts,
 			}).Error
 		} else {
@@ -106,7 +122,7 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 
 // Inventory returns the current stock row of a SKU, or UnknownSKU.
 func (s *Store) Inventory(ctx context.Context, skuID string) (Inventory, error) {
-	row, err := takeInventory(s.db.WithContext(ctx), skuID)
+	row, err := takeStock(s.db.WithContext(ctx), skuID)
 	if err != nil {
 		return Inventory{}, fmt.Errorf("inventory %s: %w", skuID, err)
 	}
@@ -159,7 +175,11 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 			if prior.DeltaAvailable != qty {
 				return invalidf("request %s already added %d units, not %d", requestID, prior.DeltaAvailable, qty)
 			}
-			out = RestockResult{Inventory: inv.toInventory()}
+			stock, err := takeStock(tx, skuID)
+			if err != nil {
+				return err
+			}
+			out = RestockResult{Inventory: stock.toInventory()}
 			return nil
 		case !errors.Is(err, gorm.ErrRecordNotFound):
 			return err
@@ -184,11 +204,38 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 		if err := tx.Create(&j).Error; err != nil {
 			return err
 		}
-		out = RestockResult{Inventory: inv.toInventory(), Added: true}
+		// The SKU's truth, with its bucket rows: inv is its row alone.
+		stock, err := takeStock(tx, skuID)
+		if err != nil {
+			return err
+		}
+		out = RestockResult{Inventory: stock.toInventory(), Added: true}
 		return nil
 	})
 	if err != nil {
 		return RestockResult{}, fmt.Errorf("restock %s by %s: %w", skuID, requestID, err)
 	}
 	return out, nil
+}
+
+// resetBuckets empties and removes a SKU's bucket rows as PutSKU starts a
+// new sale: each row's last entry (RESET, relative to the row) takes it to
+// zero, so every row's journal still replays it and the SKU's sums stay
+// the sum of its rows.
+func resetBuckets(tx *gorm.DB, rows []bucketRow, ref string, ts time.Time) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	journal := make([]journalRow, 0, len(rows))
+	for _, r := range rows {
+		j := journalFor(inventoryRow{SKUID: r.SKUID}, fmt.Sprintf("%s-b%d", ref, r.Bucket), journalReset,
+			-r.Available, -r.Frozen, -r.Sold, "reset: bucket row removed", ts)
+		b := r.Bucket
+		j.Bucket = &b
+		journal = append(journal, j)
+	}
+	if err := tx.Create(&journal).Error; err != nil {
+		return err
+	}
+	return tx.Where("sku_id = ?", rows[0].SKUID).Delete(&bucketRow{}).Error
 }

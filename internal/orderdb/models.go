@@ -21,6 +21,9 @@ type inventoryRow struct {
 	BucketCount  int    `gorm:"column:bucket_count"`
 	PerUserLimit int    `gorm:"column:per_user_limit"`
 	RedisResync  int64  `gorm:"column:redis_resync"`
+	// BucketRows is how many bucket rows hold part of the SKU's stock
+	// (SplitStock); 0 for a SKU whose stock is all on this row.
+	BucketRows int `gorm:"column:bucket_rows"`
 	// SaleStartedAt is the last PutSKU: the per-user limit counts orders
 	// created since.
 	SaleStartedAt time.Time `gorm:"column:sale_started_at"`
@@ -66,6 +69,9 @@ type orderItemRow struct {
 	SKUID     string `gorm:"column:sku_id"`
 	Quantity  int64  `gorm:"column:quantity"`
 	UnitPrice int64  `gorm:"column:unit_price"`
+	// Bucket is the bucket row the units were frozen in; nil: the SKU's
+	// inventory row.
+	Bucket *int `gorm:"column:bucket"`
 }
 
 func (orderItemRow) TableName() string { return "order_items" }
@@ -77,6 +83,7 @@ const (
 	journalSell    = "SELL"    // frozen -> sold (order paid)
 	journalReset   = "RESET"   // PutSKU: stock redefined before a sale
 	journalRestock = "RESTOCK" // Restock: units added during a sale
+	journalMove    = "MOVE"    // units carried between a SKU's rows (bucket rows)
 )
 
 type journalRow struct {
@@ -93,6 +100,8 @@ type journalRow struct {
 	SoldAfter       int64     `gorm:"column:sold_after"`
 	Reason          string    `gorm:"column:reason"`
 	CreatedAt       time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	// Bucket is the bucket row the entry moved; nil: the inventory row.
+	Bucket *int `gorm:"column:bucket"`
 }
 
 func (journalRow) TableName() string { return "inventory_journal" }

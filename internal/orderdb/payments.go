@@ -90,9 +90,6 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 			if err := tx.Create(&pay).Error; err != nil {
 				return err
 			}
-			if err := moveFrozen(tx, orderID, items, journalSell, "paid by "+txnID, ts, false); err != nil {
-				return err
-			}
 			upd := tx.Model(&orderRow{}).
 				Where("order_id = ? AND status = ?", orderID, flashsale.StatusPendingPayment).
 				UpdateColumns(map[string]any{"status": flashsale.StatusPaid, "updated_at": ts})
@@ -103,6 +100,10 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 				// Impossible while we hold the row lock; fail loudly rather
 				// than commit stock moves for an order that did not change.
 				return fmt.Errorf("order changed under lock")
+			}
+			// The SKUs' rows last, so their locks are held the least (apply).
+			if err := s.moveFrozen(tx, orderID, items, journalSell, "paid by "+txnID, ts, false); err != nil {
+				return err
 			}
 			ord.Status, ord.UpdatedAt = string(flashsale.StatusPaid), ts
 		case flashsale.StatusPaid:

@@ -64,49 +64,28 @@ func loadPayments(tx *gorm.DB, orderID string) ([]paymentRow, error) {
 
 // moveFrozen moves q frozen units of every item to sold (pay) or back to
 // available (release), journaling each move under the order id. Items come
-// sorted by sku id (the global lock order). The frozen >= q guard turns any
+// sorted by sku id (the global lock order), and the moves are the
+// transaction's last statements (apply). The frozen >= q guard turns any
 // accounting bug into an error instead of a CHECK violation or silent drift.
 //
 // resync flags each SKU for a Redis resync in the same statement: the units
 // of a degraded order coming back were never taken from Redis.
-func moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason string, ts time.Time, resync bool) error {
-	target := "sold"
-	if typ == journalRelease {
-		target = "available"
-	}
-	journal := make([]journalRow, 0, len(items))
+func (s *Store) moveFrozen(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason string, ts time.Time, resync bool) error {
 	for _, it := range items {
-		cols := map[string]any{
-			"frozen":     gorm.Expr("frozen - ?", it.Quantity),
-			target:       gorm.Expr(target+" + ?", it.Quantity),
-			"updated_at": ts,
+		m := stockMove{sku: it.SKUID, bucket: it.Bucket, dFrozen: -it.Quantity, resync: resync, ref: orderID, typ: typ,
+			reason: truncate(reason, flashsale.MaxReasonLength), at: ts}
+		if typ == journalRelease {
+			m.dAvail = it.Quantity
+		} else {
+			m.dSold = it.Quantity
 		}
-		if resync {
-			cols["redis_resync"] = gorm.Expr("redis_resync + 1")
+		moved, err := s.apply(tx, m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", typ, err)
 		}
-		res := tx.Model(&inventoryRow{}).
-			Where("sku_id = ? AND frozen >= ?", it.SKUID, it.Quantity).
-			UpdateColumns(cols)
-		if res.Error != nil {
-			return fmt.Errorf("%s sku %s: %w", typ, it.SKUID, res.Error)
-		}
-		if res.RowsAffected == 0 {
+		if !moved {
 			return fmt.Errorf("%s sku %s: fewer than %d units frozen: inventory out of step with orders", typ, it.SKUID, it.Quantity)
 		}
-		inv, err := lockInventory(tx, it.SKUID)
-		if err != nil {
-			return fmt.Errorf("%s sku %s: %w", typ, it.SKUID, err)
-		}
-		var dAvail, dSold int64
-		if typ == journalRelease {
-			dAvail = it.Quantity
-		} else {
-			dSold = it.Quantity
-		}
-		journal = append(journal, journalFor(inv, orderID, typ, dAvail, -it.Quantity, dSold, reason, ts))
 	}
-	if len(journal) == 0 {
-		return nil
-	}
-	return tx.Create(&journal).Error
+	return nil
 }

@@ -39,7 +39,7 @@ type SaleOrder struct {
 func (s *Store) SaleView(ctx context.Context, sku string, recent int) (SaleView, error) {
 	out := SaleView{Orders: map[flashsale.Status]int64{}}
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
-		row, err := takeInventory(tx, sku)
+		row, err := takeStock(tx, sku)
 		if err != nil {
 			return err
 		}

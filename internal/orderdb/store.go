@@ -98,6 +98,9 @@ const maxTxAttempts = 4
 type Store struct {
 	db    *gorm.DB
 	sqlDB *sql.DB
+	// batch: the server runs several statements sent in one packet, so a
+	// stock move and its journal entry cost one round trip (see apply).
+	batch bool
 }
 
 // DefaultMaxConns is the connection pool's size unless MYSQL_MAX_CONNS
@@ -170,16 +173,20 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("open order db %s: %w", cfg.DBName, outage(err))
 	}
-	return &Store{db: gdb, sqlDB: sqlDB}, nil
+	return &Store{db: gdb, sqlDB: sqlDB, batch: probeBatch(ctx, sqlDB)}, nil
 }
 
 // newConnector prefers client-side parameter interpolation: without it every
 // statement with arguments costs an extra prepare round trip, which matters
 // while a transaction holds a hot inventory row lock. The driver refuses
 // interpolation for collations where it would be unsafe; then fall back.
+// With interpolation, several statements may share a packet (a stock move
+// and its journal entry, apply): every argument is still escaped by the
+// driver, and the store sends only its own SQL.
 func newConnector(cfg *mysql.Config) (driver.Connector, error) {
 	fast := cfg.Clone()
 	fast.InterpolateParams = true
+	fast.MultiStatements = true
 	if c, err := mysql.NewConnector(fast); err == nil {
 		return c, nil
 	}
