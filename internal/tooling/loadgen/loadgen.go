@@ -203,7 +203,8 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 	auth := http.Header{"Authorization": {"Bearer " + token}}
 	for ctx.Err() == nil && !r.soldOut.Load() {
 		orderID := uuid.Must(uuid.NewV7()).String()
-		status, code, body, err := r.placeWithClicks(ctx, rng, auth, orderID)
+		a := r.placeWithClicks(ctx, rng, auth, orderID)
+		status, body, err := a.status, a.body, a.err
 		switch {
 		case err != nil:
 			Sleep(ctx, 200*time.Millisecond)
@@ -224,7 +225,7 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 		case status == http.StatusTooManyRequests:
 			// Same order id next time would also be fine; a fresh one is
 			// simpler and the API treats both the same.
-			Sleep(ctx, retryAfter(code, rng))
+			Sleep(ctx, retryAfter(a, rng))
 		case status == http.StatusUnprocessableEntity:
 			return // per-user limit: this user already holds a unit
 		default: // 409 SOLD_OUT and anything else: wait for released units
@@ -233,17 +234,27 @@ func (r *run) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 	}
 }
 
-func retryAfter(code string, rng *rand.Rand) time.Duration {
-	base := 250 * time.Millisecond
-	if code == "RATE_LIMITED" {
+// retryAfter is how long a buyer told 429 waits: the answer's Retry-After,
+// as a client following the API's contract does (one that ignored it and
+// came back in a quarter of a second, as this crowd did until 2026-12-03,
+// made five buyers' worth of retries per buyer and a storm the API spent
+// its CPU answering), or a guess where the answer has none; plus up to
+// 200 ms of jitter so the crowd does not come back in step.
+func retryAfter(a answer, rng *rand.Rand) time.Duration {
+	base := a.retryAfter
+	switch {
+	case base > 0:
+	case a.code == "RATE_LIMITED":
 		base = time.Second
+	default:
+		base = 250 * time.Millisecond
 	}
 	return base + time.Duration(rng.IntN(200))*time.Millisecond
 }
 
 // placeWithClicks sends the order, sometimes twice at once with the same
 // order id, and returns the first answer.
-func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, auth http.Header, orderID string) (int, string, []byte, error) {
+func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, auth http.Header, orderID string) answer {
 	body, _ := json.Marshal(map[string]any{
 		"order_id": orderID, "items": []map[string]any{{"sku_id": r.cfg.SKU, "quantity": 1}},
 	})
@@ -251,18 +262,9 @@ func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, auth http.Hea
 		return r.place(ctx, auth, body)
 	}
 	r.dups.Add(1)
-	type answer struct {
-		status int
-		code   string
-		body   []byte
-		err    error
-	}
 	ch := make(chan answer, 2)
 	for range 2 {
-		go func() {
-			s, c, b, err := r.place(ctx, auth, body)
-			ch <- answer{s, c, b, err}
-		}()
+		go func() { ch <- r.place(ctx, auth, body) }()
 	}
 	a, b := <-ch, <-ch
 	// Both clicks carry the same order id: a 201 on either means this
@@ -270,20 +272,20 @@ func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, auth http.Hea
 	if b.status == http.StatusCreated {
 		a = b
 	}
-	return a.status, a.code, a.body, a.err
+	return a
 }
 
-func (r *run) place(ctx context.Context, auth http.Header, body []byte) (int, string, []byte, error) {
+func (r *run) place(ctx context.Context, auth http.Header, body []byte) answer {
 	select {
 	case r.inflight <- struct{}{}:
 	case <-ctx.Done():
-		return 0, "", nil, ctx.Err()
+		return answer{err: ctx.Err()}
 	}
 	t0 := time.Now()
-	status, respBody, err := r.do(ctx, http.MethodPost, "/api/v1/orders", body, auth)
+	status, respBody, hdr, err := doWithHeader(ctx, r.cfg.Client, http.MethodPost, r.cfg.BaseURL+"/api/v1/orders", body, auth)
 	<-r.inflight
 	if err != nil {
-		return 0, "", nil, err
+		return answer{err: err}
 	}
 	lat := time.Since(t0)
 	var e struct {
@@ -300,7 +302,21 @@ func (r *run) place(ctx context.Context, auth http.Header, body []byte) (int, st
 	r.latencies = append(r.latencies, lat)
 	r.byAnswer[key] = append(r.byAnswer[key], lat)
 	r.mu.Unlock()
-	return status, e.Code, respBody, nil
+	a := answer{status: status, code: e.Code, body: respBody}
+	if secs, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && secs > 0 {
+		a.retryAfter = time.Duration(secs) * time.Second
+	}
+	return a
+}
+
+// answer is what a buy request got back.
+type answer struct {
+	status int
+	code   string
+	body   []byte
+	// retryAfter is the answer's Retry-After; zero without one.
+	retryAfter time.Duration
+	err        error
 }
 
 // winner pays, cancels, or walks away.
@@ -353,9 +369,15 @@ func (r *run) do(ctx context.Context, method, path string, body []byte, hdr http
 // returns the status and up to 1 MiB of the answer. The fault suite's crowd
 // sends its requests through it too.
 func Do(ctx context.Context, c *http.Client, method, url string, body []byte, hdr http.Header) (int, []byte, error) {
+	status, b, _, err := doWithHeader(ctx, c, method, url, body, hdr)
+	return status, b, err
+}
+
+// doWithHeader is Do that also returns the answer's header.
+func doWithHeader(ctx context.Context, c *http.Client, method, url string, body []byte, hdr http.Header) (int, []byte, http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hdr {
@@ -363,11 +385,11 @@ func Do(ctx context.Context, c *http.Client, method, url string, body []byte, hd
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, err
+	return resp.StatusCode, b, resp.Header, err
 }
 
 // Sleep waits d or until ctx ends, whichever comes first.
