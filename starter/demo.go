@@ -57,7 +57,7 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 
 	progress := os.Stderr
 	fmt.Fprintln(progress, "flashsale demo: setting up (first run builds the Temporal server from the Go module proxy: ~3 minutes)")
-	st, err := demo.StartStack(ctx, demo.StackOptions{Config: cfg, TemporalDBFile: *temporalDB, Progress: progress})
+	st, err := demo.StartStack(ctx, demo.StackOptions{Config: cfg, TemporalDBFile: *temporalDB, Progress: progress, API: demo.DemoAPI})
 	if err != nil {
 		return nil, err
 	}

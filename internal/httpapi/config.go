@@ -34,7 +34,7 @@ type Config struct {
 	// instance.
 	OrderRate int
 	// MaxInFlight bounds the units of one SKU on their way through Temporal
-	// from this instance (EDGE_MAX_IN_FLIGHT, default edge.DefaultMaxInFlight).
+	// from this instance (EDGE_MAX_IN_FLIGHT, default 16).
 	MaxInFlight int64
 	// AdmissionMaxInFlight caps the adaptive limit on new orders in flight
 	// into Temporal from this instance (ADMISSION_MAX_IN_FLIGHT, default

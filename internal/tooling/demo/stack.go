@@ -42,9 +42,14 @@ type StackOptions struct {
 	// Logger receives the services' logs; nil logs errors only, to stderr.
 	Logger *slog.Logger
 	// API tunes the HTTP API's settings; nil keeps the production defaults
-	// (the demo and the benchmark run those).
+	// (the benchmark measures those).
 	API func(*httpapi.Config)
 }
+
+// DemoAPI is the demo's API setting: a crowd of thousands from one machine
+// gets a per-SKU window of 64 units in flight (production: 16), so the
+// sale page fills in seconds.
+func DemoAPI(c *httpapi.Config) { c.MaxInFlight = 64 }
 
 // Stack is a running flash-sale deployment in this process.
 type Stack struct {
