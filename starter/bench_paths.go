@@ -288,7 +288,9 @@ func (b *benchRun) profileSoldOut(ctx context.Context, round bench.Round) error 
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// Closed below once the profile is written; this close is for the
+	// early returns, whose error says more than a close's could.
+	defer func() { _ = f.Close() }()
 	b.logf("HTTP, wrk: one sold-out round of %s under the CPU profiler", b.p.WrkRound)
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return fmt.Errorf("cpu profile: %w", err)
