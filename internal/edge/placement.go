@@ -85,7 +85,6 @@ type PlacementLimit struct {
 	throughput float64 // configured; 0 means learned by rate
 	rate       *completions
 	now        func() time.Time
-	inFlight   atomic.Int64
 	rejected   atomic.Int64
 	capped     atomic.Int64
 }
@@ -133,7 +132,6 @@ func (p Permit) Done(completed bool) {
 	if p.p == nil {
 		return
 	}
-	p.l.inFlight.Add(-1)
 	if completed {
 		p.l.rate.add(p.l.now())
 		p.p.Record()
@@ -145,13 +143,15 @@ func (p Permit) Done(completed bool) {
 // TryPlace takes a permit for a new placement without waiting, or answers
 // a RetryError wrapping a Busy error when the limit or the cap is reached.
 func (l *PlacementLimit) TryPlace() (Permit, error) {
+	// The cap as this placement finds it (an idle instance has none),
+	// before its own permit counts in flight.
+	c := l.Cap()
 	p, ok := l.limiter.TryAcquirePermit()
 	if !ok {
 		l.rejected.Add(1)
 		return Permit{}, l.busy()
 	}
-	if c := l.Cap(); l.inFlight.Add(1) > int64(c) {
-		l.inFlight.Add(-1)
+	if l.limiter.Inflight() > c {
 		p.Drop()
 		l.rejected.Add(1)
 		l.capped.Add(1)
@@ -177,7 +177,7 @@ func (l *PlacementLimit) Cap() int {
 	}
 	x := l.throughput
 	if x <= 0 {
-		if x = l.rate.perSecond(l.now()); x == 0 && l.inFlight.Load() == 0 {
+		if x = l.rate.perSecond(l.now()); x == 0 && l.limiter.Inflight() == 0 {
 			return math.MaxInt
 		}
 	}
@@ -198,7 +198,7 @@ func (l *PlacementLimit) Throughput() float64 {
 func (l *PlacementLimit) Limit() int { return min(l.limiter.Limit(), l.Cap()) }
 
 // InFlight counts the placements holding a permit.
-func (l *PlacementLimit) InFlight() int { return int(l.inFlight.Load()) }
+func (l *PlacementLimit) InFlight() int { return l.limiter.Inflight() }
 
 // Rejected counts the placements refused since start, by either limit.
 func (l *PlacementLimit) Rejected() int64 { return l.rejected.Load() }
