@@ -101,19 +101,26 @@ func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 		})
 	}
 	if err != nil {
-		// A retry, or a race with another attempt for the same order: the
-		// order insert failed on its unique id. If the order exists, that
-		// is the answer. New orders, the hot path, need no lookup first.
-		if existing, rerr := s.Order(ctx, o.OrderID); rerr == nil {
-			if !existing.sameAs(o) {
-				return Order{}, fmt.Errorf("create order %s: the id is taken by an order of user %s with other lines: %w",
-					o.OrderID, existing.UserID, flashsale.Errorf(flashsale.OrderIDConflict, "order id already used by another order"))
-			}
-			return existing, nil
-		}
-		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
+		return s.existingOrder(ctx, o, err)
 	}
 	return toOrder(created, createdItems, nil), nil
+}
+
+// existingOrder answers a create whose transaction failed with err: a
+// retry, or a race with another attempt for the same order, fails on the
+// order's unique id (or on stock that attempt already took). If the order
+// exists, that is the answer; another buyer's or other lines under the id
+// are OrderIDConflict. New orders, the hot path, need no lookup first.
+func (s *Store) existingOrder(ctx context.Context, o NewOrder, err error) (Order, error) {
+	existing, rerr := s.Order(ctx, o.OrderID)
+	if rerr != nil {
+		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
+	}
+	if !existing.sameAs(o) {
+		return Order{}, fmt.Errorf("create order %s: the id is taken by an order of user %s with other lines: %w",
+			o.OrderID, existing.UserID, flashsale.Errorf(flashsale.OrderIDConflict, "order id already used by another order"))
+	}
+	return existing, nil
 }
 
 // maxRowRounds bounds CreateOrder's rounds of fresh reads after bucket

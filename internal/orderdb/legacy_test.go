@@ -100,18 +100,7 @@ func (s *Store) CreateOrderLegacy(ctx context.Context, o NewOrder) (Order, error
 		return tx.Create(&journal).Error
 	})
 	if err != nil {
-		// A retry, or a race with another attempt for the same order: the
-		// order insert failed on its unique id, or the stock or limit check
-		// because that attempt already took the units. If the order exists,
-		// that is the answer. New orders, the hot path, need no lookup first.
-		if existing, rerr := s.Order(ctx, o.OrderID); rerr == nil {
-			if !existing.sameAs(o) {
-				return Order{}, fmt.Errorf("create order %s: the id is taken by an order of user %s with other lines: %w",
-					o.OrderID, existing.UserID, flashsale.Errorf(flashsale.OrderIDConflict, "order id already used by another order"))
-			}
-			return existing, nil
-		}
-		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
+		return s.existingOrder(ctx, o, err)
 	}
 	return toOrder(created, createdItems, nil), nil
 }
