@@ -135,19 +135,26 @@ func Orders(ctx context.Context, svc *orders.Service, sku string, amount int64, 
 func Ceiling(ctx context.Context, c client.Client, queue, run string, n, conc int) Stat {
 	return Measure(ctx, "ceiling: Update-with-Start, update returns at once", n, conc, func(ctx context.Context, i int) error {
 		id := fmt.Sprintf("ceiling-%s-%d", run, i)
-		op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID: id, TaskQueue: queue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		}, ceiling.Workflow, id)
-		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: op,
-			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: ceiling.UpdateName,
-				WaitForStage: client.WorkflowUpdateStageCompleted},
-		})
-		if err != nil {
-			return err
-		}
-		return h.Get(ctx, nil)
+		return reserveWithStart(ctx, c, queue, id, ceiling.Workflow, id)
 	})
+}
+
+// reserveWithStart starts workflow wf(arg) under id with its reserve
+// update (ceiling.UpdateName), Update-with-Start as the order is placed,
+// and waits for the update's answer.
+func reserveWithStart(ctx context.Context, c client.Client, queue, id string, wf, arg any) error {
+	op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID: id, TaskQueue: queue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, wf, arg)
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: ceiling.UpdateName,
+			WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, nil)
 }
 
 // Shape measures n orders of the order's own shape (ceiling.Shape): C1
@@ -168,18 +175,8 @@ func Shape(ctx context.Context, c client.Client, queue, sku, run string, physica
 	}
 	return Measure(ctx, name, n, conc, func(ctx context.Context, i int) error {
 		id := fmt.Sprintf("shape-%s-%d", run, i)
-		op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID: id, TaskQueue: queue, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		}, ceiling.Shape, ceiling.ShapeInput{OrderID: id, UserID: id, SKU: sku, Physical: physical, Deadline: 15 * time.Minute, Rung: r})
-		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: op,
-			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: ceiling.UpdateName,
-				WaitForStage: client.WorkflowUpdateStageCompleted},
-		})
-		if err != nil {
-			return fmt.Errorf("reserve %s: %w", id, err)
-		}
-		if err := h.Get(ctx, nil); err != nil {
+		in := ceiling.ShapeInput{OrderID: id, UserID: id, SKU: sku, Physical: physical, Deadline: 15 * time.Minute, Rung: r}
+		if err := reserveWithStart(ctx, c, queue, id, ceiling.Shape, in); err != nil {
 			return fmt.Errorf("reserve %s: %w", id, err)
 		}
 		if r != nil && !r.Pay {
