@@ -132,7 +132,10 @@ func TestFairSaleNothingBeforeOpensAt(t *testing.T) {
 					return
 				}
 				if pass == "" {
-					assert.Contains(t, []string{"SALE_NOT_OPEN", "PASS_REQUIRED"}, r.code(t), "%s", r.body)
+					// SOLD_OUT when the last unit went between this
+					// buyer's look at the queue and its buy: the quick
+					// answer, which says only what the public stock says.
+					assert.Contains(t, []string{"SALE_NOT_OPEN", "PASS_REQUIRED", "SOLD_OUT"}, r.code(t), "%s", r.body)
 				}
 				time.Sleep(250 * time.Millisecond)
 			}
