@@ -51,9 +51,18 @@ type Activities struct {
 	// once an order has been degraded.
 	RequestResync func(ctx context.Context, sku string) error
 	// CancelRunningOrders signals cancel to every running order of a SKU
-	// and answers how many (orders.Service.CancelRunning); a void of a
-	// fair sale needs it.
-	CancelRunningOrders func(ctx context.Context, sku, reason string) (int, error)
+	// not in signalled, adds those to it, and answers how many it
+	// signalled (orders.Service.CancelRunning); a void of a fair sale
+	// needs it.
+	CancelRunningOrders func(ctx context.Context, sku, reason string, signalled map[string]bool) (int, error)
+	// CountRunningOrders counts the running order workflows holding a SKU
+	// (visibility, workflows.RunningOrdersQuery): the end of a fair sale
+	// waits for none.
+	CountRunningOrders func(ctx context.Context, sku string) (int64, error)
+	// OrderWorkflowID names an order's workflow (workflows.OrderWorkflowID):
+	// the end of a fair sale compares Redis with MySQL as the reconciler
+	// does, which asks whether an order's workflow still runs.
+	OrderWorkflowID func(orderID string) string
 	// ResyncFlagTTL is how long a SKU's resync flag is cached; zero means
 	// DefaultResyncFlagTTL.
 	ResyncFlagTTL time.Duration

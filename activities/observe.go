@@ -18,6 +18,11 @@ type StockObservation struct {
 	SKU string `json:"sku_id"`
 	// UnknownSKU: MySQL has no inventory row; there is nothing to compare.
 	UnknownSKU bool `json:"unknown_sku,omitempty"`
+	// Ended: the SKU's fair sale has ended (MySQL's sale_ended_at) and
+	// its Redis keys are being removed or gone: nothing is on sale and
+	// there is nothing to compare or restore (Drift is 0) until a preheat
+	// starts another sale.
+	Ended bool `json:"ended,omitempty"`
 	// Missing: Redis has no bucket count for the SKU (lost, or never
 	// preheated); buyers are answered UNKNOWN_SKU.
 	Missing bool `json:"missing,omitempty"`
@@ -130,6 +135,11 @@ func (r *Reconciler) observeOnce(ctx context.Context, sku string) (StockObservat
 	}
 	if err != nil {
 		return obs, false, fmt.Errorf("observe %s: %w", sku, err)
+	}
+	if pre.Inventory.SaleEndedAt != nil {
+		obs.Ended, obs.DBAvailable = true, pre.Inventory.Available
+		obs.Drift, obs.RedisUnits, obs.NegativeBuckets, obs.Missing = 0, 0, nil, false
+		return obs, true, nil
 	}
 	if snap.Missing {
 		// Nothing to compare: the whole SKU is gone from Redis.

@@ -32,10 +32,13 @@ type saleRun struct {
 	in     SaleInput
 	view   SaleView
 	logger log.Logger
-	// mu orders the steps that write the sale's state (the open and
-	// every Update), so each reads the state the previous one left.
+	// mu orders the steps that write the sale's state (the open, every
+	// Update, the end), so each reads the state the previous one left.
 	mu        workflow.Mutex
 	openAsked bool
+	// since is when the sale started (the workflow's start): the sale's
+	// orders are its SKU's orders created since.
+	since time.Time
 }
 
 // saleStepOptions: Redis writes of one slot, idempotent; retried until
@@ -61,6 +64,7 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 		view:   SaleView{SKU: in.SKU, State: sale.Prequeue, OpensAt: in.OpensAt},
 		logger: log.With(workflow.GetLogger(ctx), "sku_id", in.SKU),
 		mu:     workflow.NewMutex(ctx),
+		since:  workflow.GetInfo(ctx).WorkflowStartTime,
 	}
 	if err := workflow.SetQueryHandler(ctx, QuerySale, func() (SaleView, error) { return s.view, nil }); err != nil {
 		return nil, fmt.Errorf("register %s query: %w", QuerySale, err)
@@ -76,7 +80,7 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 		{UpdateSaleResume, s.move(sale.Open, sale.Paused), s.allowed(sale.Paused)},
 		{UpdateSaleClose, s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused),
 			s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
-		{UpdateSaleVoid, s.void, s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
+		{UpdateSaleVoid, s.void, s.voidAllowed},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
 			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
@@ -116,7 +120,119 @@ func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return s.view, err
 	}
+	if !s.ends(ctx) {
+		return s.view, nil
+	}
+	if err := s.end(ctx); err != nil {
+		return s.view, err
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return s.view, err
+	}
 	return s.view, nil
+}
+
+// The end of a closed sale: its options, one per step's nature.
+var (
+	// settleOptions: waiting for the last orders may take as long as an
+	// unpaid order has to pay; the wait heartbeats, so a lost worker is
+	// seen in seconds and another looks again.
+	settleOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy:         saleStepOptions.RetryPolicy,
+	}
+	// agreeOptions: the comparison fails while MySQL and Redis disagree,
+	// and is retried, at most every 30 s, until they agree (a drift is
+	// repaired by reconciliation, not here).
+	agreeOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			MaximumInterval:        30 * time.Second,
+			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+		},
+	}
+	// readOptions: the report's reads of a large sale's rows.
+	readOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         saleStepOptions.RetryPolicy,
+	}
+	// removeOptions: removing the keys scans the keyspace and heartbeats
+	// every batch; a killed worker's attempt is retried within seconds and
+	// removes what is left.
+	removeOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    20 * time.Second,
+		RetryPolicy:         saleStepOptions.RetryPolicy,
+	}
+)
+
+// end ends a closed sale (issue 23, close): once its last order has settled
+// (none unpaid, no compensation running) it checks that MySQL and Redis
+// agree, records the final report (from history from then on: a retry or a
+// replay never reads it again from keys half removed), marks the sale ended
+// in MySQL and removes its Redis keys. A void is still accepted while the
+// orders settle, not once the end has begun.
+func (s *saleRun) end(ctx workflow.Context) error {
+	var a *activities.Activities
+	req := activities.SaleRequest{SKU: s.in.SKU}
+	s.view.Settling = true
+	var settled activities.SaleSettled
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, settleOptions), a.AwaitSaleSettled, req).
+		Get(ctx, &settled); err != nil {
+		return fmt.Errorf("await the sale's last orders: %w", err)
+	}
+	if err := s.mu.Lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.view.Settling, s.view.Ending = false, true
+	if s.view.Voided {
+		// An order a void could not see yet (visibility lags) may have
+		// been paid after its refunds: now that none runs, refund it too.
+		if err := s.refund(ctx); err != nil {
+			return err
+		}
+	}
+	var agreed activities.StockObservation
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, agreeOptions), a.CheckSaleStock, req).
+		Get(ctx, &agreed); err != nil {
+		return fmt.Errorf("check the sale's stock: %w", err)
+	}
+	var report activities.SaleReport
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, readOptions), a.ReportSale,
+		activities.SaleReportInput{SKU: s.in.SKU, Since: s.since}).Get(ctx, &report); err != nil {
+		return fmt.Errorf("report the sale: %w", err)
+	}
+	s.view.Report = &report
+	var ended activities.EndedSale
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.EndSale, req).
+		Get(ctx, &ended); err != nil {
+		return fmt.Errorf("end the sale: %w", err)
+	}
+	var removed activities.RemovedSaleKeys
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, removeOptions), a.RemoveSaleKeys,
+		activities.RemoveSaleKeysInput{SKU: s.in.SKU, EndedAt: ended.EndedAt}).Get(ctx, &removed); err != nil {
+		return fmt.Errorf("remove the sale's keys: %w", err)
+	}
+	s.view.Ending, s.view.EndedAt = false, ended.EndedAt
+	s.logger.Info("sale ended", "units_sold", report.UnitsSold, "revenue", report.Revenue,
+		"refunds", report.Refunds, "keys_removed", removed.Removed, "reopened", removed.Reopened)
+	return nil
+}
+
+// refund refunds the paid orders of a voided sale and adds them to the
+// view.
+func (s *saleRun) refund(ctx workflow.Context) error {
+	var a *activities.Activities
+	var refunded activities.RefundedOrders
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), a.RefundSaleOrders,
+		activities.RefundSaleInput{SKU: s.in.SKU, Since: s.since, Reason: "sale voided"}).Get(ctx, &refunded); err != nil {
+		return fmt.Errorf("refund the sale's paid orders: %w", err)
+	}
+	s.view.Refunded += refunded.Refunded
+	return nil
 }
 
 // openNow freezes, shuffles and opens, unless the sale was closed first.
@@ -150,10 +266,19 @@ var voidStepOptions = workflow.ActivityOptions{
 }
 
 // void closes the sale (no pass or buy from then on), then cancels every
-// order of it still unpaid.
+// order of it still unpaid and refunds the paid ones (saleEndChangeID).
+// It holds mu throughout, so no other control or the end interleaves.
 func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
+	if err := s.mu.Lock(ctx); err != nil {
+		return s.view, err
+	}
+	defer s.mu.Unlock()
+	// Another Update, or the end, may have come first.
+	if err := s.voidAllowed(ctx, c); err != nil {
+		return s.view, err
+	}
 	if s.view.State != sale.Closed {
-		if _, err := s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)(ctx, c); err != nil {
+		if err := s.write(ctx, c, sale.Closed, sale.Prequeue, sale.Open, sale.Paused); err != nil {
 			return s.view, err
 		}
 	}
@@ -164,8 +289,23 @@ func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
 		return s.view, fmt.Errorf("cancel the sale's orders: %w", err)
 	}
 	s.view.Voided, s.view.Cancelled = true, voided.Cancelled
-	s.logger.Info("sale voided", "cancelled", voided.Cancelled, "reason", c.Reason)
+	if s.ends(ctx) {
+		if err := s.refund(ctx); err != nil {
+			return s.view, err
+		}
+	}
+	s.logger.Info("sale voided", "cancelled", voided.Cancelled, "refunded", s.view.Refunded, "reason", c.Reason)
 	return s.view, nil
+}
+
+// voidAllowed is void's validator: a sale not closed yet, or closed and
+// still waiting for its orders to settle; once, and never once its end
+// has begun.
+func (s *saleRun) voidAllowed(ctx workflow.Context, c SaleControl) error {
+	if s.view.Voided || s.view.Ending || (s.view.State == sale.Closed && !s.view.Settling) {
+		return stateConflict(s.view.State)
+	}
+	return nil
 }
 
 // allowed is a validator: the Update is accepted only in these states.
@@ -200,26 +340,31 @@ func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context,
 			return s.view, err
 		}
 		defer s.mu.Unlock()
-		// Another Update may have moved the sale since this one was
-		// validated.
-		if err := s.allowed(from...)(ctx, c); err != nil {
-			return s.view, err
-		}
-		var a *activities.Activities
-		var st sale.State
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.SetSaleState,
-			activities.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
-		if err != nil {
-			if code, ok := activities.CodeOf(err); ok && code == flashsale.SaleStateConflict {
-				return s.view, stateConflict(st)
-			}
-			return s.view, fmt.Errorf("%s sale: %w", to, err)
-		}
-		s.view.State = to
-		if to == sale.Closed {
-			s.view.ClosedAt = workflow.Now(ctx)
-		}
-		s.logger.Info("sale "+string(to), "reason", c.Reason)
-		return s.view, nil
+		return s.view, s.write(ctx, c, to, from...)
 	}
+}
+
+// write moves the sale to `to` if it is in one of from, writing it to
+// Redis first; the caller holds mu.
+func (s *saleRun) write(ctx workflow.Context, c SaleControl, to sale.State, from ...sale.State) error {
+	// Another Update may have moved the sale since this one was validated.
+	if err := s.allowed(from...)(ctx, c); err != nil {
+		return err
+	}
+	var a *activities.Activities
+	var st sale.State
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.SetSaleState,
+		activities.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
+	if err != nil {
+		if code, ok := activities.CodeOf(err); ok && code == flashsale.SaleStateConflict {
+			return stateConflict(st)
+		}
+		return fmt.Errorf("%s sale: %w", to, err)
+	}
+	s.view.State = to
+	if to == sale.Closed {
+		s.view.ClosedAt = workflow.Now(ctx)
+	}
+	s.logger.Info("sale "+string(to), "reason", c.Reason)
+	return nil
 }

@@ -51,6 +51,31 @@ func (s *saleSuite) expectState(to sale.State, from ...sale.State) {
 		Return(to, nil).Once()
 }
 
+// expectEnd expects the closed sale's end: its orders settle, MySQL and
+// Redis agree, the report, the mark in MySQL and the keys' removal, in
+// that order.
+func (s *saleSuite) expectEnd(report activities.SaleReport) {
+	var step int
+	in := func(want int) func(mock.Arguments) {
+		return func(mock.Arguments) {
+			s.Equal(want, step, "end step out of order")
+			step++
+		}
+	}
+	s.env.OnActivity(a.AwaitSaleSettled, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(activities.SaleSettled{Looks: 2}, nil).Run(in(0)).Once()
+	s.env.OnActivity(a.CheckSaleStock, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(activities.StockObservation{SKU: "1001"}, nil).Run(in(1)).Once()
+	s.env.OnActivity(a.ReportSale, mock.Anything, mock.MatchedBy(func(in activities.SaleReportInput) bool {
+		return in.SKU == "1001" && !in.Since.IsZero()
+	})).Return(report, nil).Run(in(2)).Once()
+	s.env.OnActivity(a.EndSale, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(activities.EndedSale{EndedAt: time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)}, nil).Run(in(3)).Once()
+	s.env.OnActivity(a.RemoveSaleKeys, mock.Anything, activities.RemoveSaleKeysInput{
+		SKU: "1001", EndedAt: time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)}).
+		Return(activities.RemovedSaleKeys{Removed: 42}, nil).Run(in(4)).Once()
+}
+
 // control sends an operator Update after d and checks its answer; a
 // non-empty code expects the validator to reject it with that code.
 func (s *saleSuite) control(d time.Duration, name string, code flashsale.Code, check func(SaleView)) {
@@ -106,11 +131,15 @@ func (s *saleSuite) TestOpensOnItsTimer() {
 	s.control(63*time.Minute, UpdateSalePause, flashsale.SaleStateConflict, nil)
 	s.control(64*time.Minute, UpdateSaleResume, "", func(v SaleView) { s.Equal(sale.Open, v.State) })
 	s.control(65*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.expectEnd(activities.SaleReport{UnitsSold: 3, Revenue: 300})
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 
 	s.Equal(in.OpensAt, s.openedAt, "opened by the timer, at opens_at")
 	v := s.result()
 	s.Equal(sale.Closed, v.State)
+	s.Require().NotNil(v.Report)
+	s.Equal(int64(3), v.Report.UnitsSold)
+	s.False(v.EndedAt.IsZero())
 	s.Equal("seed", v.Seed)
 	s.Equal(int64(3), v.Entrants)
 	s.True(in.OpensAt.Equal(v.OpenedAt), "%v", v.OpenedAt)
@@ -129,6 +158,7 @@ func (s *saleSuite) TestOpenUpdateOpensEarly() {
 		s.Equal("seed", v.Seed)
 	})
 	s.control(20*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.expectEnd(activities.SaleReport{})
 	start := s.env.Now()
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	s.Equal(start.Add(10*time.Minute), s.openedAt)
@@ -141,6 +171,7 @@ func (s *saleSuite) TestCloseBeforeOpen() {
 	s.expectPrepared(in)
 	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
 	s.control(time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.expectEnd(activities.SaleReport{})
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	v := s.result()
 	s.Empty(v.Seed)
@@ -155,8 +186,10 @@ func (s *saleSuite) TestInvalidInput() {
 	s.Equal(flashsale.Invalid, code)
 }
 
-// void closes the sale first, then cancels its unpaid orders, and answers
-// how many.
+// void closes the sale first, then cancels its unpaid orders and refunds
+// the paid ones, and answers how many; once the orders settled it refunds
+// any paid after (none here) and ends as a close does. A second void is
+// refused.
 func (s *saleSuite) TestVoid() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Minute)}
 	s.expectPrepared(in)
@@ -164,13 +197,58 @@ func (s *saleSuite) TestVoid() {
 	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
 	s.env.OnActivity(a.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
 		Return(activities.VoidedOrders{Cancelled: 2}, nil).Once()
+	refunds := 0
+	s.env.OnActivity(a.RefundSaleOrders, mock.Anything, mock.MatchedBy(func(in activities.RefundSaleInput) bool {
+		return in.SKU == "1001" && !in.Since.IsZero() && in.Reason != ""
+	})).Return(func(context.Context, activities.RefundSaleInput) (activities.RefundedOrders, error) {
+		refunds++
+		return activities.RefundedOrders{Refunded: map[int]int{1: 1, 2: 0}[refunds]}, nil
+	}).Twice()
+	s.expectEnd(activities.SaleReport{RefundedOrders: 1})
 	s.control(2*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
 		s.Equal(sale.Closed, v.State)
 		s.True(v.Voided)
 		s.Equal(2, v.Cancelled)
+		s.Equal(1, v.Refunded)
 	})
 	s.control(3*time.Minute, UpdateSaleVoid, flashsale.SaleStateConflict, nil)
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	v := s.result()
 	s.True(v.Voided)
+	s.Equal(1, v.Refunded)
+	s.Equal(2, refunds, "refunded at the void and again once settled")
+}
+
+// A closed sale still settling accepts a void: it cancels what is still
+// unpaid and refunds what was paid, then the sale ends.
+func (s *saleSuite) TestVoidWhileSettling() {
+	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Minute)}
+	s.expectPrepared(in)
+	s.expectOpened()
+	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	settled := false
+	s.env.OnActivity(a.AwaitSaleSettled, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(func(context.Context, activities.SaleRequest) (activities.SaleSettled, error) {
+			return activities.SaleSettled{}, nil
+		}).After(10 * time.Minute).Run(func(mock.Arguments) { settled = true }).Once()
+	s.env.OnActivity(a.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+		Return(activities.VoidedOrders{Cancelled: 1}, nil).Once()
+	s.env.OnActivity(a.RefundSaleOrders, mock.Anything, mock.Anything).
+		Return(activities.RefundedOrders{Refunded: 3}, nil).Once()
+	s.env.OnActivity(a.RefundSaleOrders, mock.Anything, mock.Anything).
+		Return(activities.RefundedOrders{}, nil).Once()
+	s.env.OnActivity(a.CheckSaleStock, mock.Anything, mock.Anything).Return(activities.StockObservation{}, nil).Once()
+	s.env.OnActivity(a.ReportSale, mock.Anything, mock.Anything).Return(activities.SaleReport{RefundedOrders: 3}, nil).Once()
+	s.env.OnActivity(a.EndSale, mock.Anything, mock.Anything).Return(activities.EndedSale{EndedAt: time.Unix(1, 0)}, nil).Once()
+	s.env.OnActivity(a.RemoveSaleKeys, mock.Anything, mock.Anything).Return(activities.RemovedSaleKeys{}, nil).Once()
+	s.control(2*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.control(3*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
+		s.False(settled, "voided while settling")
+		s.True(v.Voided)
+		s.Equal(3, v.Refunded)
+	})
+	s.env.ExecuteWorkflow(SaleWorkflow, in)
+	v := s.result()
+	s.Equal(3, v.Refunded)
+	s.Equal(int64(3), v.Report.RefundedOrders)
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"time"
 
+	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
@@ -22,10 +23,13 @@ const (
 	UpdateSalePause = "pause"
 	// UpdateSaleResume lifts a pause.
 	UpdateSaleResume = "resume"
-	// UpdateSaleClose ends the sale.
+	// UpdateSaleClose ends the sale: nothing is sold from then on; once
+	// its last order has settled the workflow checks MySQL and Redis
+	// agree, reports the sale and removes its Redis keys.
 	UpdateSaleClose = "close"
-	// UpdateSaleVoid ends the sale and cancels every order of it still
-	// unpaid; their units go back.
+	// UpdateSaleVoid closes the sale (also a closed one still settling),
+	// cancels every order of it still unpaid and refunds the paid ones;
+	// every unit goes back.
 	UpdateSaleVoid = "void"
 	// QuerySale returns the SaleView.
 	QuerySale = "sale"
@@ -62,7 +66,19 @@ type SaleView struct {
 	SeedHash string `json:"seed_hash,omitempty"`
 	Seed     string `json:"seed,omitempty"`
 	Entrants int64  `json:"entrants,omitempty"`
-	// Voided is set by the void Update, with the orders it cancelled.
+	// Voided is set by the void Update, with the orders it cancelled and
+	// the paid orders it refunded.
 	Voided    bool `json:"voided,omitempty"`
 	Cancelled int  `json:"cancelled,omitempty"`
+	Refunded  int  `json:"refunded,omitempty"`
+	// Settling: the sale is closed and waits for its last orders to settle
+	// (a void is still accepted); Ending: they have, and the sale is being
+	// checked, reported and removed from Redis.
+	Settling bool `json:"settling,omitempty"`
+	Ending   bool `json:"ending,omitempty"`
+	// EndedAt is when MySQL marked the sale ended (its Redis keys removed
+	// from then on), and Report its final report: both set once the sale
+	// has ended, the workflow's result.
+	EndedAt time.Time              `json:"ended_at,omitzero"`
+	Report  *activities.SaleReport `json:"report,omitempty"`
 }

@@ -174,3 +174,21 @@ func legacyOfferID(releasedOrderID string) string {
 	sum := sha256.Sum256([]byte(releasedOrderID))
 	return flashsale.WaitlistOrderPrefix + hex.EncodeToString(sum[:16])
 }
+
+// saleEndChangeID versions SaleWorkflow's end (issue 23): a void also
+// refunds the sale's paid orders, and a closed sale waits for its last
+// orders, checks MySQL and Redis agree, records its report and removes its
+// Redis keys before it completes. Sales recorded before it
+// (workflows/testdata/sale) completed at the close; they replay on
+// DefaultVersion. Asked where a void refunds and where the closed sale
+// would end; the first ask records it.
+//
+// Pinned by workflows/testdata/sale/timer-pause-resume-close.json and
+// open-update-close.json (DefaultVersion) and end-*.json (1). Retire once
+// no sale started before the change runs.
+const saleEndChangeID = "sale-end"
+
+// ends reports whether this sale runs with saleEndChangeID.
+func (s *saleRun) ends(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, saleEndChangeID, workflow.DefaultVersion, 1) >= 1
+}

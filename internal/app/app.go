@@ -7,7 +7,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
@@ -30,10 +32,20 @@ func Activities(b *backend.Backend) *activities.Activities {
 		PaymentTimeout:      cfg.PaymentTimeout,
 		Guard:               b.Guard,
 		DegradedConcurrency: cfg.DegradedConcurrency,
-		CancelRunningOrders: func(ctx context.Context, sku, reason string) (int, error) {
+		CancelRunningOrders: func(ctx context.Context, sku, reason string, signalled map[string]bool) (int, error) {
 			return (&orders.Service{Temporal: b.Temporal, TaskQueue: cfg.TaskQueue, Orders: b.Orders, Logger: b.Logger}).
-				CancelRunning(ctx, sku, reason)
+				CancelRunning(ctx, sku, reason, signalled)
 		},
+		CountRunningOrders: func(ctx context.Context, sku string) (int64, error) {
+			resp, err := b.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+				Query: workflows.RunningOrdersQuery(sku),
+			})
+			if err != nil {
+				return 0, fmt.Errorf("count running orders of %s: %w", sku, err)
+			}
+			return resp.GetCount(), nil
+		},
+		OrderWorkflowID: workflows.OrderWorkflowID,
 		RequestResync: func(ctx context.Context, sku string) error {
 			return workflows.RequestResync(ctx, b.Temporal, cfg.TaskQueue, sku)
 		},

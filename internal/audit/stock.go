@@ -68,6 +68,8 @@ func (c *checker) checkRedis(obs activities.StockObservation) {
 	switch {
 	case obs.UnknownSKU:
 		return // the row vanished since AuditSKU; the next check sees it
+	case obs.Ended:
+		return // the sale ended: its Redis keys are removed on purpose
 	case obs.Missing:
 		c.add(Violation{SKU: sku, Kind: KindRedisMissing, Expected: obs.DBAvailable, Actual: 0,
 			Detail: "redis has no bucket count: buyers are answered UNKNOWN_SKU until it is restored"})

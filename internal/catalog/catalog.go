@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -76,6 +78,12 @@ func (c Catalog) Preheat(ctx context.Context, sku string) (Defined, error) {
 }
 
 func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, error) {
+	// The SKU goes on sale again: a sale that ended is over, and what its
+	// end still removes from Redis (nothing, unless it was cut short) must
+	// not be this sale's keys (activities.RemoveSaleKeys checks the mark).
+	if err := c.DB.ReopenSale(ctx, inv.SKU); err != nil {
+		return Defined{}, err
+	}
 	// The per-buyer limit goes to Redis with the sale it belongs to, before
 	// the buckets, so the edge and Reserve refuse a buyer over it before
 	// any unit is taken; a new sale (a PUT moved sale_started_at) starts
@@ -127,6 +135,19 @@ func (c Catalog) ensureIdle(ctx context.Context, sku string) (orderdb.Inventory,
 	if n := resp.GetCount(); n > 0 {
 		return inv, fmt.Errorf("sku %s: %d order workflows still running (a live sale is repaired with reconcile): %w",
 			sku, n, errSKUInUse)
+	}
+	// A fair sale's workflow runs until its end has removed its Redis
+	// keys; a preheat meanwhile would write keys it then removes.
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, workflows.SaleWorkflowID(sku), "")
+	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
+		return inv, nil
+	}
+	if err != nil {
+		return inv, fmt.Errorf("sku %s: describe its sale: %w", sku, orders.CodeDown(err))
+	}
+	if d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return inv, fmt.Errorf("sku %s: its fair sale (workflow %s) runs: close it and let it end first: %w",
+			sku, workflows.SaleWorkflowID(sku), errSKUInUse)
 	}
 	return inv, nil
 }

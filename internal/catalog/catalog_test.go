@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
 
@@ -36,6 +39,15 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	})).Return(func(context.Context, *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
 		return &workflowservice.CountWorkflowExecutionsResponse{Count: running}, nil
 	}).Maybe()
+	saleRuns := false
+	tc.On("DescribeWorkflowExecution", mock.Anything, "sale-"+sku, "").Return(
+		func(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			if !saleRuns {
+				return nil, serviceerror.NewNotFound("no sale")
+			}
+			return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+				Status: enums.WORKFLOW_EXECUTION_STATUS_RUNNING}}, nil
+		}).Maybe()
 	c := catalog.Catalog{DB: orders, Redis: stock, Temporal: tc}
 
 	// A new SKU is idle without asking Temporal.
@@ -62,11 +74,24 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	_, err = c.Preheat(ctx, sku)
 	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SKUInUse})
 
-	// The sale is over: preheat reloads what MySQL has.
+	// The orders are over, but a fair sale's workflow still runs (its end
+	// removes the SKU's Redis keys): refused too.
 	_, err = orders.CloseOrder(ctx, sku+"-o1", flashsale.StatusCancelled, "test")
+	require.NoError(t, err)
+	saleRuns = true
+	_, err = c.Preheat(ctx, sku)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SKUInUse})
+
+	// The sale is over and ended: preheat reloads what MySQL has and puts
+	// the SKU on sale again (the ended mark goes).
+	saleRuns = false
+	_, err = orders.EndSale(ctx, sku)
 	require.NoError(t, err)
 	d, err = c.Preheat(ctx, sku)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, d.Preheat.RedisTotal)
 	require.EqualValues(t, 10, d.Inventory.Available)
+	ended, err := orders.SaleEndedAt(ctx, sku)
+	require.NoError(t, err)
+	require.True(t, ended.IsZero(), "a preheat starts another sale")
 }

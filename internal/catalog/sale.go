@@ -48,12 +48,20 @@ func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL
 	if opensAt.IsZero() || passTTL < 0 {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required and pass_ttl must not be negative")
 	}
-	if _, err := s.DB.Inventory(ctx, sku); err != nil {
+	inv, err := s.DB.Inventory(ctx, sku)
+	if err != nil {
 		return workflows.SaleView{}, err
 	}
+	if inv.SaleEndedAt != nil {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.SaleStateConflict,
+			"the last sale of %s ended and its stock left Redis: preheat the sku (or PUT it) before another sale", sku)
+	}
 	id := workflows.SaleWorkflowID(sku)
-	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue,
+		// The sale is listed with its orders in the Web UI: SkuIds = "<sku>"
+		// finds both.
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SKUIDsKey.ValueSet([]string{sku})),
 		// A closed sale's id may start again; a running one may not.
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,

@@ -363,7 +363,7 @@ func (s *stack) countWorkflows(sku string) int64 {
 	s.t.Helper()
 	resp, err := s.b.Temporal.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
 		Namespace: s.cfg.TemporalNamespace,
-		Query:     fmt.Sprintf("SkuIds = '%s'", sku),
+		Query:     fmt.Sprintf("WorkflowType = 'OrderWorkflow' AND SkuIds = '%s'", sku),
 	})
 	require.NoError(s.t, err)
 	return resp.GetCount()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // The live sale page: the operators' "big screen" of one SKU (GET
@@ -67,6 +68,9 @@ type saleLive struct {
 	SoldOut        bool    `json:"sold_out"`
 	Drift          int64   `json:"drift"`
 	Waitlist       *int64  `json:"waitlist"`
+	// Queue is a fair sale's queue (its length, the serving counter, the
+	// passes out), null for a SKU without one.
+	Queue *sale.Board `json:"queue"`
 	// Orders counts the current sale's orders by status (every status
 	// present, zero included).
 	Orders       map[string]int64 `json:"orders"`
@@ -158,8 +162,9 @@ func (b *saleBoard) snapshot(ctx context.Context, sku string) (*saleLive, error)
 }
 
 // read builds a snapshot: one MySQL snapshot (row, order counts, recent
-// orders), one Redis stock read, one LLEN and one pipeline of the SKU's
-// traffic counts.
+// orders), one Redis stock read, the waitlist's length, a fair sale's
+// queue (one read-only script) and one pipeline of the SKU's traffic
+// counts.
 func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 	view, err := b.s.deps.Store.SaleView(ctx, sku, liveRecentOrders)
 	if err != nil {
@@ -197,6 +202,9 @@ func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 		}
 		if n, err := b.s.deps.Stock.WaitlistLength(ctx, sku); err == nil {
 			out.Waitlist = &n
+		}
+		if q, err := b.s.sales.Store().BoardOf(ctx, sku); err == nil {
+			out.Queue = &q
 		}
 	}
 	out.Traffic = liveTraffic{Answers: map[string]int64{}}

@@ -75,15 +75,21 @@ func decodeSaleControl(body []byte) (saleControlRequest, error) {
 	return req, nil
 }
 
+// controlTimeout bounds a sale control: a void answers once the cancels of
+// the sale's unpaid orders are sent (thousands, in parallel) and its paid
+// orders are refunded, longer than a read.
+const controlTimeout = time.Minute
+
 // controlSale is POST /api/v1/admin/skus/{sku}/sale/{action} with action
-// open, pause, resume or close: the sale workflow's Update, answered once
-// every API instance will act on it. 400 for another action, 404 NO_SALE,
-// 409 SALE_STATE_CONFLICT when the sale's state does not allow it.
+// open, pause, resume, close or void: the sale workflow's Update, answered
+// once every API instance will act on it. 400 for another action, 404
+// NO_SALE, 409 SALE_STATE_CONFLICT when the sale's state does not allow it.
 func (s *Server) controlSale() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		action := r.PathValue("action")
-		skuEndpoint(s, decodeSaleControl, func(ctx context.Context, sku string, in saleControlRequest) (workflows.SaleView, error) {
-			return s.saleControls().Control(ctx, sku, action, in.Reason)
-		})(w, r)
+		skuEndpointWithin(s, controlTimeout, decodeSaleControl,
+			func(ctx context.Context, sku string, in saleControlRequest) (workflows.SaleView, error) {
+				return s.saleControls().Control(ctx, sku, action, in.Reason)
+			})(w, r)
 	}
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/catalog"
@@ -58,6 +59,13 @@ type inventoryResponse struct {
 // opTimeout, and its answer encoded as 200 or its error through the table.
 func skuEndpoint[In, Out any](s *Server, decode func([]byte) (In, error),
 	call func(ctx context.Context, sku string, in In) (Out, error)) http.HandlerFunc {
+	return skuEndpointWithin(s, opTimeout, decode, call)
+}
+
+// skuEndpointWithin is skuEndpoint with the use case called within
+// timeout.
+func skuEndpointWithin[In, Out any](s *Server, timeout time.Duration, decode func([]byte) (In, error),
+	call func(ctx context.Context, sku string, in In) (Out, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var in In
 		var sku string
@@ -71,7 +79,7 @@ func skuEndpoint[In, Out any](s *Server, decode func([]byte) (In, error),
 			s.writeError(w, r, err)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		out, err := call(ctx, sku, in)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // waitlistRequest is the POST /api/v1/skus/{sku}/waitlist body. It may be
@@ -35,6 +36,7 @@ func decodeWaitlist(body []byte) (waitlistRequest, error) {
 // sale (buy them instead); 409 WAITLIST_FULL past WaitlistPerUnit places
 // per unit of stock; 422 LIMIT_EXCEEDED when the buyer already holds as
 // many units as one buyer may; 429 RATE_LIMITED like buys; 404 UNKNOWN_SKU.
+// A fair sale's waitlist is its queue's buyers in rank order (saleRank).
 func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 	c, err := s.authenticate(r, false)
 	if err != nil {
@@ -66,7 +68,12 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	capacity := waitlistCapacity(s.cfg.WaitlistPerUnit, inv)
-	e, err := s.deps.Stock.JoinWaitlist(ctx, sku, c.buyer, capacity)
+	rank, err := s.saleRank(ctx, sku, c.buyer)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, err := s.deps.Stock.JoinWaitlistRanked(ctx, sku, c.buyer, rank, capacity)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -76,6 +83,27 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	s.writeJSON(w, r, status, e)
+}
+
+// saleRank is the buyer's rank in the SKU's fair sale, which orders its
+// waitlist (0 for a SKU without a sale: the FIFO list). A sale's waitlist
+// is for its queue's buyers (NotInQueue for anyone else; one ranked after
+// the open is ranked by then) and closes with the sale (SaleClosed).
+func (s *Server) saleRank(ctx context.Context, sku, buyer string) (int64, error) {
+	rank, st, err := s.sales.Store().RankOf(ctx, sku, buyer)
+	switch {
+	case flashsale.ErrorCode(err) == flashsale.NoSale:
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case st == sale.Closed:
+		return 0, sale.StateError(sku, st)
+	case rank == 0:
+		// Entered, not ranked yet: the sale has not opened, so it cannot
+		// be sold out; the waitlist says so (NotSoldOut).
+		return 0, flashsale.Errorf(flashsale.NotSoldOut, "the sale of %s has not opened yet", sku)
+	}
+	return rank, nil
 }
 
 // waitlistCapacity is how many buyers may wait for a SKU: perUnit per

@@ -118,7 +118,8 @@ func pendingMovesKey(sku string, bucket int) string { return bucketTag(sku, buck
 // records change together in one script (waitlist.go):
 //
 //	fs:{sku:<sku>}:waitlist               FIFO list of user ids
-//	fs:{sku:<sku>}:waitlist:users         set of the same ids (join is idempotent)
+//	fs:{sku:<sku>}:waitlist:ranked        a fair sale's waiting buyers: zset user -> rank, served first
+//	fs:{sku:<sku>}:waitlist:users         set of the ids of both (join is idempotent)
 //	fs:{sku:<sku>}:offer:<released order> who got that order's units ("" = nobody)
 //	fs:{sku:<sku>}:waitlist:offers        hash: user id -> released order offered to them
 //
@@ -126,6 +127,7 @@ func pendingMovesKey(sku string, bucket int) string { return bucketTag(sku, buck
 // markers of bucket i share bucket i's hash tag.
 func waitlistKey(sku string) string       { return "fs:{sku:" + sku + "}:waitlist" }
 func waitlistUsersKey(sku string) string  { return "fs:{sku:" + sku + "}:waitlist:users" }
+func waitlistRankedKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:ranked" }
 func waitlistOffersKey(sku string) string { return "fs:{sku:" + sku + "}:waitlist:offers" }
 func offerKey(sku, releasedOrderID string) string {
 	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID

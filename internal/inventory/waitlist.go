@@ -33,12 +33,20 @@ type WaitlistEntry struct {
 // the check is on open sale, where the waiting user may buy it too, and the
 // next released unit is offered to them anyway.
 func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity int64) (_ WaitlistEntry, err error) {
+	return s.JoinWaitlistRanked(ctx, sku, userID, 0, capacity)
+}
+
+// JoinWaitlistRanked is JoinWaitlist for a buyer holding rank in sku's
+// fair sale (rank 0: none, the FIFO list). Ranked buyers wait in rank
+// order, whenever each joins, and are offered units before anyone on the
+// list: a sale's buyers told SOLD_OUT keep the order the shuffle gave them.
+func (s *Store) JoinWaitlistRanked(ctx context.Context, sku, userID string, rank, capacity int64) (_ WaitlistEntry, err error) {
 	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
 	}
-	if userID == "" || capacity <= 0 {
-		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, invalidf("user %q, capacity %d", userID, capacity))
+	if userID == "" || capacity <= 0 || rank < 0 {
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, invalidf("user %q, rank %d, capacity %d", userID, rank, capacity))
 	}
 	st, err := s.Stock(ctx, sku)
 	if err != nil {
@@ -47,8 +55,8 @@ func (s *Store) JoinWaitlist(ctx context.Context, sku, userID string, capacity i
 	if st.Available > 0 {
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %d units on sale: %w", sku, st.Available, flashsale.Errorf(flashsale.NotSoldOut, "not sold out"))
 	}
-	res, err := waitlistJoinScript.Run(ctx, s.rdb, []string{waitlistKey(sku), waitlistUsersKey(sku)},
-		userID, s.heldMs, capacity).Int64Slice()
+	res, err := waitlistJoinScript.Run(ctx, s.rdb, []string{waitlistKey(sku), waitlistUsersKey(sku), waitlistRankedKey(sku)},
+		userID, s.heldMs, capacity, rank).Int64Slice()
 	if err != nil {
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
 	}
@@ -70,7 +78,7 @@ func (s *Store) PopWaitlist(ctx context.Context, sku, releasedOrderID string) (_
 		return "", fmt.Errorf("pop waitlist %s: %w", sku, err)
 	}
 	user, err := waitlistPopScript.Run(ctx, s.rdb,
-		[]string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, releasedOrderID), waitlistOffersKey(sku)},
+		[]string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, releasedOrderID), waitlistOffersKey(sku), waitlistRankedKey(sku)},
 		s.heldMs, releasedOrderID).Text()
 	if err != nil {
 		return "", fmt.Errorf("pop waitlist %s for order %s: %w", sku, releasedOrderID, err)
@@ -87,16 +95,18 @@ type WaitlistPlace struct {
 
 // WaitlistPlace looks userID up on sku's waitlist: their position while
 // they wait, else the released order whose units were offered to them (the
-// latest, if several), else NotOnWaitlist. Both reads are in the SKU's slot
+// latest, if several), else NotOnWaitlist. The reads are in the SKU's slot
 // and sent together.
 func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (_ WaitlistPlace, err error) {
 	defer codeOutage(&err)
 	if err := validateSKU(sku); err != nil {
 		return WaitlistPlace{}, fmt.Errorf("waitlist place %s: %w", sku, err)
 	}
-	var pos *redis.IntCmd
+	var pos, ranked, rankedLen *redis.IntCmd
 	var offer *redis.StringCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ranked = p.ZRank(ctx, waitlistRankedKey(sku), userID)
+		rankedLen = p.ZCard(ctx, waitlistRankedKey(sku))
 		pos = p.LPos(ctx, waitlistKey(sku), userID, redis.LPosArgs{})
 		offer = p.HGet(ctx, waitlistOffersKey(sku), userID)
 		return nil
@@ -104,8 +114,12 @@ func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (_ Waitli
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return WaitlistPlace{}, fmt.Errorf("waitlist place %s: %w", sku, err)
 	}
-	if n, err := pos.Result(); err == nil {
+	if n, err := ranked.Result(); err == nil {
 		return WaitlistPlace{Position: n + 1}, nil
+	}
+	if n, err := pos.Result(); err == nil {
+		// The ranked buyers are served first.
+		return WaitlistPlace{Position: rankedLen.Val() + n + 1}, nil
 	}
 	if from, err := offer.Result(); err == nil && from != "" {
 		return WaitlistPlace{OfferedFrom: from}, nil
@@ -216,4 +230,20 @@ func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku 
 		return Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, toOrder, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
 	}
 	return Reservation{}, fmt.Errorf("transfer %s: order %s held %d of %d units: %w", sku, fromOrder, got, qty, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+}
+
+// CloseWaitlist empties sku's waitlist: nobody waits from now on, so a unit
+// an unpaid order gives back goes to open sale instead of becoming an
+// order (a fair sale's close; nothing is sold after it). Offers already
+// made stay readable (GET .../waitlist/me). Idempotent.
+func (s *Store) CloseWaitlist(ctx context.Context, sku string) (err error) {
+	defer codeOutage(&err)
+	if err := validateSKU(sku); err != nil {
+		return fmt.Errorf("close waitlist %s: %w", sku, err)
+	}
+	// One slot: one DEL.
+	if err := s.rdb.Del(ctx, waitlistKey(sku), waitlistRankedKey(sku), waitlistUsersKey(sku)).Err(); err != nil {
+		return fmt.Errorf("close waitlist %s: %w", sku, err)
+	}
+	return nil
 }

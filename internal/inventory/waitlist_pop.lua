@@ -1,10 +1,12 @@
 -- waitlist_pop.lua: take the first waiting user for the units one released
--- order gave up, exactly once per released order.
+-- order gave up, exactly once per released order: the lowest rank of a fair
+-- sale's ranked waitlist first, else the head of the FIFO list.
 --
 -- KEYS[1] FIFO list of user ids   fs:{sku:<sku>}:waitlist
 -- KEYS[2] set of waiting users    fs:{sku:<sku>}:waitlist:users
 -- KEYS[3] offer record            fs:{sku:<sku>}:offer:<released order id>
 -- KEYS[4] offers by user          fs:{sku:<sku>}:waitlist:offers (hash)
+-- KEYS[5] ranked waiting users    fs:{sku:<sku>}:waitlist:ranked (zset)
 -- ARGV[1] TTL in ms of the offer records
 -- ARGV[2] the released order id
 --
@@ -15,14 +17,20 @@
 -- instead of popping (and losing) the next one. "Nobody waited" is recorded
 -- too, so a retry cannot turn a release into an offer after the fact. The
 -- hash remembers, per user, the released order whose units they were
--- offered, so a buyer can find their offer (GET .../waitlist/me). All four
+-- offered, so a buyer can find their offer (GET .../waitlist/me). All five
 -- keys share the SKU's hash tag, so this is one atomic step.
 
 local offered = redis.call('GET', KEYS[3])
 if offered then
   return offered
 end
-local user = redis.call('LPOP', KEYS[1])
+local user
+local first = redis.call('ZPOPMIN', KEYS[5])
+if #first > 0 then
+  user = first[1]
+else
+  user = redis.call('LPOP', KEYS[1])
+end
 if not user then
   user = ''
 else

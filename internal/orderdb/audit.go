@@ -107,7 +107,8 @@ type JournalReplay struct {
 
 // OrderJournal is an order whose journal entries for a SKU disagree with
 // its status: a PENDING_PAYMENT order has exactly RESERVE, a PAID one
-// RESERVE and SELL, an expired or cancelled one RESERVE and RELEASE.
+// RESERVE and SELL, an expired or cancelled one RESERVE and RELEASE, or
+// RESERVE, SELL and REFUND when a void cancelled it after it was paid.
 type OrderJournal struct {
 	OrderID string           `json:"order_id"`
 	Status  flashsale.Status `json:"status"`
@@ -197,11 +198,14 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 				JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
 				LEFT JOIN inventory_journal j ON j.ref_id = o.order_id AND j.sku_id = i.sku_id
 				GROUP BY o.order_id, o.status
-			) x WHERE types <> want ORDER BY order_id`,
+			) x WHERE types <> want AND NOT (status = ? AND types = ?) ORDER BY order_id`,
 			flashsale.StatusPendingPayment, journalReserve,
 			flashsale.StatusPaid, journalReserve+","+journalSell,
 			journalRelease+","+journalReserve,
-			sku).Scan(&out.OrderJournals).Error; err != nil {
+			sku,
+			// A paid order a void refunded: sold, then back to available.
+			flashsale.StatusCancelled, journalRefund+","+journalReserve+","+journalSell,
+		).Scan(&out.OrderJournals).Error; err != nil {
 			return fmt.Errorf("order journals: %w", err)
 		}
 		return nil

@@ -96,6 +96,7 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 				"per_user_limit":  out.PerUserLimit,
 				"sale_started_at": ts,
 				"bucket_rows":     0,
+				"sale_ended_at":   nil,
 				"updated_at":      ts,
 			}).Error
 		} else {

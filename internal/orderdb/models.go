@@ -27,8 +27,11 @@ type inventoryRow struct {
 	// SaleStartedAt is the last PutSKU: the per-user limit counts orders
 	// created since.
 	SaleStartedAt time.Time `gorm:"column:sale_started_at"`
-	CreatedAt     time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt     time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	// SaleEndedAt is set once the SKU's fair sale ended (EndSale): its
+	// Redis keys are being removed or gone. A PutSKU or preheat clears it.
+	SaleEndedAt *time.Time `gorm:"column:sale_ended_at"`
+	CreatedAt   time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt   time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (inventoryRow) TableName() string { return "inventory" }
@@ -44,7 +47,17 @@ func (r inventoryRow) toInventory() Inventory {
 		Buckets:      r.BucketCount,
 		PerUserLimit: r.PerUserLimit,
 		RedisResync:  r.RedisResync,
+		SaleEndedAt:  utcPtr(r.SaleEndedAt),
 	}
+}
+
+// utcPtr is t in UTC, or nil.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 type orderRow struct {
@@ -84,6 +97,7 @@ const (
 	journalReset   = "RESET"   // PutSKU: stock redefined before a sale
 	journalRestock = "RESTOCK" // Restock: units added during a sale
 	journalMove    = "MOVE"    // units carried between a SKU's rows (bucket rows)
+	journalRefund  = "REFUND"  // sold -> available (a paid order refunded by a sale's void)
 )
 
 type journalRow struct {

@@ -42,6 +42,10 @@ type Inventory struct {
 	// MySQL: orders were reserved or closed in MySQL alone (Redis was
 	// down). It counts those moves; FinishResync clears it.
 	RedisResync int64 `json:"redis_resync,omitempty"`
+	// SaleEndedAt is when the SKU's fair sale ended (SaleWorkflow's close,
+	// EndSale): its Redis keys are removed from then on, and nothing is
+	// on sale until a PUT or a preheat starts another sale.
+	SaleEndedAt *time.Time `json:"sale_ended_at,omitempty"`
 }
 
 // Payment is money received for an order.

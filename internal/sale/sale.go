@@ -64,6 +64,7 @@ var (
 	enterScript   = script("sale_enter.lua")
 	meScript      = script("sale_me.lua")
 	spendScript   = script("sale_spend.lua")
+	boardScript   = script("sale_board.lua")
 )
 
 // Stock reads a SKU's units left in Redis (inventory.Store's AvailableTo
@@ -322,6 +323,13 @@ type Place struct {
 	// Seed is the seed, revealed once the ranks are written: with the
 	// entrants' ids, Ranks reproduces every rank.
 	Seed string `json:"seed,omitempty"`
+	// ETA estimates how long until the buyer's pass, in seconds: until
+	// opens_at before the open; 0 while they hold a pass; for a rank still
+	// waiting, the ranks ahead over the pace at which units have come back
+	// since the open (passes expired unused, unpaid orders released). Nil
+	// when there is nothing to estimate from (no unit has come back yet, or
+	// none is left: SoldOut) or nothing to wait for (the pass was spent).
+	ETA *int64 `json:"eta_seconds,omitempty"`
 }
 
 // PlaceOf is userID's place in sku's sale. Reading it moves the serving
@@ -346,6 +354,7 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 		Serving: res[3].(int64), Queued: res[4].(int64), Spent: res[6].(int64) == 1,
 		Seed: res[8].(string), Outstanding: res[9].(int64),
 	}
+	now, opensAt, first, firstAt := res[10].(int64), res[11].(int64), res[12].(int64), res[13].(int64)
 	if ms := res[5].(int64); ms > 0 {
 		p.PassExpiry = time.UnixMilli(ms)
 	}
@@ -359,7 +368,101 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 		p.Ahead = p.Rank - p.Serving - 1
 	}
 	p.SoldOut = p.State == Open && units == 0 && p.PassExpiry.IsZero()
+	p.ETA = eta(p, now, opensAt, first, firstAt)
 	return p, nil
+}
+
+// eta is Place.ETA, in whole seconds (rounded up), from Redis's clock:
+// now, the sale's opens_at, and the serving counter's first move (rank
+// first at firstAt, unix ms).
+func eta(p Place, now, opensAt, first, firstAt int64) *int64 {
+	secs := func(ms int64) *int64 {
+		s := (max(ms, 0) + 999) / 1000
+		return &s
+	}
+	switch {
+	case p.State == Prequeue:
+		return secs(opensAt - now)
+	case !p.PassExpiry.IsZero():
+		return secs(0)
+	case p.State != Open || p.Spent || p.SoldOut || p.Rank == 0 || p.Rank <= p.Serving:
+		return nil
+	}
+	// Ranks served by units that came back, per millisecond since the
+	// first move.
+	back, since := p.Serving-first, now-firstAt
+	if first == 0 || back <= 0 || since <= 0 {
+		return nil
+	}
+	return secs((p.Ahead + 1) * since / back)
+}
+
+// Board is a sale's public figures, read without moving anything: the
+// live sale page's queue and the final report's fairness figures.
+type Board struct {
+	State State `json:"state"`
+	// Entrants is how many buyers the shuffle ranked; Queued is everyone
+	// in the queue (before the open: everyone entered so far).
+	Entrants int64 `json:"entrants"`
+	Queued   int64 `json:"queued"`
+	// Serving is the serving counter: the highest rank a pass was issued
+	// to, so also how many passes were issued.
+	Serving int64 `json:"serving"`
+	// Outstanding is how many passes are issued and neither spent nor
+	// expired; Spent how many bought their unit.
+	Outstanding int64     `json:"outstanding"`
+	Spent       int64     `json:"spent"`
+	OpensAt     time.Time `json:"opens_at"`
+}
+
+// BoardOf reads sku's Board; NoSale for a SKU without a sale.
+func (s *Store) BoardOf(ctx context.Context, sku string) (_ Board, err error) {
+	defer outage(&err)
+	if err := checkSKU(sku); err != nil {
+		return Board{}, err
+	}
+	res, err := boardScript.Run(ctx, s.rdb, keys(sku)).Slice()
+	if err != nil {
+		return Board{}, fmt.Errorf("sale board of %s: %w", sku, err)
+	}
+	b := Board{State: State(res[0].(string)), Entrants: res[1].(int64), Queued: res[2].(int64), Serving: res[3].(int64),
+		Outstanding: res[4].(int64), Spent: res[5].(int64), OpensAt: time.UnixMilli(res[6].(int64)).UTC()}
+	if b.State == "" {
+		return Board{}, noSale(sku)
+	}
+	return b, nil
+}
+
+// RankOf is userID's rank in sku's sale (0 while not ranked yet) and the
+// sale's state: NoSale for a SKU without a sale, NotInQueue for a buyer
+// who did not enter.
+func (s *Store) RankOf(ctx context.Context, sku, userID string) (_ int64, _ State, err error) {
+	defer outage(&err)
+	if err := checkSKU(sku); err != nil {
+		return 0, "", err
+	}
+	ks := keys(sku)
+	var state *redis.StringCmd
+	var rank *redis.FloatCmd
+	var entered *redis.BoolCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		state = p.HGet(ctx, ks[kSale], "state")
+		rank = p.ZScore(ctx, ks[kRank], userID)
+		entered = p.HExists(ctx, ks[kEntered], userID)
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, "", fmt.Errorf("rank of %s in %s: %w", userID, sku, err)
+	}
+	st := State(state.Val())
+	switch {
+	case st == "":
+		return 0, "", noSale(sku)
+	case rank.Err() == nil:
+		return int64(rank.Val()), st, nil
+	case entered.Val():
+		return 0, st, nil
+	}
+	return 0, st, flashsale.Errorf(flashsale.NotInQueue, "%s is not in the queue of %s", userID, sku)
 }
 
 // Spend spends the pass of rank (its signed expiry) on orderID. The same

@@ -8,11 +8,17 @@
 --         (other slots); a stale read overstates them by the buys in flight
 --
 -- Returns {state, ticket, rank, serving, ranked, pass_expiry_ms, spent,
--- seed_hash, seed, outstanding}: pass_expiry_ms is 0 unless the buyer's
--- pass is outstanding, spent 1 when it was spent. state '' is no sale.
+-- seed_hash, seed, outstanding, now_ms, opens_at_ms, first_served,
+-- first_served_at_ms}: pass_expiry_ms is 0 unless the buyer's pass is
+-- outstanding, spent 1 when it was spent. state '' is no sale.
+--
+-- first_served and first_served_at record the counter's first move (the
+-- units on sale at the open, all passed at once): every rank served after
+-- it was served by a unit coming back (a pass expired unused, an unpaid
+-- order released), whose pace gives the ETA of the ranks still waiting.
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then
-  return {'', 0, 0, 0, 0, 0, 0, '', '', 0}
+  return {'', 0, 0, 0, 0, 0, 0, '', '', 0, 0, 0, 0, 0}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -31,6 +37,9 @@ if state == 'OPEN' then
   end
   if serving ~= before then
     redis.call('SET', KEYS[7], serving)
+    if redis.call('HSETNX', KEYS[1], 'first_served', serving) == 1 then
+      redis.call('HSET', KEYS[1], 'first_served_at', now)
+    end
   end
 end
 local ticket = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
@@ -42,6 +51,7 @@ if rank > 0 and rank <= serving then
     spent = 1
   end
 end
-return {state, ticket, rank, serving, ranked, expiry, spent,
-  redis.call('HGET', KEYS[1], 'seed_hash') or '', redis.call('HGET', KEYS[1], 'seed') or '',
-  redis.call('ZCARD', KEYS[8])}
+local hash, seed, opens, first, first_at = unpack(redis.call('HMGET', KEYS[1], 'seed_hash', 'seed', 'opens_at',
+  'first_served', 'first_served_at'))
+return {state, ticket, rank, serving, ranked, expiry, spent, hash or '', seed or '',
+  redis.call('ZCARD', KEYS[8]), now, tonumber(opens or '0'), tonumber(first or '0'), tonumber(first_at or '0')}

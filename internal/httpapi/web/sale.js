@@ -95,6 +95,18 @@
     for (const st of ["PENDING_PAYMENT", "PAID", "EXPIRED", "CANCELLED"]) set("orders-" + st, fmtInt((s.orders || {})[st]));
     set("waitlist", fmtInt(s.waitlist));
 
+    // A fair sale's queue: its length and the serving counter (the highest
+    // rank given a pass); hidden for a SKU sold without a queue.
+    const q = s.queue;
+    $("queue-panel").hidden = !q;
+    if (q) {
+      set("queue-state", q.state);
+      set("queue-length", fmtInt(q.queued));
+      set("queue-serving", fmtInt(q.serving));
+      set("queue-outstanding", fmtInt(q.outstanding));
+      set("queue-spent", fmtInt(q.spent));
+    }
+
     const recent = $("recent");
     recent.replaceChildren();
     for (const o of s.recent_orders || []) {
