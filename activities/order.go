@@ -90,7 +90,9 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 		}
 		return CreateOrderResult{}, refuse(op, err, StockDriftDetails{DriftedSKUs: drifted})
 	case code == flashsale.UnknownSKU, code == flashsale.LimitExceeded, code == flashsale.OrderIDConflict,
-		code == flashsale.Invalid, code == flashsale.Permanent:
+		code == flashsale.Invalid, code == flashsale.Permanent,
+		// The SKU's fair sale ended: nothing is sold after it.
+		code == flashsale.SoldOut:
 		return CreateOrderResult{}, refuse(op, err)
 	default:
 		return CreateOrderResult{}, fmt.Errorf("%s: %w", op, err)

@@ -38,13 +38,15 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 	pay := fs.Float64("pay", 0.6, "share of first-round winners who pay")
 	cancel := fs.Float64("cancel", 0.15, "share of first-round winners who cancel (the rest let the timeout run out)")
 	dup := fs.Float64("duplicate-clicks", 0.1, "share of buyers who click twice")
+	queue := fs.Bool("queue", false, "sell through a fair queue: buyers enter a pre-queue, are ranked by a committed seed at the open and buy with passes (docs/design/fair-sale.md)")
+	opensIn := fs.Duration("opens-in", 5*time.Second, "with --queue: how long the pre-queue is open before buying starts")
 	keep := fs.Bool("keep", false, "keep everything running after the sale, to browse the sale page and the Web UI (Ctrl-C ends)")
 	temporalDB := fs.String("temporal-db", "", "keep the embedded Temporal's history in this SQLite file")
 	asJSON := fs.Bool("json", false, "print the summary as JSON instead of a table")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	if *units < 1 || *buyers < 1 || *conc < 1 || *timeout <= 0 || *pay < 0 || *cancel < 0 || *pay+*cancel > 1 {
+	if *units < 1 || *buyers < 1 || *conc < 1 || *timeout <= 0 || *pay < 0 || *cancel < 0 || *pay+*cancel > 1 || *opensIn < 0 {
 		return nil, usageError("demo: units, buyers, concurrency and payment-timeout must be positive; pay+cancel at most 1")
 	}
 	cfg, err := config.Load()
@@ -68,11 +70,16 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 	if st.UIURL != "" {
 		fmt.Fprintf(progress, "Temporal Web UI: %s\n", st.UIURL)
 	}
-	s, err := st.Sale(ctx, demo.SaleOptions{
+	o := demo.SaleOptions{
 		SKU: sku, Units: *units, Price: *price, Buckets: *buckets, Buyers: *buyers, Concurrency: *conc,
 		PayShare: *pay, CancelShare: *cancel, DuplicateClickShare: *dup, PaymentTimeout: *timeout,
-		Progress: progress, Seed: uint64(time.Now().UnixNano()),
-	})
+		Progress: progress, Seed: uint64(time.Now().UnixNano()), OpensIn: *opensIn,
+	}
+	sell := st.Sale
+	if *queue {
+		sell = st.QueuedSale
+	}
+	s, err := sell(ctx, o)
 	if err != nil {
 		return nil, err
 	}

@@ -73,8 +73,9 @@ func (o NewOrder) validate() error {
 //
 // If MySQL has fewer units than requested for any item (Redis drifted)
 // nothing is written and the error wraps StockDrift naming the SKU;
-// a SKU without inventory row gives UnknownSKU; a buyer over the SKU's
-// per-user limit LimitExceeded.
+// a SKU without inventory row gives UnknownSKU; a SKU whose fair sale
+// ended (EndSale) SoldOut; a buyer over the SKU's per-user limit
+// LimitExceeded.
 func (s *Store) CreateOrder(ctx context.Context, o NewOrder) (Order, error) {
 	if err := o.validate(); err != nil {
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
@@ -147,6 +148,11 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 		inv, ok := invs[it.SKU]
 		if !ok {
 			return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+		}
+		if inv.SaleEndedAt != nil {
+			// The SKU's fair sale ended (EndSale): nothing is on sale
+			// until a preheat, also for an order decided by MySQL alone.
+			return fmt.Errorf("sku %s: sale ended: %w", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out"))
 		}
 		cost, err := mulAmount(it.Quantity, inv.Price)
 		if err == nil {

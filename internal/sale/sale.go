@@ -315,10 +315,12 @@ type Place struct {
 	PassExpiry time.Time `json:"-"`
 	// Spent is true once the buyer's pass bought its unit.
 	Spent bool `json:"pass_spent,omitempty"`
-	// SoldOut: the sale is open, its buckets are empty and the buyer
-	// holds no pass: nothing is left for anyone still queued. Like the
-	// SOLD_OUT of a buy it may turn back (a unit an unpaid order gives
-	// back is passed on in rank order).
+	// SoldOut: the sale is open and its buckets are empty: nothing is
+	// left for anyone still queued, whether they hold a pass or not (the
+	// serving counter reads the units just before its script, so a pass
+	// may go out for a unit a buy in flight is taking). Like the SOLD_OUT
+	// of a buy it may turn back: a unit an unpaid order gives back is
+	// passed on in rank order, and a pass held meanwhile buys it.
 	SoldOut bool `json:"sold_out,omitempty"`
 	// Seed is the seed, revealed once the ranks are written: with the
 	// entrants' ids, Ranks reproduces every rank.
@@ -367,7 +369,7 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 	if p.Rank > p.Serving {
 		p.Ahead = p.Rank - p.Serving - 1
 	}
-	p.SoldOut = p.State == Open && units == 0 && p.PassExpiry.IsZero()
+	p.SoldOut = p.State == Open && units == 0 && !p.Spent
 	p.ETA = eta(p, now, opensAt, first, firstAt)
 	return p, nil
 }
@@ -383,9 +385,11 @@ func eta(p Place, now, opensAt, first, firstAt int64) *int64 {
 	switch {
 	case p.State == Prequeue:
 		return secs(opensAt - now)
+	case p.State != Open || p.Spent || p.SoldOut:
+		return nil
 	case !p.PassExpiry.IsZero():
 		return secs(0)
-	case p.State != Open || p.Spent || p.SoldOut || p.Rank == 0 || p.Rank <= p.Serving:
+	case p.Rank == 0 || p.Rank <= p.Serving:
 		return nil
 	}
 	// Ranks served by units that came back, per millisecond since the

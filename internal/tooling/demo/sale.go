@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
@@ -34,6 +35,9 @@ type SaleOptions struct {
 	// Progress draws a live bar here when set.
 	Progress io.Writer
 	Seed     uint64
+	// OpensIn is how long a queued sale's pre-queue stays open before
+	// buying starts (QueuedSale; at least 2 s).
+	OpensIn time.Duration
 }
 
 // Summary is what happened, from the clients and from the database.
@@ -63,6 +67,8 @@ type Summary struct {
 	// SalePage is the API's live page of the sale (GET /sale/{sku}).
 	SalePage string         `json:"sale_page,omitempty"`
 	Load     loadgen.Result `json:"-"`
+	// Queue is a queued sale's account (QueuedSale), nil without a queue.
+	Queue *QueueSummary `json:"queue,omitempty"`
 }
 
 // Sale creates the SKU, lets the crowd buy, waits for every order to settle
@@ -179,10 +185,15 @@ func (st *Stack) summarize(ctx context.Context, o SaleOptions, res loadgen.Resul
 	}
 	s.Sold, s.Available = inv.Sold, inv.Available
 	rs, err := st.Backend.Stock.Stock(ctx, o.SKU)
-	if err != nil {
+	switch {
+	case flashsale.ErrorCode(err) == flashsale.UnknownSKU:
+		// A queued sale that ended: its keys are gone from Redis
+		// (QueuedSale reads what Redis held from its report).
+	case err != nil:
 		return Summary{}, err
+	default:
+		s.RedisAvailable = rs.Available
 	}
-	s.RedisAvailable = rs.Available
 	// Oversold: units paid beyond the stock, counted two ways (the inventory
 	// row and the paid orders); both must be zero.
 	s.Oversold = max(0, inv.Sold-o.Units, s.Paid-o.Units)
@@ -235,10 +246,40 @@ func (s Summary) Table() string {
 	if s.SalePage != "" {
 		fmt.Fprintf(&b, "\nLive sale page:\n  %s\n", s.SalePage)
 	}
+	if q := s.Queue; q != nil {
+		b.WriteString("\nfair queue (the sale workflow's report):\n")
+		w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		row := func(k string, v any) { fmt.Fprintf(w, "  %s\t%v\t\n", k, v) }
+		r := q.Report
+		if f := r.Fairness; f != nil {
+			row("entrants ranked at the open / queued in all", fmt.Sprintf("%d / %d (%d came after the open)", f.Entrants, f.Queued, q.LateArrivals))
+			row("passes issued / used / expired / unused", fmt.Sprintf("%d / %d / %d / %d", f.PassesIssued, f.PassesUsed, f.PassesExpired, f.PassesUnused))
+		}
+		row("ranks that bought with a pass", rankSpan(q.WinnerRanks))
+		row("waitlist joined / offers", fmt.Sprintf("%d / %d", q.WaitlistJoined, q.WaitlistOffers))
+		row("units sold / revenue", fmt.Sprintf("%d / %d", r.UnitsSold, r.Revenue))
+		row("refunds (payments / amount)", fmt.Sprintf("%d / %d", r.Refunds, r.RefundAmount))
+		row("ended after the close", round(q.Ended))
+		row("redis keys left (must be 0)", q.RedisKeysLeft)
+		row("seed (sha-256 = commitment)", q.Seed)
+		_ = w.Flush()
+	}
 	if s.UIURL != "" {
-		fmt.Fprintf(&b, "\nTemporal Web UI, this sale's orders:\n  %s\n", s.UIURL)
+		what := "this sale's orders"
+		if s.Queue != nil {
+			what = "this sale's orders beside its sale workflow (" + s.Queue.SaleWorkflow + ")"
+		}
+		fmt.Fprintf(&b, "\nTemporal Web UI, %s:\n  %s\n", what, s.UIURL)
 	}
 	return b.String()
+}
+
+// rankSpan summarizes ascending ranks: how many, the best and the worst.
+func rankSpan(r []int64) string {
+	if len(r) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d buyers, ranks %d..%d", len(r), r[0], r[len(r)-1])
 }
 
 // SalePageURL is the API's live page of sku, for a person to open while

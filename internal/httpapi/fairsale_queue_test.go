@@ -1,0 +1,228 @@
+//go:build integration
+
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of a fair sale's queue as buyers and the sale page see it (issue
+// 23): SOLD_OUT at once for everyone still queued, the waitlist in rank
+// order, the ETA, the queue on the live page.
+
+// byRank is users sorted by their rank in sku's sale.
+func (s *stack) byRank(sku string, users []string) []string {
+	s.t.Helper()
+	ranks := map[string]float64{}
+	for _, u := range users {
+		ranks[u] = s.api.place(sku, u)["rank"].(float64)
+	}
+	out := slices.Clone(users)
+	slices.SortFunc(out, func(a, b string) int { return int(ranks[a] - ranks[b]) })
+	return out
+}
+
+// When the last unit is taken, everyone still queued is told SOLD_OUT at
+// once: every look at the queue sent after the last buy was answered says
+// so (no stale answer), so a buyer looking once a second hears it within
+// the issue's 1 s. Those buyers may then join the waitlist, which keeps
+// their rank order whenever each joins; a released unit goes to the best
+// ranked of them; the close closes the waitlist.
+func TestFairSaleSoldOutAtOnceWaitlistInRankOrder(t *testing.T) {
+	s := newStack(t, stackOptions{buyRate: 100})
+	api := s.api
+	sku := s.name("soldout")
+	const units, buyers = 3, 12
+	api.putSKU(sku, units, 100, 2, 1)
+	s.startSale(sku, time.Now().Add(time.Hour), 0)
+	var users []string
+	for i := range buyers {
+		users = append(users, s.name(fmt.Sprintf("q%02d", i)))
+		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
+	}
+	require.Equal(t, http.StatusOK, api.control(sku, "open").status)
+	ranked := s.byRank(sku, users)
+	winners, losers := ranked[:units], ranked[units:]
+
+	// The losers look at the queue every 100 ms while the winners buy.
+	type look struct {
+		sent, got time.Time
+		soldOut   bool
+	}
+	looks := make([][]look, len(losers))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, u := range losers {
+		wg.Go(func() {
+			for {
+				sent := time.Now()
+				p := api.place(sku, u)
+				// A pass may go out for a unit a buy in flight is taking
+				// (docs/design/fair-sale.md); it is sold out all the same.
+				looks[i] = append(looks[i], look{sent: sent, got: time.Now(), soldOut: p["sold_out"] == true})
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		})
+	}
+	var ids []string
+	var lastBuy time.Time
+	for _, u := range winners {
+		r := api.buyWithPass("k", u, sku, api.waitPass(sku, u))
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		lastBuy = time.Now()
+		ids = append(ids, r.json(t)["order_id"].(string))
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	var worst time.Duration
+	for i, u := range losers {
+		var first time.Time
+		for _, l := range looks[i] {
+			if l.sent.After(lastBuy) {
+				require.True(t, l.soldOut, "%s: a look sent %s after the last buy is not SOLD_OUT", u, l.sent.Sub(lastBuy))
+			}
+			if l.soldOut && first.IsZero() {
+				first = l.got
+			}
+		}
+		require.False(t, first.IsZero(), "%s never heard SOLD_OUT", u)
+		worst = max(worst, first.Sub(lastBuy))
+		require.LessOrEqual(t, first.Sub(lastBuy), time.Second, "%s heard SOLD_OUT %s after the last unit", u, first.Sub(lastBuy))
+	}
+	t.Logf("every queued buyer heard SOLD_OUT within %s of the last buy's answer (looking every 100 ms)", worst.Round(time.Millisecond))
+
+	// The losers join the waitlist, the worst ranked first: it keeps the
+	// rank order.
+	for i := len(losers) - 1; i >= 0; i-- {
+		r := api.joinWaitlist(sku, losers[i])
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	}
+	for i, u := range losers {
+		r := api.waitlistMe(sku, u)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		require.EqualValues(t, i+1, r.json(t)["position"], "%s, rank %d of the losers", u, i+1)
+	}
+	require.Equal(t, "NOT_IN_QUEUE", api.joinWaitlist(sku, s.name("stranger")).code(t))
+
+	// A winner cancels: the unit goes to the best ranked loser.
+	require.Equal(t, http.StatusOK, api.cancel(winners[0], ids[0]).status)
+	offer := api.offerOf(sku, losers[0])
+	api.pendingOrder(offer, losers[0], 100)
+	r := api.waitlistMe(sku, losers[1])
+	require.EqualValues(t, 1, r.json(t)["position"], "the next in rank order is first now")
+
+	// Closed: nobody waits any more, nobody joins.
+	require.Equal(t, http.StatusOK, api.control(sku, "close").status)
+	require.Equal(t, "SALE_CLOSED", api.joinWaitlist(sku, losers[1]).code(t))
+	require.Equal(t, "NOT_ON_WAITLIST", api.waitlistMe(sku, losers[2]).code(t))
+	s.checkClean(sku)
+}
+
+// GET .../queue/me estimates the wait: until opens_at before the open, 0
+// for a buyer holding a pass, nothing for a rank beyond the stock before
+// any unit came back, then the ranks ahead over the pace at which units
+// come back (here, passes expiring unused after 1 s).
+func TestFairSaleQueuePlaceETA(t *testing.T) {
+	s := newStack(t, stackOptions{buyRate: 100})
+	api := s.api
+	sku := s.name("eta")
+	api.putSKU(sku, 2, 100, 2, 1)
+	s.startSale(sku, time.Now().Add(time.Hour), 1)
+	var users []string
+	for i := range 6 {
+		users = append(users, s.name(fmt.Sprintf("t%d", i)))
+		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
+	}
+	eta := func(u string) (float64, bool) {
+		v, ok := api.place(sku, u)["eta_seconds"].(float64)
+		return v, ok
+	}
+	before, ok := eta(users[0])
+	require.True(t, ok)
+	require.InDelta(t, 3600, before, 30, "until opens_at")
+
+	require.Equal(t, http.StatusOK, api.control(sku, "open").status)
+	ranked := s.byRank(sku, users)
+	first, ok := eta(ranked[0])
+	require.True(t, ok)
+	require.Zero(t, first, "holds a pass")
+	_, ok = eta(ranked[4])
+	require.False(t, ok, "no unit has come back yet: nothing to estimate from")
+
+	// The two passes expire unused; their units go to ranks 3 and 4.
+	require.Eventually(t, func() bool { return api.place(sku, ranked[2])["pass"] != nil }, 10*time.Second, 100*time.Millisecond)
+	later, ok := eta(ranked[4])
+	require.True(t, ok, "units came back: a pace to estimate from")
+	require.Positive(t, later)
+	require.Less(t, later, 60.0)
+	t.Logf("rank 5's ETA after two units came back: %.0f s", later)
+	require.Equal(t, http.StatusOK, api.control(sku, "close").status)
+}
+
+// The live sale page shows a fair sale's queue: its state, its length and
+// the serving counter; a SKU sold without a queue shows no queue panel.
+func TestSalePageShowsTheQueue(t *testing.T) {
+	s := newStack(t, stackOptions{buyRate: 100})
+	api := s.api
+	sku := s.name("pageq")
+	api.putSKU(sku, 2, 100, 2, 1)
+
+	ctx := browser(t)
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_, err := chromedp.Run(tctx, chromedp.NavigateResponse(api.url+"/sale/"+sku))
+	require.NoError(t, err)
+	type queueView struct {
+		Hidden                 bool
+		State, Length, Serving string
+		Updated                string
+	}
+	read := func() queueView {
+		v, err := chromedp.Run(tctx, chromedp.Evaluate[queueView](`(() => {
+  const t = (id) => document.getElementById(id).textContent;
+  return { Hidden: document.getElementById("queue-panel").hidden, State: t("queue-state"),
+    Length: t("queue-length"), Serving: t("queue-serving"), Updated: document.body.dataset.at || "" };
+})()`))
+		require.NoError(t, err)
+		return v
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		v := read()
+		assert.NotEmpty(c, v.Updated, "rendered")
+		assert.True(c, v.Hidden, "no sale, no queue: %+v", v)
+	}, 30*time.Second, 200*time.Millisecond)
+
+	s.startSale(sku, time.Now().Add(time.Hour), 0)
+	var users []string
+	for i := range 5 {
+		users = append(users, s.name(fmt.Sprintf("p%d", i)))
+		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		v := read()
+		assert.Equal(c, queueView{State: "PREQUEUE", Length: "5", Serving: "0", Updated: v.Updated}, v)
+	}, 30*time.Second, 200*time.Millisecond)
+
+	require.Equal(t, http.StatusOK, api.control(sku, "open").status)
+	api.place(sku, users[0]) // the counter moves on a look: two units, two passes
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		v := read()
+		assert.Equal(c, queueView{State: "OPEN", Length: "5", Serving: "2", Updated: v.Updated}, v)
+	}, 30*time.Second, 200*time.Millisecond)
+	require.Equal(t, http.StatusOK, api.control(sku, "close").status)
+}
