@@ -162,8 +162,8 @@ type queueCrowd struct {
 	lat     []time.Duration
 
 	requests, reserved, paid, cancelled, unpaid, late, joined, offers atomic.Int64
-	allReservedAt                                                    atomic.Int64
-	start                                                            time.Time
+	allReservedAt                                                     atomic.Int64
+	start                                                             time.Time
 }
 
 // run plays every buyer until the deadline: two payment timeouts after the
