@@ -263,7 +263,9 @@ func TestFairSalePauseStopsSalesPaymentGoesOn(t *testing.T) {
 	api, second := s.api, s.secondInstance()
 	sku := s.name("pause")
 	const buyers = 12
-	api.putSKU(sku, buyers+1, 100, 2, 1)
+	// One unit more than alice and the buyers hold passes for: bob's,
+	// who comes during the pause.
+	api.putSKU(sku, buyers+2, 100, 2, 1)
 	s.startSale(sku, time.Now().Add(time.Hour), 0)
 	alice := s.name("alice")
 	require.Equal(t, http.StatusCreated, api.enter(sku, alice).status)
@@ -326,19 +328,29 @@ func TestFairSalePauseStopsSalesPaymentGoesOn(t *testing.T) {
 		p := in.place(sku, s.name("alice"))
 		require.Equal(t, "PAUSED", p["state"])
 	}
+	// No new pass while paused: bob, ranked after everyone, waits with a
+	// unit left for him.
+	bob := s.name("bob")
+	require.Equal(t, http.StatusCreated, second.enter(sku, bob).status)
+	for _, in := range []*instance{api, second} {
+		p := in.place(sku, bob)
+		require.Nil(t, p["pass"], "no pass while paused: %v", p)
+		require.EqualValues(t, buyers+1, p["serving"])
+	}
 
 	// Alice's order, placed before the pause, is paid during it.
 	id := a1.json(t)["order_id"].(string)
 	require.Equal(t, http.StatusOK, api.pay(callback{OrderID: id, TransactionID: id + "-t", Amount: 100, Status: "SUCCESS"}).status)
 	require.Eventually(t, func() bool { return api.order(id)["status"] == "PAID" }, 30*time.Second, 50*time.Millisecond)
 
-	// Resumed: a refused buyer's pass (60 s) buys.
+	// Resumed: a refused buyer's pass (60 s) buys, and bob gets his.
 	require.Equal(t, http.StatusOK, api.control(sku, "resume").status)
 	for i, u := range users {
 		if r := second.buyWithPass("k", u, sku, passes[i]); r.status != http.StatusCreated {
 			t.Fatalf("%s after resume: %d %s", u, r.status, r.body)
 		}
 	}
+	require.Equal(t, http.StatusCreated, api.buyWithPass("k", bob, sku, api.waitPass(sku, bob)).status)
 	require.Equal(t, http.StatusOK, api.control(sku, "close").status)
 	s.checkClean(sku)
 }
