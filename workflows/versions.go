@@ -9,9 +9,9 @@ import (
 	"github.com/flashsale/flashsale"
 )
 
-// Every version branch of OrderWorkflow is here: the change ids, what each
-// changed, the recorded histories (workflows/testdata) that pin the old
-// side, and when the old side may go. The rest of the workflow asks the
+// Every version branch of OrderWorkflow (and SaleWorkflow's, at the end) is
+// here: the change ids, what each changed, the recorded histories
+// (workflows/testdata) that pin the old side, and when the old side may go. The rest of the workflow asks the
 // predicates below and never calls workflow.GetVersion itself.
 //
 // Each GetVersion costs a marker event and a TemporalChangeVersion
