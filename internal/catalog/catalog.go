@@ -138,14 +138,14 @@ func (c Catalog) ensureIdle(ctx context.Context, sku string) (orderdb.Inventory,
 	}
 	// A fair sale's workflow runs until its end has removed its Redis
 	// keys; a preheat meanwhile would write keys it then removes.
-	d, err := c.Temporal.DescribeWorkflowExecution(ctx, workflows.SaleWorkflowID(sku), "")
+	d, err := c.Temporal.DescribeWorkflow(ctx, workflows.SaleWorkflowID(sku), "")
 	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
 		return inv, nil
 	}
 	if err != nil {
 		return inv, fmt.Errorf("sku %s: describe its sale: %w", sku, orders.CodeDown(err))
 	}
-	if d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if d.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return inv, fmt.Errorf("sku %s: its fair sale (workflow %s) runs: close it and let it end first: %w",
 			sku, workflows.SaleWorkflowID(sku), errSKUInUse)
 	}

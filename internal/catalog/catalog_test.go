@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/flashsale/flashsale"
@@ -40,12 +40,12 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 		return &workflowservice.CountWorkflowExecutionsResponse{Count: running}, nil
 	}).Maybe()
 	saleRuns := false
-	tc.On("DescribeWorkflowExecution", mock.Anything, "sale-"+sku, "").Return(
-		func(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	tc.On("DescribeWorkflow", mock.Anything, "sale-"+sku, "").Return(
+		func(context.Context, string, string) (*client.WorkflowExecutionDescription, error) {
 			if !saleRuns {
 				return nil, serviceerror.NewNotFound("no sale")
 			}
-			return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+			return &client.WorkflowExecutionDescription{WorkflowExecutionMetadata: client.WorkflowExecutionMetadata{
 				Status: enums.WORKFLOW_EXECUTION_STATUS_RUNNING}}, nil
 		}).Maybe()
 	c := catalog.Catalog{DB: orders, Redis: stock, Temporal: tc}
