@@ -18,7 +18,7 @@ import (
 func TestWaitlistKeySlots(t *testing.T) {
 	sku := "sku-42"
 	slot := keySlot(bucketsKey(sku))
-	for _, k := range []string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, "order-{x}"), waitlistOffersKey(sku)} {
+	for _, k := range []string{waitlistKey(sku), waitlistUsersKey(sku), waitlistRankedKey(sku), offerKey(sku, "order-{x}"), waitlistOffersKey(sku)} {
 		require.Equal(t, slot, keySlot(k), "waitlist key %s must share the SKU slot", k)
 	}
 }
@@ -230,4 +230,61 @@ func TestTransferFailedHandOverReleasesEverything(t *testing.T) {
 
 	_, err = s.Transfer(ctx, "X", "X", sku, 1)
 	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
+}
+
+// A fair sale's buyers wait in rank order whenever each joins, ahead of
+// anyone on the FIFO list; a repeat keeps the place; the capacity counts
+// both; pops serve the best rank first; closing empties the waitlist.
+func TestWaitlistRanked(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	_, err := s.Preheat(ctx, sku, 0, 2)
+	require.NoError(t, err)
+
+	fifo, err := s.JoinWaitlist(ctx, sku, "fifo", 5)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, fifo.Position)
+	for _, j := range []struct {
+		user string
+		rank int64
+		pos  int64
+	}{{"r7", 7, 1}, {"r3", 3, 1}, {"r9", 9, 3}, {"r5", 5, 2}} {
+		e, err := s.JoinWaitlistRanked(ctx, sku, j.user, j.rank, 5)
+		require.NoError(t, err)
+		require.True(t, e.Joined)
+		require.Equal(t, j.pos, e.Position, "%s joins at its rank", j.user)
+	}
+	again, err := s.JoinWaitlistRanked(ctx, sku, "r5", 5, 5)
+	require.NoError(t, err)
+	require.False(t, again.Joined)
+	require.EqualValues(t, 2, again.Position)
+	_, err = s.JoinWaitlistRanked(ctx, sku, "r1", 1, 5)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.WaitlistFull}, "five wait: the list and the ranked alike")
+	p, err := s.WaitlistPlace(ctx, sku, "fifo")
+	require.NoError(t, err)
+	require.EqualValues(t, 5, p.Position, "behind the four ranked buyers")
+	n, err := s.WaitlistLength(ctx, sku)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, n)
+
+	var served []string
+	for i := range 6 {
+		u, err := s.PopWaitlist(ctx, sku, fmt.Sprintf("released-%d", i))
+		require.NoError(t, err)
+		served = append(served, u)
+	}
+	require.Equal(t, []string{"r3", "r5", "r7", "r9", "fifo", ""}, served)
+
+	_, err = s.JoinWaitlistRanked(ctx, sku, "r2", 2, 5)
+	require.NoError(t, err)
+	require.NoError(t, s.CloseWaitlist(ctx, sku))
+	n, err = s.WaitlistLength(ctx, sku)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	_, err = s.WaitlistPlace(ctx, sku, "r2")
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.NotOnWaitlist})
+	p, err = s.WaitlistPlace(ctx, sku, "r3")
+	require.NoError(t, err)
+	require.Equal(t, "released-0", p.OfferedFrom, "offers made stay readable")
 }
