@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/workflows"
@@ -214,6 +216,21 @@ func TestFairSaleVoid(t *testing.T) {
 	require.Empty(t, s.redisKeys(sku))
 	require.Equal(t, "SALE_CLOSED", api.control(sku, "void").code(t), "the sale's workflow has ended")
 	s.checkClean(sku)
+
+	// The Web UI's filter by SKU lists the sale's workflow beside its
+	// orders.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		resp, err := s.b.Temporal.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("%s = '%s'", workflows.SKUIDsKey.GetName(), sku)})
+		if !assert.NoError(c, err) {
+			return
+		}
+		types := map[string]int{}
+		for _, e := range resp.GetExecutions() {
+			types[e.GetType().GetName()]++
+		}
+		assert.Equal(c, map[string]int{"OrderWorkflow": buyers, "SaleWorkflow": 1}, types)
+	}, 30*time.Second, 200*time.Millisecond)
 }
 
 // A void of a sale of 1,000 unpaid orders (and 20 paid) finishes, every
