@@ -158,13 +158,14 @@ type SaleLedger struct {
 func (s *Store) SaleLedger(ctx context.Context, sku string, since time.Time) (SaleLedger, error) {
 	out := SaleLedger{Orders: map[flashsale.Status]int64{}, Units: map[flashsale.Status]int64{}}
 	since = since.UTC()
+	// Sums are cast: the demo's go-mysql-server answers SUM as a float.
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
 		var byStatus []struct {
 			Status string
 			Orders int64
 			Units  int64
 		}
-		if err := tx.Raw(`SELECT o.status AS status, COUNT(*) AS orders, COALESCE(SUM(i.quantity), 0) AS units
+		if err := tx.Raw(`SELECT o.status AS status, COUNT(*) AS orders, CAST(COALESCE(SUM(i.quantity), 0) AS SIGNED) AS units
 			FROM orders o JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
 			WHERE o.created_at >= ? GROUP BY o.status`, sku, since).Scan(&byStatus).Error; err != nil {
 			return fmt.Errorf("orders: %w", err)
@@ -177,7 +178,7 @@ func (s *Store) SaleLedger(ctx context.Context, sku string, since time.Time) (Sa
 			N      int64
 			Amount int64
 		}
-		if err := tx.Raw(`SELECT p.status AS status, COUNT(*) AS n, COALESCE(SUM(p.amount), 0) AS amount
+		if err := tx.Raw(`SELECT p.status AS status, COUNT(*) AS n, CAST(COALESCE(SUM(p.amount), 0) AS SIGNED) AS amount
 			FROM payments p JOIN orders o ON o.order_id = p.order_id
 			JOIN order_items i ON i.order_id = p.order_id AND i.sku_id = ?
 			WHERE o.created_at >= ? AND (p.status <> ? OR o.status = ?) GROUP BY p.status`,
