@@ -40,7 +40,8 @@ const commitmentWait = 10 * time.Second
 // Start starts sku's sale, opening at opensAt (passTTL zero: the default),
 // and answers it once its pre-queue is open with the seed's commitment
 // published. UnknownSKU for a SKU not defined; SaleStateConflict while
-// another sale of the SKU runs (close it first).
+// another sale of the SKU runs (close it first), or after one ended until
+// the SKU is preheated (its stock left Redis at the end).
 func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL time.Duration) (workflows.SaleView, error) {
 	if !flashsale.ValidID(sku, flashsale.MaxIDLength) {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "invalid sku id")

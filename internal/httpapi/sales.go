@@ -40,7 +40,7 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 // startSale is POST /api/v1/admin/skus/{sku}/sale: starts the SKU's
 // SaleWorkflow and answers once its pre-queue is open with the seed's
 // commitment. 404 UNKNOWN_SKU, 409 SALE_STATE_CONFLICT while a sale of the
-// SKU runs.
+// SKU runs, or after one ended until the SKU is preheated again.
 func (s *Server) startSale() http.HandlerFunc {
 	return skuEndpoint(s, decodeStartSale, func(ctx context.Context, sku string, in startSaleRequest) (workflows.SaleView, error) {
 		return s.saleControls().Start(ctx, sku, in.OpensAt, time.Duration(in.PassTTLSeconds)*time.Second)
