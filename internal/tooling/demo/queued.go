@@ -230,11 +230,13 @@ func (c *queueCrowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) 
 		switch {
 		case p.Spent:
 			return
-		case p.Pass != "":
+		case p.Pass != "" && !p.SoldOut:
 			if c.buy(ctx, rng, auth, p, winners) {
 				return
 			}
 		case p.SoldOut && !onWaitlist:
+			// A pass held when the buckets emptied buys nothing unless a
+			// unit comes back: wait on the waitlist meanwhile.
 			status, _ := c.do(ctx, http.MethodPost, "/api/v1/skus/"+c.o.SKU+"/waitlist", nil, auth)
 			if status == http.StatusCreated || status == http.StatusOK {
 				onWaitlist = true
