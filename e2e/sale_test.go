@@ -92,10 +92,14 @@ func TestSaleShuffleSurvivesWorkerKill(t *testing.T) {
 	enterAll(t, st, sku, users)
 	t.Logf("%d entrants in %s", n, time.Since(start).Round(time.Millisecond))
 
-	// Kill the worker the moment the shuffle begins.
+	// Kill the worker once the shuffle has begun writing the ranks.
 	deadline := time.Now().Add(2 * time.Minute)
 	for rdb.HGet(t.Context(), saleKey(sku), "state").Val() != "SHUFFLING" {
 		require.True(t, time.Now().Before(deadline), "the sale never began its shuffle")
+		time.Sleep(time.Millisecond)
+	}
+	for rdb.ZCard(t.Context(), saleKey(sku)+":rank").Val() == 0 &&
+		rdb.HGet(t.Context(), saleKey(sku), "state").Val() == "SHUFFLING" {
 		time.Sleep(time.Millisecond)
 	}
 	require.NoError(t, w.cmd.Process.Kill())
