@@ -244,7 +244,9 @@ func TestFairSaleVoidThousandPendingOrders(t *testing.T) {
 	const pending, paid, price = 1000, 20, 100
 	const n = pending + paid
 	api.putSKU(sku, n, price, 16, 1)
-	s.startSale(sku, time.Now().Add(time.Hour), 0)
+	// Passes of 15 minutes: every pass goes out at the first look, and
+	// placing 1,020 orders may take longer than the default minute.
+	s.startSale(sku, time.Now().Add(time.Hour), 900)
 	users := make([]string, n)
 	for i := range users {
 		users[i] = s.name(fmt.Sprintf("k%04d", i))
