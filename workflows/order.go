@@ -168,9 +168,11 @@ func (o *order) reserve(ctx workflow.Context) error {
 	// with it; the query and the timer use that stored value, so a retried
 	// activity cannot move the deadline.
 	var created activities.CreateOrderResult
+	// Buckets is no part of the history (a local activity's marker records
+	// its result, not its input), so every order passes it.
 	err = workflow.ExecuteLocalActivity(lctx, a.CreateOrder, activities.CreateOrderInput{
 		OrderID: o.in.OrderID, UserID: o.in.UserID, Items: o.in.Items, PaymentTimeout: o.in.PaymentTimeout,
-		Degraded: o.view.Degraded,
+		Degraded: o.view.Degraded, Buckets: activities.BucketsOf(reserved),
 	}).Get(lctx, &created)
 	switch code := codeOf(err); code {
 	case "":

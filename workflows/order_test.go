@@ -481,3 +481,19 @@ func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
 		s.env.AssertExpectations(t)
 	}
 }
+
+// CreateOrder is told the bucket Redis took the units from, so MySQL takes
+// them from that bucket's row.
+func (s *orderSuite) TestCreateOrderIsToldTheRedisBucket() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{
+		Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1, Parts: []inventory.Part{{Bucket: 2, Quantity: 1}}}},
+	}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, activities.CreateOrderInput{
+		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Buckets: map[string]int{"1001": 2},
+	}).Return(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
+	s.expectCompensation(flashsale.StatusExpired)
+
+	s.env.ExecuteWorkflow(s.wf, input())
+
+	s.Equal(flashsale.StatusExpired, s.result().Status)
+}
