@@ -27,6 +27,11 @@ import (
 // until its orders are closed), or Worker Versioning with pinned workflows
 // once the cluster's server supports it as stable; not a branch here.
 //
+// Deploying OrderWorkflowV2: workers that register it before starters (the
+// API, the CLI) that start it. A task of a type no polling worker knows
+// fails its workflow task and is retried until one does, so the other
+// order only delays the first orders.
+//
 // How OrderWorkflow retires: since issue 26 nothing starts it (the
 // starters and the waitlist offers of OrderWorkflowV2 orders start
 // OrderWorkflowV2; an OrderWorkflow order's own offers stay OrderWorkflow,
