@@ -10,7 +10,7 @@ import (
 // Codes are stable strings: HTTP clients branch on them, order views and
 // recorded workflow histories carry them. Each door maps them once: HTTP to
 // a status (internal/httpapi/errors.go), Temporal to an activity error type
-// (activities/errors.go), the CLI prints them as they are.
+// (activities/contract/errors.go), the CLI prints them as they are.
 type Code string
 
 // Refusals of a request or an order.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/redisguard"
 )
@@ -64,13 +65,13 @@ func (f *reconcileFixture) worker(rdb *redis.Client, req *resyncRequests, guard 
 	}
 }
 
-func (f *reconcileFixture) place(t *testing.T, acts *activities.Activities, orderID, sku string) activities.ReserveStockResult {
+func (f *reconcileFixture) place(t *testing.T, acts *activities.Activities, orderID, sku string) contract.ReserveStockResult {
 	t.Helper()
 	ctx := context.Background()
 	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
-	res, err := acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: orderID, Items: items})
+	res, err := acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: orderID, Items: items})
 	require.NoError(t, err)
-	_, err = acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: orderID, UserID: "u-" + orderID, Items: items, Degraded: res.Degraded})
+	_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: orderID, UserID: "u-" + orderID, Items: items, Degraded: res.Degraded})
 	require.NoError(t, err)
 	return res
 }
@@ -111,9 +112,9 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 
 	// Redis goes away. pre-1 expires: MySQL takes its unit back, its Redis
 	// release has to wait.
-	_, err := down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: f.prefix + "pre-1", Status: "EXPIRED", Reason: "t"})
+	_, err := down.CloseOrder(ctx, contract.CloseOrderInput{OrderID: f.prefix + "pre-1", Status: "EXPIRED", Reason: "t"})
 	require.NoError(t, err)
-	_, err = down.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + "pre-1", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	_, err = down.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: f.prefix + "pre-1", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.Error(t, err, "redis is down")
 	require.Zero(t, req.count(), "normal orders never ask for a resync")
 
@@ -123,7 +124,7 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 		require.True(t, res.Degraded)
 		require.NotEmpty(t, res.DegradedReason)
 	}
-	_, err = down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: f.prefix + "deg-0", Status: "CANCELLED", Reason: "t"})
+	_, err = down.CloseOrder(ctx, contract.CloseOrderInput{OrderID: f.prefix + "deg-0", Status: "CANCELLED", Reason: "t"})
 	require.NoError(t, err)
 	require.Equal(t, 5, req.count(), "four degraded creates and one degraded close each ask")
 
@@ -139,12 +140,12 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 	require.True(t, f.place(t, back, f.prefix+"between", sku).Degraded)
 	// pre-1's release finally lands, and so does deg-0's (it held nothing).
 	for _, id := range []string{"pre-1", "deg-0"} {
-		_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+		_, err = up.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: f.prefix + id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 9, f.redisUnits(t, sku), "redis offers more than mysql has until the resync")
 
-	res, err := f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	res, err := f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	inv, err = f.orders.Inventory(ctx, sku)
 	require.NoError(t, err)
@@ -153,7 +154,7 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 	require.EqualValues(t, inv.Available, f.redisUnits(t, sku), "redis equals mysql after the resync")
 	require.Zero(t, inv.RedisResync, "flag cleared")
 
-	again, err := f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	again, err := f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.Zero(t, again.Flag, "a second resync finds nothing to do")
 
@@ -184,7 +185,7 @@ func TestResyncRetriesWhenFlagMoves(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	_, err = f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	_, err = f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, f.redisUnits(t, sku))
 }
@@ -207,7 +208,7 @@ func TestOpenGuardSkipsRedisThenProbes(t *testing.T) {
 	require.True(t, res.Degraded)
 	require.EqualValues(t, 5, f.redisUnits(t, sku), "redis untouched")
 	// g1's degraded order flagged the SKU; a resync (Redis is fine) clears it.
-	_, err := f.rec.ResyncStock(context.Background(), activities.ResyncStockInput{SKU: sku})
+	_, err := f.rec.ResyncStock(context.Background(), contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, f.redisUnits(t, sku))
 
@@ -242,12 +243,12 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 			acts := workers[i%2]
 			id := fmt.Sprintf("%sflood-%02d", f.prefix, i)
 			items := []flashsale.Item{{SKU: sku, Quantity: 1}}
-			res, err := acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: id, Items: items})
+			res, err := acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: id, Items: items})
 			if err != nil {
 				out[i] = outcome{err: err}
 				return
 			}
-			_, err = acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: id, UserID: "u-" + id, Items: items, Degraded: res.Degraded})
+			_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: id, UserID: "u-" + id, Items: items, Degraded: res.Degraded})
 			out[i] = outcome{degraded: res.Degraded, err: err}
 		})
 	}
@@ -260,7 +261,7 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 		switch {
 		case o.err == nil:
 			won++
-		case appErrType(o.err) == activities.TypeFor(flashsale.SoldOut):
+		case appErrType(o.err) == contract.TypeFor(flashsale.SoldOut):
 			soldOut++
 		default:
 			t.Fatalf("buyer %d: %v", i, o.err)
@@ -275,7 +276,7 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 	require.EqualValues(t, stock, inv.Frozen)
 	require.EqualValues(t, stock, inv.RedisResync)
 
-	_, err = f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	_, err = f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.Zero(t, f.redisUnits(t, sku))
 }
@@ -296,24 +297,24 @@ func TestResyncWaitsForReleasesInFlight(t *testing.T) {
 	f.running.Store(p, true)
 	// Redis goes down; p expires in MySQL, its Redis release waits; a
 	// degraded buyer takes the unit p gave back.
-	_, err := down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: p, Status: "EXPIRED", Reason: "t"})
+	_, err := down.CloseOrder(ctx, contract.CloseOrderInput{OrderID: p, Status: "EXPIRED", Reason: "t"})
 	require.NoError(t, err)
 	require.True(t, f.place(t, down, f.prefix+"d", sku).Degraded)
 
 	// Redis is back. Buckets 0, p holds 1 in flight, MySQL 0: Redis will be
 	// over by one once p's release lands, and nothing can be removed now.
-	_, err = f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	_, err = f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.ErrorContains(t, err, "comparing again", "partly applied: the flag must stay")
 	flags, err := f.orders.ResyncPending(ctx, []string{sku})
 	require.NoError(t, err)
 	require.Positive(t, flags[sku])
 
-	_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: p, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	_, err = up.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: p, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.NoError(t, err)
 	f.running.Delete(p)
 	require.EqualValues(t, 1, f.redisUnits(t, sku), "the late release made redis over")
 
-	res, err := f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	res, err := f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.EqualValues(t, -1, res.Applied)
 	require.Zero(t, f.redisUnits(t, sku))

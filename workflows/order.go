@@ -10,12 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
-
-// a names activity methods for ExecuteActivity; its fields are never used
-// inside the workflow.
-var a *activities.Activities
 
 // OrderWorkflow runs one order from reservation to payment or compensation.
 //
@@ -136,9 +132,9 @@ func (o *order) run(ctx workflow.Context) (OrderView, error) {
 // REJECTED.
 func (o *order) reserve(ctx workflow.Context) error {
 	lctx := reserveOptions(ctx)
-	var reserved activities.ReserveStockResult
-	err := workflow.ExecuteLocalActivity(lctx, a.ReserveStock,
-		activities.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder, UserID: o.in.UserID}).Get(lctx, &reserved)
+	var reserved contract.ReserveStockResult
+	err := workflow.ExecuteLocalActivity(lctx, contract.ReserveStock,
+		contract.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder, UserID: o.in.UserID}).Get(lctx, &reserved)
 	if code := codeOf(err); code == flashsale.SoldOut || code == flashsale.UnknownSKU || code == flashsale.LimitExceeded {
 		// Refused whole: ReserveStock gave back what it had taken before
 		// answering, so there is nothing to undo. LimitExceeded is new
@@ -167,12 +163,12 @@ func (o *order) reserve(ctx workflow.Context) error {
 	// pay_by is fixed by the activity when the row is written and stored
 	// with it; the query and the timer use that stored value, so a retried
 	// activity cannot move the deadline.
-	var created activities.CreateOrderResult
+	var created contract.CreateOrderResult
 	// Buckets is no part of the history (a local activity's marker records
 	// its result, not its input), so every order passes it.
-	err = workflow.ExecuteLocalActivity(lctx, a.CreateOrder, activities.CreateOrderInput{
+	err = workflow.ExecuteLocalActivity(lctx, contract.CreateOrder, contract.CreateOrderInput{
 		OrderID: o.in.OrderID, UserID: o.in.UserID, Items: o.in.Items, PaymentTimeout: o.in.PaymentTimeout,
-		Degraded: o.view.Degraded, Buckets: activities.BucketsOf(reserved),
+		Degraded: o.view.Degraded, Buckets: contract.BucketsOf(reserved),
 	}).Get(lctx, &created)
 	switch code := codeOf(err); code {
 	case "":
@@ -207,7 +203,7 @@ func (o *order) reserve(ctx workflow.Context) error {
 // keepDriftOutOfRedis notes the SKUs a StockDrift refusal names, so the
 // Redis undo leaves their units out.
 func (o *order) keepDriftOutOfRedis(err error) error {
-	var d activities.StockDriftDetails
+	var d contract.StockDriftDetails
 	if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.HasDetails() {
 		if derr := appErr.Details(&d); derr != nil {
 			return fmt.Errorf("decode drift details: %w", derr)

@@ -14,8 +14,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 const (
@@ -58,31 +57,31 @@ func input(items ...flashsale.Item) OrderInput {
 // deadline is 15 minutes after the test clock's start.
 func (s *orderSuite) expectReserved() time.Time {
 	payBy := s.env.Now().Add(15 * time.Minute).UTC()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
-		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
-		Return(activities.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
+		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
+		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
 	return payBy
 }
 
 // expectNobodyWaiting mocks an empty waitlist: the compensation releases
 // the units to open sale.
 func (s *orderSuite) expectNobodyWaiting() {
-	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, contract.OfferToWaitlistInput{
 		ReleasedOrderID: testOrderID, SKU: "1001",
-	}).Return(activities.OfferToWaitlistResult{}, nil).Once()
+	}).Return(contract.OfferToWaitlistResult{}, nil).Once()
 }
 
 func (s *orderSuite) expectCompensation(status flashsale.Status) {
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
 		OrderID: testOrderID, Status: status, Reason: map[flashsale.Status]flashsale.Code{
 			flashsale.StatusExpired: flashsale.PaymentTimeout, flashsale.StatusCancelled: flashsale.CancelledByUser,
 		}[status],
-	}).Return(activities.CloseOrderResult{}, nil).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+	}).Return(contract.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
-	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 }
 
 // reserve sends the UpdateReserve a buyer's Update-with-Start carries and
@@ -123,9 +122,9 @@ func (s *orderSuite) result() OrderView {
 
 func (s *orderSuite) TestPaidOrder() {
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, activities.ConfirmPaymentInput{
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, contract.ConfirmPaymentInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount,
-	}).Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	}).Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
@@ -169,11 +168,11 @@ func (s *orderSuite) TestBuyerCancels() {
 
 func (s *orderSuite) TestOperatorCancelsWorkflow() {
 	s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.MatchedBy(func(in activities.CloseOrderInput) bool {
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.MatchedBy(func(in contract.CloseOrderInput) bool {
 		return in.Status == flashsale.StatusCancelled
-	})).Return(activities.CloseOrderResult{}, nil).Once()
+	})).Return(contract.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 
 	s.env.ExecuteWorkflow(s.wf, input())
@@ -186,12 +185,12 @@ func (s *orderSuite) TestOperatorCancelsWorkflow() {
 // units released and the money recorded for refund.
 func (s *orderSuite) TestPaymentRacesDeadline() {
 	s.expectReserved()
-	confirm := s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Maybe()
-	closeOrder := s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Maybe()
-	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, mock.Anything).Return(activities.OfferToWaitlistResult{}, nil).Maybe()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Maybe()
-	refund := s.env.OnActivity(a.RecordRefund, mock.Anything, mock.Anything).Return(activities.RecordRefundResult{}, nil).Maybe()
+	confirm := s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Maybe()
+	closeOrder := s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{}, nil).Maybe()
+	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, mock.Anything).Return(contract.OfferToWaitlistResult{}, nil).Maybe()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Maybe()
+	refund := s.env.OnActivity(contract.RecordRefund, mock.Anything, mock.Anything).Return(contract.RecordRefundResult{}, nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t-edge", Amount: testAmount})
 	}, 15*time.Minute)
@@ -218,11 +217,11 @@ func (s *orderSuite) TestPaymentRacesDeadline() {
 
 func (s *orderSuite) TestDuplicateAndSecondPayment() {
 	s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: flashsale.AlreadyPaid,
-	}).Return(activities.RecordRefundResult{}, nil).Once()
+	}).Return(contract.RecordRefundResult{}, nil).Once()
 
 	for _, txn := range []string{"t1", "t1", "t2", "t1"} {
 		s.env.RegisterDelayedCallback(func() {
@@ -240,11 +239,11 @@ func (s *orderSuite) TestDuplicateAndSecondPayment() {
 
 func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 	s.expectReserved()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: flashsale.AmountMismatch,
-	}).Return(activities.RecordRefundResult{}, nil).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	}).Return(contract.RecordRefundResult{}, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 
 	var first PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "short", Amount: 1}, func(o PaymentOutcome) { first = o })
@@ -261,13 +260,13 @@ func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 // recorded for refund, not lost and not sold.
 func (s *orderSuite) TestLatePaymentDuringCompensation() {
 	s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).
-		After(30*time.Second).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).
+		After(30*time.Second).Return(contract.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(activities.RecordRefundResult{}, nil).Once()
+	}).Return(contract.RecordRefundResult{}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "late", Amount: testAmount})
 	}, 15*time.Minute+10*time.Second)
@@ -283,8 +282,8 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 }
 
 func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{},
-		temporal.NewNonRetryableApplicationError("1001: sold out", activities.TypeFor(flashsale.SoldOut), nil)).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{},
+		temporal.NewNonRetryableApplicationError("1001: sold out", contract.TypeFor(flashsale.SoldOut), nil)).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
@@ -300,10 +299,10 @@ func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
 // order is rejected LIMIT_EXCEEDED with nothing to undo and no MySQL row.
 func (s *orderSuite) TestLimitAtReserveIsRejectedWithoutUndo() {
 	in := input()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, contract.ReserveStockInput{
 		OrderID: in.OrderID, Items: in.Items, UserID: in.UserID,
-	}).Return(activities.ReserveStockResult{},
-		temporal.NewNonRetryableApplicationError("1001: limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	}).Return(contract.ReserveStockResult{},
+		temporal.NewNonRetryableApplicationError("1001: limit", contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
@@ -318,13 +317,13 @@ func (s *orderSuite) TestLimitAtReserveIsRejectedWithoutUndo() {
 // MySQL refused one SKU (Redis drifted): that SKU's Redis units must not be
 // put back, the other item's must.
 func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("insufficient stock", activities.TypeFor(flashsale.StockDrift), nil,
-			activities.StockDriftDetails{DriftedSKUs: []string{"2002"}})).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("insufficient stock", contract.TypeFor(flashsale.StockDrift), nil,
+			contract.StockDriftDetails{DriftedSKUs: []string{"2002"}})).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
-	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 
 	s.env.ExecuteWorkflow(s.wf, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
@@ -336,13 +335,13 @@ func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
 // MySQL refused the order for the buyer's per-user limit: the Redis units are
 // real, so every item goes back, and the buyer is told LIMIT_EXCEEDED.
 func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("sku 1001: user u1 holds 1, wants 1 more, limit 1",
-			activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+			contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}, {SKU: "2002", Quantity: 2}},
-	}).Return(activities.ReleaseStockResult{Released: 3}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 3}, nil).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
@@ -359,13 +358,13 @@ func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
 // and each side effect lands once because the activities are idempotent.
 func (s *orderSuite) TestTransientFailuresAreRetried() {
 	payBy := s.env.Now().Add(15 * time.Minute).UTC()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, errors.New("redis: i/o timeout")).Twice()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{}, errors.New("driver: bad connection")).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).Return(activities.ConfirmPaymentResult{}, errors.New("deadlock")).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, errors.New("redis: i/o timeout")).Twice()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{}, errors.New("driver: bad connection")).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).Return(contract.ConfirmPaymentResult{}, errors.New("deadlock")).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
@@ -379,8 +378,8 @@ func (s *orderSuite) TestTransientFailuresAreRetried() {
 // taken is given back and the buyer is told UNAVAILABLE, instead of the
 // workflow failing with units held.
 func (s *orderSuite) TestRedisDownRejectsAndReleases() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, errors.New("connection refused"))
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, errors.New("connection refused"))
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{}, nil).Once()
 
 	s.env.ExecuteWorkflow(s.wf, input())
 
@@ -460,8 +459,8 @@ func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
 		s.SetT(t)
 		s.SetupTest()
 		payBy := s.expectReserved()
-		s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-			Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+		s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+			Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 		require.NoError(t, s.env.SetTypedSearchAttributesOnStart(OrderSearchAttributes(input())))
 		var wrote []flashsale.Status
 		s.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
@@ -485,12 +484,12 @@ func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
 // CreateOrder is told the bucket Redis took the units from, so MySQL takes
 // them from that bucket's row.
 func (s *orderSuite) TestCreateOrderIsToldTheRedisBucket() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{
-		Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1, Parts: []inventory.Part{{Bucket: 2, Quantity: 1}}}},
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{
+		Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1, Parts: []contract.Part{{Bucket: 2, Quantity: 1}}}},
 	}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, activities.CreateOrderInput{
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, contract.CreateOrderInput{
 		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Buckets: map[string]int{"1001": 2},
-	}).Return(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
+	}).Return(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
 	s.expectCompensation(flashsale.StatusExpired)
 
 	s.env.ExecuteWorkflow(s.wf, input())

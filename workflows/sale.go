@@ -10,6 +10,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
@@ -45,13 +46,13 @@ var saleStepOptions = workflow.ActivityOptions{
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        200 * time.Millisecond,
 		MaximumInterval:        5 * time.Second,
-		NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+		NonRetryableErrorTypes: contract.NonRetryableErrorTypes,
 	},
 }
 
 func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 	if !flashsale.ValidID(in.SKU, flashsale.MaxIDLength) || in.OpensAt.IsZero() || in.PassTTL < 0 {
-		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", activities.TypeFor(flashsale.Invalid), nil)
+		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", contract.TypeFor(flashsale.Invalid), nil)
 	}
 	if in.PassTTL == 0 {
 		in.PassTTL = sale.DefaultPassTTL
@@ -90,9 +91,8 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 // close.
 func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	actx := workflow.WithActivityOptions(ctx, saleStepOptions)
-	var a *activities.Activities
 	var prepared activities.PreparedSale
-	if err := workflow.ExecuteActivity(actx, a.PrepareSale, activities.PrepareSaleInput{
+	if err := workflow.ExecuteActivity(actx, contract.PrepareSale, activities.PrepareSaleInput{
 		SKU: s.in.SKU, SaleID: workflow.GetInfo(ctx).WorkflowExecution.RunID, OpensAt: s.in.OpensAt, PassTTL: s.in.PassTTL,
 	}).Get(ctx, &prepared); err != nil {
 		return s.view, fmt.Errorf("prepare sale: %w", err)
@@ -128,9 +128,8 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 	if s.view.State != sale.Prequeue {
 		return nil
 	}
-	var a *activities.Activities
 	var opened sale.Opened
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.OpenSale,
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.OpenSale,
 		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
 		return fmt.Errorf("open sale: %w", err)
 	}
@@ -157,9 +156,8 @@ func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
 			return s.view, err
 		}
 	}
-	var a *activities.Activities
 	var voided activities.VoidedOrders
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), a.CancelSaleOrders,
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), contract.CancelSaleOrders,
 		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &voided); err != nil {
 		return s.view, fmt.Errorf("cancel the sale's orders: %w", err)
 	}
@@ -182,7 +180,7 @@ func (s *saleRun) allowed(states ...sale.State) func(workflow.Context, SaleContr
 
 func stateConflict(st sale.State) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the sale is %s", st),
-		activities.TypeFor(flashsale.SaleStateConflict), nil)
+		contract.TypeFor(flashsale.SaleStateConflict), nil)
 }
 
 // open asks the main loop to open now and answers once it has.
@@ -205,12 +203,11 @@ func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context,
 		if err := s.allowed(from...)(ctx, c); err != nil {
 			return s.view, err
 		}
-		var a *activities.Activities
 		var st sale.State
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.SetSaleState,
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.SetSaleState,
 			activities.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
 		if err != nil {
-			if code, ok := activities.CodeOf(err); ok && code == flashsale.SaleStateConflict {
+			if code, ok := contract.CodeOf(err); ok && code == flashsale.SaleStateConflict {
 				return s.view, stateConflict(st)
 			}
 			return s.view, fmt.Errorf("%s sale: %w", to, err)

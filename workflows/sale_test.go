@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
@@ -33,13 +34,13 @@ func (s *saleSuite) SetupTest() {
 func (s *saleSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
 func (s *saleSuite) expectPrepared(in SaleInput) {
-	s.env.OnActivity(a.PrepareSale, mock.Anything, mock.MatchedBy(func(p activities.PrepareSaleInput) bool {
+	s.env.OnActivity(contract.PrepareSale, mock.Anything, mock.MatchedBy(func(p activities.PrepareSaleInput) bool {
 		return p.SKU == in.SKU && p.OpensAt.Equal(in.OpensAt) && p.PassTTL == sale.DefaultPassTTL && p.SaleID != ""
 	})).Return(activities.PreparedSale{SeedHash: "h"}, nil).Once()
 }
 
 func (s *saleSuite) expectOpened() {
-	s.env.OnActivity(a.OpenSale, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+	s.env.OnActivity(contract.OpenSale, mock.Anything, activities.SaleRequest{SKU: "1001"}).
 		Return(func(context.Context, activities.SaleRequest) (sale.Opened, error) {
 			s.openedAt = s.env.Now()
 			return sale.Opened{Entrants: 3, Seed: "seed", State: sale.Open}, nil
@@ -47,7 +48,7 @@ func (s *saleSuite) expectOpened() {
 }
 
 func (s *saleSuite) expectState(to sale.State, from ...sale.State) {
-	s.env.OnActivity(a.SetSaleState, mock.Anything, activities.SaleStateChange{SKU: "1001", To: to, From: from}).
+	s.env.OnActivity(contract.SetSaleState, mock.Anything, activities.SaleStateChange{SKU: "1001", To: to, From: from}).
 		Return(to, nil).Once()
 }
 
@@ -57,7 +58,7 @@ func (s *saleSuite) control(d time.Duration, name string, code flashsale.Code, c
 	s.env.RegisterDelayedCallback(func() {
 		s.env.UpdateWorkflow(name, name+d.String(), &testsuite.TestUpdateCallback{
 			OnReject: func(err error) {
-				got, _ := activities.CodeOf(err)
+				got, _ := contract.CodeOf(err)
 				s.Equal(code, got, "%s rejected: %v", name, err)
 			},
 			OnAccept: func() { s.Empty(code, "%s accepted", name) },
@@ -151,7 +152,7 @@ func (s *saleSuite) TestCloseBeforeOpen() {
 func (s *saleSuite) TestInvalidInput() {
 	s.env.ExecuteWorkflow(SaleWorkflow, SaleInput{SKU: "bad sku", OpensAt: s.env.Now()})
 	s.Require().True(s.env.IsWorkflowCompleted())
-	code, _ := activities.CodeOf(s.env.GetWorkflowError())
+	code, _ := contract.CodeOf(s.env.GetWorkflowError())
 	s.Equal(flashsale.Invalid, code)
 }
 
@@ -162,7 +163,7 @@ func (s *saleSuite) TestVoid() {
 	s.expectPrepared(in)
 	s.expectOpened()
 	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
-	s.env.OnActivity(a.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
+	s.env.OnActivity(contract.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
 		Return(activities.VoidedOrders{Cancelled: 2}, nil).Once()
 	s.control(2*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
 		s.Equal(sale.Closed, v.State)

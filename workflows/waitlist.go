@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // offerStart is the offer's id and how its start treats an id seen before.
@@ -74,9 +74,9 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		return false, nil
 	}
 	it := o.in.Items[0]
-	var offer activities.OfferToWaitlistResult
-	err := o.exec(ctx, "offer unit to waitlist", a.OfferToWaitlist,
-		activities.OfferToWaitlistInput{ReleasedOrderID: o.in.OrderID, SKU: it.SKU}, &offer)
+	var offer contract.OfferToWaitlistResult
+	err := o.exec(ctx, "offer unit to waitlist", contract.OfferToWaitlist,
+		contract.OfferToWaitlistInput{ReleasedOrderID: o.in.OrderID, SKU: it.SKU}, &offer)
 	if err != nil {
 		return false, fmt.Errorf("offer to waitlist: %w", err)
 	}
