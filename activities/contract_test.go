@@ -9,6 +9,7 @@ import (
 	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // The contract's copies of store types are written into histories with the
@@ -25,6 +26,13 @@ func TestContractCopiesOfStoreTypes(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, string(want), string(got))
 	}
+
+	opened := sale.Opened{Entrants: 3, Seed: "seed", State: sale.Open}
+	want, err := json.Marshal(opened)
+	require.NoError(t, err)
+	got, err := json.Marshal(contract.OpenedSale{Entrants: opened.Entrants, Seed: opened.Seed, State: opened.State})
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got))
 
 	require.Equal(t, string(orderdb.PaymentCaptured), string(contract.PaymentCaptured))
 	require.Equal(t, string(orderdb.PaymentRefundRequired), string(contract.PaymentRefundRequired))

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
@@ -15,65 +16,34 @@ import (
 // id, Open on frozen entrants and a fixed seed, a state move to the state
 // it is already in.
 
-// PrepareSaleInput creates a sale.
-type PrepareSaleInput struct {
-	SKU     string        `json:"sku_id"`
-	SaleID  string        `json:"sale_id"`
-	OpensAt time.Time     `json:"opens_at"`
-	PassTTL time.Duration `json:"pass_ttl"`
-}
-
-// PreparedSale is the sale's published commitment.
-type PreparedSale struct {
-	SeedHash string `json:"seed_hash"`
-}
-
 // PrepareSale creates the sale in PREQUEUE and returns the hash of its
 // seed (sale.Store.Prepare); the seed stays in Redis until the open.
-func (a *Activities) PrepareSale(ctx context.Context, in PrepareSaleInput) (PreparedSale, error) {
+func (a *Activities) PrepareSale(ctx context.Context, in contract.PrepareSaleInput) (contract.PreparedSale, error) {
 	h, err := a.Sales.Prepare(ctx, in.SKU, in.SaleID, in.OpensAt, in.PassTTL)
 	if err != nil {
-		return PreparedSale{}, a.saleAnswer("prepare sale", err)
+		return contract.PreparedSale{}, a.saleAnswer("prepare sale", err)
 	}
-	return PreparedSale{SeedHash: h}, nil
-}
-
-// SaleRequest names a sale.
-type SaleRequest struct {
-	SKU string `json:"sku_id"`
+	return contract.PreparedSale{SeedHash: h}, nil
 }
 
 // OpenSale freezes the entrants, ranks them by the seed, opens the sale
 // and reveals the seed (sale.Store.Open).
-func (a *Activities) OpenSale(ctx context.Context, in SaleRequest) (sale.Opened, error) {
+func (a *Activities) OpenSale(ctx context.Context, in contract.SaleRequest) (contract.OpenedSale, error) {
 	o, err := a.Sales.Open(ctx, in.SKU)
 	if err != nil {
-		return sale.Opened{}, a.saleAnswer("open sale", err)
+		return contract.OpenedSale{}, a.saleAnswer("open sale", err)
 	}
-	return o, nil
-}
-
-// SaleStateChange moves a sale from one of From to To.
-type SaleStateChange struct {
-	SKU  string       `json:"sku_id"`
-	To   sale.State   `json:"to"`
-	From []sale.State `json:"from"`
+	return contract.OpenedSale{Entrants: o.Entrants, Seed: o.Seed, State: o.State}, nil
 }
 
 // SetSaleState writes a sale's new state, which every API instance reads
 // on its next request of the SKU.
-func (a *Activities) SetSaleState(ctx context.Context, in SaleStateChange) (sale.State, error) {
+func (a *Activities) SetSaleState(ctx context.Context, in contract.SaleStateChange) (sale.State, error) {
 	st, err := a.Sales.SetState(ctx, in.SKU, in.To, in.From...)
 	if err != nil {
 		return st, a.saleAnswer("set sale state", err)
 	}
 	return st, nil
-}
-
-// VoidedOrders is what CancelSaleOrders did.
-type VoidedOrders struct {
-	// Cancelled is how many running orders of the SKU were sent a cancel.
-	Cancelled int `json:"cancelled"`
 }
 
 // voidSettle is how long CancelSaleOrders looks again for orders the
@@ -85,8 +55,8 @@ const voidSettle = 2 * time.Second
 // until a pass finds none. The sale is closed first (SaleWorkflow), so no
 // new order can start meanwhile but one already admitted. Idempotent: a
 // finished order is skipped.
-func (a *Activities) CancelSaleOrders(ctx context.Context, in SaleRequest) (VoidedOrders, error) {
-	var out VoidedOrders
+func (a *Activities) CancelSaleOrders(ctx context.Context, in contract.SaleRequest) (contract.VoidedOrders, error) {
+	var out contract.VoidedOrders
 	for {
 		n, err := a.CancelRunningOrders(ctx, in.SKU, "sale voided")
 		out.Cancelled += n

@@ -9,9 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/activities/contract"
-	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // SaleWorkflow is a fair sale's decisions (docs/design/fair-sale.md): it
@@ -55,11 +53,11 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", contract.TypeFor(flashsale.Invalid), nil)
 	}
 	if in.PassTTL == 0 {
-		in.PassTTL = sale.DefaultPassTTL
+		in.PassTTL = DefaultPassTTL
 	}
 	s := &saleRun{
 		in:     in,
-		view:   SaleView{SKU: in.SKU, State: sale.Prequeue, OpensAt: in.OpensAt},
+		view:   SaleView{SKU: in.SKU, State: flashsale.SaleStatePrequeue, OpensAt: in.OpensAt},
 		logger: log.With(workflow.GetLogger(ctx), "sku_id", in.SKU),
 		mu:     workflow.NewMutex(ctx),
 	}
@@ -72,12 +70,12 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 		handler   func(workflow.Context, SaleControl) (SaleView, error)
 		validator func(workflow.Context, SaleControl) error
 	}{
-		{UpdateSaleOpen, s.open, s.allowed(sale.Prequeue)},
-		{UpdateSalePause, s.move(sale.Paused, sale.Open), s.allowed(sale.Open)},
-		{UpdateSaleResume, s.move(sale.Open, sale.Paused), s.allowed(sale.Paused)},
-		{UpdateSaleClose, s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused),
-			s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
-		{UpdateSaleVoid, s.void, s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
+		{UpdateSaleOpen, s.open, s.allowed(flashsale.SaleStatePrequeue)},
+		{UpdateSalePause, s.move(flashsale.SaleStatePaused, flashsale.SaleStateOpen), s.allowed(flashsale.SaleStateOpen)},
+		{UpdateSaleResume, s.move(flashsale.SaleStateOpen, flashsale.SaleStatePaused), s.allowed(flashsale.SaleStatePaused)},
+		{UpdateSaleClose, s.move(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused),
+			s.allowed(flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)},
+		{UpdateSaleVoid, s.void, s.allowed(flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
 			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
@@ -91,8 +89,8 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 // close.
 func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	actx := workflow.WithActivityOptions(ctx, saleStepOptions)
-	var prepared activities.PreparedSale
-	if err := workflow.ExecuteActivity(actx, contract.PrepareSale, activities.PrepareSaleInput{
+	var prepared contract.PreparedSale
+	if err := workflow.ExecuteActivity(actx, contract.PrepareSale, contract.PrepareSaleInput{
 		SKU: s.in.SKU, SaleID: workflow.GetInfo(ctx).WorkflowExecution.RunID, OpensAt: s.in.OpensAt, PassTTL: s.in.PassTTL,
 	}).Get(ctx, &prepared); err != nil {
 		return s.view, fmt.Errorf("prepare sale: %w", err)
@@ -102,14 +100,14 @@ func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	// The opening time is this timer's, by the server's clock: no API
 	// instance's clock decides it.
 	if wait := s.in.OpensAt.Sub(workflow.Now(ctx)); wait > 0 {
-		if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return s.openAsked || s.view.State == sale.Closed }); err != nil {
+		if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return s.openAsked || s.view.State == flashsale.SaleStateClosed }); err != nil {
 			return s.view, err
 		}
 	}
 	if err := s.openNow(ctx); err != nil {
 		return s.view, err
 	}
-	if err := workflow.Await(ctx, func() bool { return s.view.State == sale.Closed }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return s.view.State == flashsale.SaleStateClosed }); err != nil {
 		return s.view, err
 	}
 	// An Update still answering finishes before the result is written.
@@ -125,12 +123,12 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if s.view.State != sale.Prequeue {
+	if s.view.State != flashsale.SaleStatePrequeue {
 		return nil
 	}
-	var opened sale.Opened
+	var opened contract.OpenedSale
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.OpenSale,
-		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
+		contract.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
 		return fmt.Errorf("open sale: %w", err)
 	}
 	s.view.State, s.view.Seed, s.view.Entrants = opened.State, opened.Seed, opened.Entrants
@@ -151,14 +149,14 @@ var voidStepOptions = workflow.ActivityOptions{
 // void closes the sale (no pass or buy from then on), then cancels every
 // order of it still unpaid.
 func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
-	if s.view.State != sale.Closed {
-		if _, err := s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)(ctx, c); err != nil {
+	if s.view.State != flashsale.SaleStateClosed {
+		if _, err := s.move(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)(ctx, c); err != nil {
 			return s.view, err
 		}
 	}
-	var voided activities.VoidedOrders
+	var voided contract.VoidedOrders
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), contract.CancelSaleOrders,
-		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &voided); err != nil {
+		contract.SaleRequest{SKU: s.in.SKU}).Get(ctx, &voided); err != nil {
 		return s.view, fmt.Errorf("cancel the sale's orders: %w", err)
 	}
 	s.view.Voided, s.view.Cancelled = true, voided.Cancelled
@@ -167,7 +165,7 @@ func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
 }
 
 // allowed is a validator: the Update is accepted only in these states.
-func (s *saleRun) allowed(states ...sale.State) func(workflow.Context, SaleControl) error {
+func (s *saleRun) allowed(states ...flashsale.SaleState) func(workflow.Context, SaleControl) error {
 	return func(workflow.Context, SaleControl) error {
 		for _, st := range states {
 			if s.view.State == st {
@@ -178,7 +176,7 @@ func (s *saleRun) allowed(states ...sale.State) func(workflow.Context, SaleContr
 	}
 }
 
-func stateConflict(st sale.State) error {
+func stateConflict(st flashsale.SaleState) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the sale is %s", st),
 		contract.TypeFor(flashsale.SaleStateConflict), nil)
 }
@@ -186,13 +184,13 @@ func stateConflict(st sale.State) error {
 // open asks the main loop to open now and answers once it has.
 func (s *saleRun) open(ctx workflow.Context, _ SaleControl) (SaleView, error) {
 	s.openAsked = true
-	err := workflow.Await(ctx, func() bool { return s.view.State != sale.Prequeue })
+	err := workflow.Await(ctx, func() bool { return s.view.State != flashsale.SaleStatePrequeue })
 	return s.view, err
 }
 
 // move is an Update's handler: write state `to` to Redis if the sale is in
 // one of from, then answer the view.
-func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context, SaleControl) (SaleView, error) {
+func (s *saleRun) move(to flashsale.SaleState, from ...flashsale.SaleState) func(workflow.Context, SaleControl) (SaleView, error) {
 	return func(ctx workflow.Context, c SaleControl) (SaleView, error) {
 		if err := s.mu.Lock(ctx); err != nil {
 			return s.view, err
@@ -203,9 +201,9 @@ func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context,
 		if err := s.allowed(from...)(ctx, c); err != nil {
 			return s.view, err
 		}
-		var st sale.State
+		var st flashsale.SaleState
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.SetSaleState,
-			activities.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
+			contract.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
 		if err != nil {
 			if code, ok := contract.CodeOf(err); ok && code == flashsale.SaleStateConflict {
 				return s.view, stateConflict(st)
@@ -213,7 +211,7 @@ func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context,
 			return s.view, fmt.Errorf("%s sale: %w", to, err)
 		}
 		s.view.State = to
-		if to == sale.Closed {
+		if to == flashsale.SaleStateClosed {
 			s.view.ClosedAt = workflow.Now(ctx)
 		}
 		s.logger.Info("sale "+string(to), "reason", c.Reason)

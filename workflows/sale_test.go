@@ -12,7 +12,6 @@ import (
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/activities/contract"
-	"github.com/flashsale/flashsale/internal/sale"
 )
 
 type saleSuite struct {
@@ -34,21 +33,21 @@ func (s *saleSuite) SetupTest() {
 func (s *saleSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
 func (s *saleSuite) expectPrepared(in SaleInput) {
-	s.env.OnActivity(contract.PrepareSale, mock.Anything, mock.MatchedBy(func(p activities.PrepareSaleInput) bool {
-		return p.SKU == in.SKU && p.OpensAt.Equal(in.OpensAt) && p.PassTTL == sale.DefaultPassTTL && p.SaleID != ""
-	})).Return(activities.PreparedSale{SeedHash: "h"}, nil).Once()
+	s.env.OnActivity(contract.PrepareSale, mock.Anything, mock.MatchedBy(func(p contract.PrepareSaleInput) bool {
+		return p.SKU == in.SKU && p.OpensAt.Equal(in.OpensAt) && p.PassTTL == DefaultPassTTL && p.SaleID != ""
+	})).Return(contract.PreparedSale{SeedHash: "h"}, nil).Once()
 }
 
 func (s *saleSuite) expectOpened() {
-	s.env.OnActivity(contract.OpenSale, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(func(context.Context, activities.SaleRequest) (sale.Opened, error) {
+	s.env.OnActivity(contract.OpenSale, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(func(context.Context, contract.SaleRequest) (contract.OpenedSale, error) {
 			s.openedAt = s.env.Now()
-			return sale.Opened{Entrants: 3, Seed: "seed", State: sale.Open}, nil
+			return contract.OpenedSale{Entrants: 3, Seed: "seed", State: flashsale.SaleStateOpen}, nil
 		}).Once()
 }
 
-func (s *saleSuite) expectState(to sale.State, from ...sale.State) {
-	s.env.OnActivity(contract.SetSaleState, mock.Anything, activities.SaleStateChange{SKU: "1001", To: to, From: from}).
+func (s *saleSuite) expectState(to flashsale.SaleState, from ...flashsale.SaleState) {
+	s.env.OnActivity(contract.SetSaleState, mock.Anything, contract.SaleStateChange{SKU: "1001", To: to, From: from}).
 		Return(to, nil).Once()
 }
 
@@ -88,9 +87,9 @@ func (s *saleSuite) TestOpensOnItsTimer() {
 	in := SaleInput{SKU: "1001", OpensAt: start.Add(time.Hour)}
 	s.expectPrepared(in)
 	s.expectOpened()
-	s.expectState(sale.Paused, sale.Open)
-	s.expectState(sale.Open, sale.Paused)
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.expectState(flashsale.SaleStatePaused, flashsale.SaleStateOpen)
+	s.expectState(flashsale.SaleStateOpen, flashsale.SaleStatePaused)
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
 	s.control(30*time.Minute, UpdateSalePause, flashsale.SaleStateConflict, nil)
 	s.control(30*time.Minute, UpdateSaleResume, flashsale.SaleStateConflict, nil)
 	s.env.RegisterDelayedCallback(func() {
@@ -98,20 +97,20 @@ func (s *saleSuite) TestOpensOnItsTimer() {
 		s.Require().NoError(err)
 		var view SaleView
 		s.Require().NoError(v.Get(&view))
-		s.Equal(sale.Prequeue, view.State)
+		s.Equal(flashsale.SaleStatePrequeue, view.State)
 		s.Equal("h", view.SeedHash)
 		s.Empty(view.Seed, "the seed is not revealed before the open")
 	}, 59*time.Minute)
 	s.control(61*time.Minute, UpdateSaleOpen, flashsale.SaleStateConflict, nil)
-	s.control(62*time.Minute, UpdateSalePause, "", func(v SaleView) { s.Equal(sale.Paused, v.State) })
+	s.control(62*time.Minute, UpdateSalePause, "", func(v SaleView) { s.Equal(flashsale.SaleStatePaused, v.State) })
 	s.control(63*time.Minute, UpdateSalePause, flashsale.SaleStateConflict, nil)
-	s.control(64*time.Minute, UpdateSaleResume, "", func(v SaleView) { s.Equal(sale.Open, v.State) })
-	s.control(65*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.control(64*time.Minute, UpdateSaleResume, "", func(v SaleView) { s.Equal(flashsale.SaleStateOpen, v.State) })
+	s.control(65*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(flashsale.SaleStateClosed, v.State) })
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 
 	s.Equal(in.OpensAt, s.openedAt, "opened by the timer, at opens_at")
 	v := s.result()
-	s.Equal(sale.Closed, v.State)
+	s.Equal(flashsale.SaleStateClosed, v.State)
 	s.Equal("seed", v.Seed)
 	s.Equal(int64(3), v.Entrants)
 	s.True(in.OpensAt.Equal(v.OpenedAt), "%v", v.OpenedAt)
@@ -124,12 +123,12 @@ func (s *saleSuite) TestOpenUpdateOpensEarly() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Hour)}
 	s.expectPrepared(in)
 	s.expectOpened()
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
 	s.control(10*time.Minute, UpdateSaleOpen, "", func(v SaleView) {
-		s.Equal(sale.Open, v.State)
+		s.Equal(flashsale.SaleStateOpen, v.State)
 		s.Equal("seed", v.Seed)
 	})
-	s.control(20*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.control(20*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(flashsale.SaleStateClosed, v.State) })
 	start := s.env.Now()
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	s.Equal(start.Add(10*time.Minute), s.openedAt)
@@ -140,8 +139,8 @@ func (s *saleSuite) TestOpenUpdateOpensEarly() {
 func (s *saleSuite) TestCloseBeforeOpen() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Hour)}
 	s.expectPrepared(in)
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
-	s.control(time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
+	s.control(time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(flashsale.SaleStateClosed, v.State) })
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	v := s.result()
 	s.Empty(v.Seed)
@@ -162,11 +161,11 @@ func (s *saleSuite) TestVoid() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Minute)}
 	s.expectPrepared(in)
 	s.expectOpened()
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
-	s.env.OnActivity(contract.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(activities.VoidedOrders{Cancelled: 2}, nil).Once()
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
+	s.env.OnActivity(contract.CancelSaleOrders, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(contract.VoidedOrders{Cancelled: 2}, nil).Once()
 	s.control(2*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
-		s.Equal(sale.Closed, v.State)
+		s.Equal(flashsale.SaleStateClosed, v.State)
 		s.True(v.Voided)
 		s.Equal(2, v.Cancelled)
 	})

@@ -3,7 +3,7 @@ package workflows
 import (
 	"time"
 
-	"github.com/flashsale/flashsale/internal/sale"
+	"github.com/flashsale/flashsale"
 )
 
 // The contract of SaleWorkflow, one per SKU with a fair sale
@@ -31,6 +31,10 @@ const (
 	QuerySale = "sale"
 )
 
+// DefaultPassTTL is how long a pass may be spent after it was issued, for
+// a sale started without its own (SaleInput.PassTTL).
+const DefaultPassTTL = 60 * time.Second
+
 // SaleInput starts a SaleWorkflow.
 type SaleInput struct {
 	SKU string `json:"sku_id"`
@@ -38,7 +42,7 @@ type SaleInput struct {
 	// Temporal server's clock (the workflow's timer).
 	OpensAt time.Time `json:"opens_at"`
 	// PassTTL is how long a pass may be spent; zero means
-	// sale.DefaultPassTTL.
+	// DefaultPassTTL.
 	PassTTL time.Duration `json:"pass_ttl,omitempty"`
 }
 
@@ -51,9 +55,9 @@ type SaleControl struct {
 // SaleView is the sale as the workflow knows it: the answer of every
 // Update, QuerySale's, and the workflow's result.
 type SaleView struct {
-	SKU     string     `json:"sku_id"`
-	State   sale.State `json:"state"`
-	OpensAt time.Time  `json:"opens_at"`
+	SKU     string              `json:"sku_id"`
+	State   flashsale.SaleState `json:"state"`
+	OpensAt time.Time           `json:"opens_at"`
 	// OpenedAt is when the sale opened (the timer or an open Update).
 	OpenedAt time.Time `json:"opened_at,omitzero"`
 	ClosedAt time.Time `json:"closed_at,omitzero"`
