@@ -30,9 +30,9 @@ import (
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
-// Activities holds the dependencies of the order activities. The workflow
-// refers to the methods through a nil *Activities; the worker registers a
-// real one.
+// Activities holds the dependencies of the order activities. The worker
+// registers its methods under their names (internal/app.RegisterActivities),
+// which are the names the workflows run them by (package contract).
 type Activities struct {
 	Stock  *inventory.Store
 	Orders *orderdb.Store

@@ -97,8 +97,9 @@ type Reconciler struct {
 	// inside an activity means the worker's own client.
 	Temporal client.Client
 	// OrderWorkflowID maps an order id to its workflow id. It is
-	// workflows.OrderWorkflowID, passed in because workflows imports this
-	// package.
+	// workflows.OrderWorkflowID, passed in where the worker is assembled
+	// (internal/app.RegisterActivities): the activities need nothing else
+	// of the workflows' code.
 	OrderWorkflowID func(orderID string) string
 	// OrderRunning, if set, replaces the Temporal lookup. Tests that reserve
 	// stock without an order workflow use it to say which orders are in
