@@ -125,7 +125,7 @@ type stack struct {
 	env      []string
 	workers  []*proc
 	apis     []*proc
-	logs     map[string]*logBuffer
+	logs     map[string]*testenv.Buffer
 
 	// workerEnv is stackOptions.workerEnv, kept for worker restarts.
 	workerEnv []string
@@ -136,7 +136,7 @@ type stack struct {
 
 func newStack(t *testing.T, opts stackOptions) *stack {
 	t.Helper()
-	s := &stack{t: t, id: testenv.UniqueID(t), logs: map[string]*logBuffer{}, workerEnv: opts.workerEnv}
+	s := &stack{t: t, id: testenv.UniqueID(t), logs: map[string]*testenv.Buffer{}, workerEnv: opts.workerEnv}
 	s.redis = startRedis(t)
 
 	server := opts.mysqlServer
@@ -166,7 +166,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		}
 		if t.Failed() {
 			for name, l := range s.logs {
-				t.Logf("%s log (tail):\n%s", name, l.tail(40))
+				t.Logf("%s log (tail):\n%s", name, l.Tail(40))
 			}
 		}
 	})
@@ -211,10 +211,10 @@ func (s *stack) restartTemporal(down time.Duration) {
 	s.startTemporal()
 }
 
-func (s *stack) logBuffer(name string) *logBuffer {
+func (s *stack) logBuffer(name string) *testenv.Buffer {
 	l := s.logs[name]
 	if l == nil {
-		l = &logBuffer{}
+		l = &testenv.Buffer{}
 		s.logs[name] = l
 	}
 	return l
@@ -254,7 +254,7 @@ func (s *stack) startAPI() {
 		return resp.StatusCode == http.StatusOK
 	})
 	if !ok || p.exited() {
-		s.t.Fatalf("api did not become ready:\n%s", s.logBuffer("api").tail(20))
+		s.t.Fatalf("api did not become ready:\n%s", s.logBuffer("api").Tail(20))
 	}
 }
 
