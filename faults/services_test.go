@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,16 +103,6 @@ func (p *proc) stop(grace time.Duration) {
 }
 
 // freePort asks the kernel for a free loopback port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -141,7 +130,7 @@ type redisServer struct {
 
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	r := &redisServer{t: t, port: freePort(t), logs: &testenv.Buffer{}}
+	r := &redisServer{t: t, port: testenv.FreePort(t), logs: &testenv.Buffer{}}
 	r.start()
 	t.Cleanup(func() {
 		r.p.kill9()
@@ -220,7 +209,7 @@ func startMaria(t *testing.T) *mariaServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	m := &mariaServer{t: t, port: freePort(t), datadir: filepath.Join(dir, "data"), sock: filepath.Join(dir, "sock"), logs: &testenv.Buffer{}}
+	m := &mariaServer{t: t, port: testenv.FreePort(t), datadir: filepath.Join(dir, "data"), sock: filepath.Join(dir, "sock"), logs: &testenv.Buffer{}}
 	// --no-defaults: the system my.cnf sets a user and paths for the
 	// shared server.
 	out, err := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+m.datadir,

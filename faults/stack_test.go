@@ -39,27 +39,15 @@ const (
 var bin string // directory holding the built worker, api and starter
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "flashsale-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	for _, cmd := range []string{"worker", "api", "starter"} {
-		// The faults tag compiles the worker's fault injectors in (e.g.
-		// worker/lostreply_faults.go); production builds have none.
-		out, err := exec.Command("go", "build", "-tags", "faults", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
-			os.Exit(1)
-		}
-	}
-	stopLoad := loadCPUs()
-	code := m.Run()
-	stopLoad()
-	printSummary(os.Stdout)
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	// The faults tag compiles the worker's fault injectors in (e.g.
+	// worker/lostreply_faults.go); production builds have none.
+	os.Exit(testenv.MainWithCommands(func() int {
+		stopLoad := loadCPUs()
+		code := m.Run()
+		stopLoad()
+		printSummary(os.Stdout)
+		return code
+	}, &bin, "faults", "../worker", "../api", "../starter"))
 }
 
 // cpuLoadEnv asks for that many busy-loop processes for the whole run
@@ -154,7 +142,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	t.Cleanup(func() { _ = db.Close() })
 	s.db = db
 
-	s.tPort, s.tUIPort = freePort(t), freePort(t)
+	s.tPort, s.tUIPort = testenv.FreePort(t), testenv.FreePort(t)
 	s.tDBFile = filepath.Join(t.TempDir(), "temporal.db")
 	s.startTemporal()
 	t.Cleanup(func() {
@@ -171,7 +159,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		}
 	})
 
-	s.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s.apiAddr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	s.env = append(os.Environ(),
 		"MYSQL_DSN="+s.dsn,
 		"REDIS_ADDR="+s.redis.addr(),
