@@ -5,14 +5,13 @@ package faults
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/internal/tooling/crowd"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
@@ -38,35 +37,18 @@ type caseResult struct {
 	result    string
 }
 
-var (
-	summaryMu sync.Mutex
-	summary   []caseResult
-)
+// summary is the suite's table, printed by TestMain after every case.
+var summary = testenv.Summary{Title: "fault-injection summary", Flags: tabwriter.AlignRight | tabwriter.Debug,
+	Columns: []string{"case", "orders", "faults injected", "violations", "oversold", "undersold", "payments 5xx",
+		"time to recover", "sale", "result"}}
 
 func record(r caseResult) {
-	summaryMu.Lock()
-	defer summaryMu.Unlock()
-	summary = append(summary, r)
-}
-
-func printSummary(w io.Writer) {
-	summaryMu.Lock()
-	defer summaryMu.Unlock()
-	if len(summary) == 0 {
-		return
+	recovery := "-"
+	if r.recovery > 0 {
+		recovery = r.recovery.Round(10 * time.Millisecond).String()
 	}
-	fmt.Fprintf(w, "\nfault-injection summary%s:\n", loadNote)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "case\torders\tfaults injected\tviolations\toversold\tundersold\tpayments 5xx\ttime to recover\tsale\tresult\t")
-	for _, r := range summary {
-		recovery := "-"
-		if r.recovery > 0 {
-			recovery = r.recovery.Round(10 * time.Millisecond).String()
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s\t\n", r.name, r.orders, r.faults, r.violations,
-			r.oversold, r.undersold, r.pay5xx, recovery, r.took.Round(time.Second), r.stoppedBy, r.result)
-	}
-	_ = tw.Flush()
+	summary.Add(r.name, r.orders, r.faults, r.violations, r.oversold, r.undersold, r.pay5xx, recovery,
+		fmt.Sprintf("%s (%s)", r.took.Round(time.Second), r.stoppedBy), r.result)
 }
 
 // sale is one case in progress.

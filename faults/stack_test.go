@@ -6,9 +6,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,7 +43,8 @@ func TestMain(m *testing.M) {
 		stopLoad := loadCPUs()
 		code := m.Run()
 		stopLoad()
-		printSummary(os.Stdout)
+		summary.Title += loadNote
+		summary.Print(os.Stdout)
 		return code
 	}, &bin, "faults", "../worker", "../api", "../starter"))
 }
@@ -262,26 +261,7 @@ func (s *stack) admin(method, path string, body any) map[string]any {
 // adminCall calls an admin endpoint and decodes the answer into out. Unlike
 // admin it returns its error, so it may run off the test goroutine.
 func (s *stack) adminCall(method, path string, body, out any) error {
-	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, s.baseURL()+path, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s", resp.Status, b)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("decode %s: %w", b, err)
-	}
-	return nil
+	return testenv.CallJSON(method, s.baseURL()+path, adminToken, body, out)
 }
 
 // createSKU defines the SKU and preheats its buckets through the admin API.
