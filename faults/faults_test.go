@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/internal/tooling/crowd"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
@@ -165,17 +166,8 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 	res.violations += len(mismatches)
 
-	// Buyers outnumbered units and kept trying to the end (audit's
-	// SKUState.Undersold counts any unit left unsold).
-	res.oversold = st.Oversold()
-	res.undersold = st.Undersold()
-	if res.oversold != 0 {
-		t.Errorf("oversold %d: total %d sold %d paid units %d", res.oversold, st.Total, st.Sold, st.PaidUnits)
-	}
-	if res.undersold != 0 {
-		t.Errorf("undersold %d: total %d sold %d available %d frozen %d redis drift %d (buyers kept trying until %s)",
-			res.undersold, st.Total, st.Sold, st.Available, st.Frozen, st.Redis.Drift, sl.c.Deadline)
-	}
+	// Buyers outnumbered units and kept trying to the end.
+	res.oversold, res.undersold = apptest.CheckSoldOut(t, st, fmt.Sprintf(" (buyers kept trying until %s)", sl.c.Deadline))
 	if st.Redis.Drift < 0 {
 		t.Errorf("redis offers %d units mysql does not have", -st.Redis.Drift)
 	}

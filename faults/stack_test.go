@@ -297,7 +297,7 @@ func (s *stack) deps(ctx context.Context) (audit.Deps, func(), error) {
 	if err != nil {
 		return audit.Deps{}, nil, err
 	}
-	return audit.Deps{Stock: sys.Stock, Orders: sys.Orders, Temporal: sys.Temporal}, sys.Close, nil
+	return sys.AuditDeps(), sys.Close, nil
 }
 
 // settleAndCheck waits until the SKU has no unpaid order and no running

@@ -171,7 +171,7 @@ func deps(ctx context.Context) (audit.Deps, func(), error) {
 	if err != nil {
 		return audit.Deps{}, nil, err
 	}
-	return audit.Deps{Stock: sys.Stock, Orders: sys.Orders, Temporal: sys.Temporal}, sys.Close, nil
+	return sys.AuditDeps(), sys.Close, nil
 }
 
 // settle waits until the SKU has no unpaid order and no running order
