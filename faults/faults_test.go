@@ -5,6 +5,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -144,15 +145,7 @@ func runCase(t *testing.T, spec caseSpec) {
 		t.Errorf("%d payment callbacks answered 5xx", res.pay5xx)
 	}
 	st := rep.SKUs[0]
-	t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
-		st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
-	for _, w := range rep.Warnings {
-		t.Logf("checker warning: %s", w)
-	}
-	for _, v := range rep.Violations {
-		t.Errorf("violation: %s order=%s txn=%s expected=%v actual=%v: %s", v.Kind, v.OrderID, v.TransactionID, v.Expected, v.Actual, v.Detail)
-	}
-	res.violations = len(rep.Violations)
+	res.violations = apptest.ReportAudit(t, rep)
 
 	db, err := s.dbOrders(ctx)
 	if err != nil {
@@ -206,13 +199,8 @@ func describeWinners(c *crowd.Crowd) string {
 // verifyClient compares what buyers were told with what MySQL holds.
 func verifyClient(c *crowd.Crowd, db map[string]orderRow) []string {
 	var out []string
-	ids := make([]string, 0, len(c.Orders))
-	for id := range c.Orders {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	clientPaid := map[string]bool{}
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.Orders)) {
 		o := c.Orders[id]
 		row, ok := db[id]
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -244,15 +245,7 @@ func runCase(t *testing.T, spec caseSpec) {
 		t.Logf("probe SKU settled after %s more", took.Round(time.Second))
 	}
 	st := rep.SKUs[0]
-	t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
-		st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
-	for _, w := range rep.Warnings {
-		t.Logf("checker warning: %s", w)
-	}
-	for _, v := range rep.Violations {
-		t.Errorf("violation: %s order=%s txn=%s expected=%v actual=%v: %s", v.Kind, v.OrderID, v.TransactionID, v.Expected, v.Actual, v.Detail)
-	}
-	res.violations = len(rep.Violations)
+	res.violations = apptest.ReportAudit(t, rep)
 
 	// The operator's checker, as a newcomer runs it: the sale's SKU and the
 	// probe's, exit status 0.
@@ -649,13 +642,8 @@ func (p *probe) describe() string {
 // verifyClient compares what buyers were told with what MySQL holds.
 func verifyClient(c *crowd.Crowd, db map[string]string) []string {
 	var out []string
-	ids := make([]string, 0, len(c.Orders))
-	for id := range c.Orders {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	told := map[string]bool{}
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.Orders)) {
 		o := c.Orders[id]
 		st, ok := db[id]
 		switch {

@@ -30,3 +30,22 @@ func CheckSoldOut(t testing.TB, st audit.SKUState, note string) (oversold, under
 	}
 	return oversold, undersold
 }
+
+// ReportAudit logs on t the checker's view of a settled sale (its first
+// SKU) and its warnings, and reports every violation as an error. It
+// returns the number of violations, for the suite's summary.
+func ReportAudit(t testing.TB, rep audit.Report) int {
+	t.Helper()
+	if len(rep.SKUs) > 0 {
+		st := rep.SKUs[0]
+		t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
+			st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
+	}
+	for _, w := range rep.Warnings {
+		t.Logf("checker warning: %s", w)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("violation: %s order=%s txn=%s expected=%v actual=%v: %s", v.Kind, v.OrderID, v.TransactionID, v.Expected, v.Actual, v.Detail)
+	}
+	return len(rep.Violations)
+}
