@@ -117,11 +117,7 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 
 	start := time.Now()
-	crowdDone := make(chan struct{})
-	go func() {
-		defer close(crowdDone)
-		sl.c.Run(ctx)
-	}()
+	crowdDone := sl.c.Start(ctx)
 	if spec.inject != nil {
 		spec.inject(ctx, sl)
 	}

@@ -39,7 +39,7 @@ type sale struct {
 	reconciled   int64
 	// crowdDone is closed when the crowd has finished; bg is what a case
 	// runs beside the crowd until then.
-	crowdDone chan struct{}
+	crowdDone <-chan struct{}
 	bg        sync.WaitGroup
 }
 
@@ -216,16 +216,11 @@ func runCase(t *testing.T, spec caseSpec) {
 	}()
 
 	start := time.Now()
-	crowdDone := make(chan struct{})
-	sl.crowdDone = crowdDone
-	go func() {
-		defer close(crowdDone)
-		sl.c.Run(ctx)
-	}()
+	sl.crowdDone = sl.c.Start(ctx)
 	if spec.inject != nil {
 		spec.inject(ctx, sl)
 	}
-	<-crowdDone
+	<-sl.crowdDone
 	sl.bg.Wait()
 	// Keep probing a little after the sale so a slow recovery is seen.
 	time.Sleep(5 * time.Second)
