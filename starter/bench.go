@@ -48,6 +48,8 @@ type benchParams struct {
 	SaleRounds   int           `json:"sale_rounds"`
 	Settings     bool          `json:"settings"`
 	Sweep        bool          `json:"sweep"`
+	// Only names the one section to run ("sale"); empty runs them all.
+	Only string `json:"only,omitempty"`
 }
 
 // runBench measures every hot path beside its ceiling or baseline in
@@ -77,11 +79,22 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
+	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B); its report goes to --out only, never to the README")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
 	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 {
 		return nil, invalid("--rounds, --order-round, --concurrency and --sale-rounds must be positive")
+	}
+	switch p.Only {
+	case "":
+	case "sale":
+		// A section alone is a measurement for its own work, not the
+		// README's tables, which stand for one whole run.
+		*readme = ""
+		p.Settings = false
+	default:
+		return nil, invalid("--only: unknown section %q (known: sale)", p.Only)
 	}
 	// The external load generator is part of the measurement: without it
 	// the sold-out figure is partly the Go client measuring itself.
@@ -112,6 +125,9 @@ func runBench(ctx context.Context, args []string) (any, error) {
 		"expire_after_s": p.ExpireAfter.Seconds(), "sale_units": p.SaleUnits, "sale_buyers": p.SaleBuyers,
 		"sale_rounds": p.SaleRounds,
 	}
+	if p.Only != "" {
+		b.r.Params["only"] = p.Only
+	}
 	b.r.Notes = append(b.r.Notes,
 		"Measured on a shared 2-core machine while other engineers' builds and tests ran: read the ratios, each the median of interleaved rounds, not the absolute rates.",
 		"Every pair uses the same client code and the same callers in flight on both sides.",
@@ -129,6 +145,9 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	} {
 		if err := b.server(ctx, i, server.name, server.dbFile); err != nil {
 			return nil, err
+		}
+		if p.Only != "" {
+			break
 		}
 	}
 	b.r.Seconds = time.Since(b.started).Round(time.Second).Seconds()

@@ -190,12 +190,19 @@ func (b *benchRun) sale(ctx context.Context, st *stack) error {
 			api, label = uncapped, "latency cap off"
 		}
 		b.logf("flash sale %d of %d (%s): %d units, %d buyers", i+1, 2*b.p.SaleRounds, label, b.p.SaleUnits, b.p.SaleBuyers)
+		procs := b.procs(st)
+		cpu0 := bench.CPUOf(procs)
 		s, err := b.saleOn(ctx, api, fmt.Sprintf("bench-sale-%s-%d", b.run, i))
 		if err != nil {
 			return err
 		}
-		b.logf("sale: all reserved after %.1f s (%.0f orders/s); admitted p99 %.0f ms, shed p99 %.0f ms; started %d, reserved %d",
-			s.TimeToReserveAll, s.OrdersPerSec, s.Admitted.P99ms, s.Shed.P99ms, s.WorkflowsStarted, s.Reserved)
+		cpu := bench.CPUOf(procs)
+		var use []string
+		for j, p := range procs {
+			use = append(use, fmt.Sprintf("%s %.1f s", p.Name, (cpu[j]-cpu0[j]).Seconds()))
+		}
+		b.logf("sale: all reserved after %.1f s (%.0f orders/s); admitted p99 %.0f ms, shed p99 %.0f ms; started %d, reserved %d; %d requests; CPU: %s",
+			s.TimeToReserveAll, s.OrdersPerSec, s.Admitted.P99ms, s.Shed.P99ms, s.WorkflowsStarted, s.Reserved, s.Requests, strings.Join(use, ", "))
 		if on && b.r.Sale == nil {
 			b.r.Sale = s
 		}

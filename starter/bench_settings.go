@@ -142,6 +142,9 @@ func (b *benchRun) server(ctx context.Context, i int, name, dbFile string) error
 	if _, w := bench.Orders(ctx, st.svc, sku, 100, "warm", 10, 4); w.Errors > 0 {
 		return fmt.Errorf("%s warm-up: %s", name, w.FirstError)
 	}
+	if b.p.Only == "sale" {
+		return b.sale(ctx, st)
+	}
 
 	b.logf("%s: %d orders down each path (paid, expired, cancelled, rejected) and %d ceiling workflows", name, b.p.PathOrders, b.p.PathOrders)
 	paths, err := bench.OrderPaths(ctx, st.svc, bench.PathsOptions{

@@ -100,7 +100,7 @@ func (r Result) Rejected() bool { return r.Reservation.Status == flashsale.Statu
 // (edge's, wrapped; a RetryError for BUSY, the placement limit's included,
 // and RATE_LIMITED), and PlaceOrder's.
 func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
-	id, err := s.OrderIDFor(ctx, req.Buyer, req.Key)
+	id, marker, err := s.OrderIDFor(ctx, req.Buyer, req.Key)
 	if err != nil {
 		return Result{}, err
 	}
@@ -110,7 +110,7 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 			return Result{Outcome: Shed}, err
 		}
 	}
-	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items})
+	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items, Marker: marker})
 	s.Recorder.Admission(req.Items, err == nil && ticket.Duplicate, err)
 	if err != nil {
 		return Result{Outcome: Shed}, err
@@ -150,24 +150,30 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 // Only that buyer is sent to it; for anyone else the key is theirs alone as
 // for any key, so the marker tells them nothing. The lookup can go once
 // every marker written before the scheme has expired.
-func (s *Service) OrderIDFor(ctx context.Context, buyer, key string) (string, error) {
+//
+// With a key, the placed marker of the id is returned too (nil: not read):
+// both ids a key may name are read in one round trip, and the gate is
+// handed the one it needs instead of reading it again.
+func (s *Service) OrderIDFor(ctx context.Context, buyer, key string) (string, *string, error) {
 	if key == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return "", fmt.Errorf("new order id: %w", err)
+			return "", nil, fmt.Errorf("new order id: %w", err)
 		}
-		return id.String(), nil
+		return id.String(), nil, nil
 	}
-	owner, err := s.Gate.PlacedBy(ctx, key)
+	id := flashsale.BuyerOrderID(buyer, key)
+	owners, err := s.Gate.PlacedByEach(ctx, key, id)
 	switch {
 	case err != nil:
 		// Redis down: the edge degrades to MySQL; a retry of an order of
 		// the old scheme within that outage gets an order of the new one.
-		s.logger().DebugContext(ctx, "placed marker of an order key unreadable", "error", err)
-	case owner == buyer:
-		return key, nil
+		s.logger().DebugContext(ctx, "placed markers of an order key unreadable", "error", err)
+		return id, nil, nil
+	case owners[0] == buyer:
+		return key, &owners[0], nil
 	}
-	return flashsale.BuyerOrderID(buyer, key), nil
+	return id, &owners[1], nil
 }
 
 func (s *Service) logger() *slog.Logger {

@@ -56,12 +56,12 @@ func (g *Gate) admitRedis(ctx context.Context, req Request, items []flashsale.It
 	// limit). Only client-chosen ids can be repeats, so server-made ids
 	// skip this read.
 	if req.ClientOrderID {
-		owner, err := g.rdb.Get(ctx, placedKey(req.OrderID)).Result()
+		owner, err := g.marker(ctx, req)
 		switch {
-		case err == nil:
+		case err != nil:
+			return nil, err
+		case owner != "":
 			return g.duplicate(ctx, req, owner)
-		case !errors.Is(err, redis.Nil):
-			return nil, g.unavailable(ctx, fmt.Errorf("read placed marker of order %s: %w", req.OrderID, err))
 		}
 	}
 
@@ -87,6 +87,15 @@ func (g *Gate) admitRedis(ctx context.Context, req Request, items []flashsale.It
 	return g.admit(ctx, req, items)
 }
 
+// marker is the placed marker of the request's order: the one the caller
+// read, or read now.
+func (g *Gate) marker(ctx context.Context, req Request) (string, error) {
+	if req.Marker != nil {
+		return *req.Marker, nil
+	}
+	return g.PlacedBy(ctx, req.OrderID)
+}
+
 // shedLocal answers what this instance knows without the network: a SKU
 // cached as sold out, or a window already full for one of the items. At the
 // height of a sale most requests end here; the binding check is the
@@ -102,6 +111,16 @@ func (g *Gate) shedLocal(items []flashsale.Item, window *inflight, limit int64) 
 	for _, it := range items {
 		if window.full(it.SKU, it.Quantity, limit) {
 			return decidedBy(it.SKU, g.busy())
+		}
+	}
+	// Only new orders come here (repeats returned before), and each needs
+	// a placement permit: none left is BUSY now, not after the stock read.
+	// Only for SKUs this window has admitted before, so that a name made
+	// up by the client is still answered UNKNOWN_SKU, not BUSY.
+	if p := g.opts.Placements; p != nil && !slices.ContainsFunc(items, func(it flashsale.Item) bool { return !window.known(it.SKU) }) {
+		if err := p.Check(); err != nil {
+			g.stats.busy.Add(1)
+			return err
 		}
 	}
 	return nil
@@ -156,6 +175,10 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	admitOne := func(ctx context.Context, it flashsale.Item) (admission, error) {
 		return g.admitItem(ctx, req.UserID, it)
 	}
+	// The window before the permit: a sold-out SKU is answered SOLD_OUT
+	// by its stock read, never BUSY because the requests reading it at
+	// the same moment held every permit. shedLocal has already refused
+	// what the limit would, so a give-back of the window here is rare.
 	if err := t.take(ctx, items, admitOne); err != nil {
 		return nil, err
 	}

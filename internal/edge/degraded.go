@@ -19,6 +19,7 @@ func (g *Gate) admitDegraded(ctx context.Context, items []flashsale.Item) (*Tick
 		return nil, err
 	}
 	t := &Ticket{g: g, window: g.degraded, Degraded: true}
+	// The window before the permit, as in admit.
 	if err := t.take(ctx, items, g.admitDegradedItem); err != nil {
 		return nil, err
 	}

@@ -124,6 +124,10 @@ type Request struct {
 	ClientOrderID bool
 	UserID        string
 	Items         []flashsale.Item
+	// Marker, when not nil, is the order's placed marker as the caller
+	// read it for this request (PlacedByEach): the buyer it names, or ""
+	// for none. Admit then does not read it again. Nil: Admit reads it.
+	Marker *string
 }
 
 // Gate is the load-shedding gate. It is safe for concurrent use; Run must be

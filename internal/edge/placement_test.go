@@ -137,3 +137,35 @@ func TestPlacementCapOff(t *testing.T) {
 		place(t, l)
 	}
 }
+
+// Check answers as TryPlace would, taking nothing: nil below the cap, BUSY
+// with Retry-After (counted as capped) at it, and nil again once a
+// placement is done.
+func TestPlacementCheckAnswersAsTryPlace(t *testing.T) {
+	l := NewPlacementLimit(PlacementOptions{Throughput: 20, Target: 300 * time.Millisecond})
+	held := make([]Permit, 0, 6)
+	for range 6 {
+		if err := l.Check(); err != nil {
+			t.Fatalf("check with %d in flight, cap %d: %v", l.InFlight(), l.Cap(), err)
+		}
+		held = append(held, place(t, l))
+	}
+	if l.Rejected() != 0 || l.InFlight() != 6 {
+		t.Fatalf("rejected %d in flight %d after checks below the cap, want 0 6", l.Rejected(), l.InFlight())
+	}
+	err := l.Check()
+	var retry *RetryError
+	if !isBusy(err) || !errors.As(err, &retry) || retry.After != DefaultBusyRetryAfter {
+		t.Fatalf("check at the cap: got %v, want BUSY with Retry-After", err)
+	}
+	if _, err := l.TryPlace(); !isBusy(err) {
+		t.Fatalf("TryPlace at the cap: got %v, want BUSY as Check said", err)
+	}
+	if l.Capped() != 2 || l.Rejected() != 2 || l.InFlight() != 6 {
+		t.Fatalf("capped %d rejected %d in flight %d, want 2 2 6", l.Capped(), l.Rejected(), l.InFlight())
+	}
+	held[0].Done(true)
+	if err := l.Check(); err != nil {
+		t.Fatalf("check after one done: %v", err)
+	}
+}

@@ -72,6 +72,16 @@ func (f *inflight) full(sku string, qty, limit int64) bool {
 	return cur > 0 && cur+qty > limit
 }
 
+// known reports whether units of sku were ever admitted here: a real SKU,
+// on sale.
+func (f *inflight) known(sku string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, in := f.units[sku]
+	_, out := f.released[sku]
+	return in || out
+}
+
 func (f *inflight) release(sku string, qty int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -7,12 +7,82 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale"
 )
+
+// roundTrips records the Redis round trips (a command, or a pipeline of
+// them) that name one of its words in a key, from recordRoundTrips until
+// stop; each as its commands' names and first keys. go-redis has no
+// RemoveHook: after stop the hook only passes commands on.
+type roundTrips struct {
+	words []string
+	on    atomic.Bool
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func recordRoundTrips(s *stack, words ...string) *roundTrips {
+	rt := &roundTrips{words: words}
+	rt.on.Store(true)
+	s.b.Redis.AddHook(rt)
+	return rt
+}
+
+func (rt *roundTrips) stop() [][]string {
+	rt.on.Store(false)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.trips
+}
+
+func (rt *roundTrips) record(cmds []redis.Cmder) {
+	if !rt.on.Load() {
+		return
+	}
+	var trip []string
+	mine := false
+	for _, c := range cmds {
+		args := c.Args()
+		line := c.Name()
+		if len(args) > 1 {
+			key, _ := args[1].(string)
+			line += " " + key
+			for _, w := range rt.words {
+				mine = mine || strings.Contains(key, w)
+			}
+		}
+		trip = append(trip, line)
+	}
+	if mine {
+		rt.mu.Lock()
+		rt.trips = append(rt.trips, trip)
+		rt.mu.Unlock()
+	}
+}
+
+func (rt *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (rt *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		rt.record([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+func (rt *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		rt.record(cmds)
+		return next(ctx, cmds)
+	}
+}
 
 // gauge reads one unlabelled metric of reg.
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
@@ -90,6 +160,20 @@ func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
 	require.Equal(t, "BUSY", r.code(t))
 	require.Equal(t, float64(2), gauge(t, reg, "flashsale_admission_rejected_total"))
 	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_in_flight"))
+
+	// What a refused buy costs in Redis: one round trip for the placed
+	// markers of both ids its key may name, one for the SKU's sale state;
+	// no stock read, no rate limit (the limit is checked before them).
+	key, buyer := s.name("shed3"), s.name("u-shed3")
+	id := flashsale.BuyerOrderID(buyer, key)
+	trips := recordRoundTrips(s, sku, key, buyer, id)
+	r = api.buy(key, buyer, sku, 1)
+	require.Equal(t, http.StatusTooManyRequests, r.status, "%s", r.body)
+	require.Equal(t, [][]string{
+		{"get fs:placed:" + key, "get fs:placed:" + id},
+		{"hget fs:{sku:" + sku + "}:sale"},
+	}, trips.stop())
+	require.Equal(t, float64(3), gauge(t, reg, "flashsale_admission_rejected_total"))
 
 	// A payment while the limit is full: admitted (the order cannot
 	// answer without a worker, so the API hands it over: 202).
