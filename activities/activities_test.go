@@ -5,6 +5,8 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -210,4 +212,31 @@ func TestCompensationRoundTrip(t *testing.T) {
 	inv, err = f.orders.Inventory(ctx, sku)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), inv.Sold)
+}
+
+// MySQL takes an order's units from the row of the bucket Redis took them
+// from. Redis's bucket 3 is empty (3 units over 4 buckets) while MySQL's row
+// 3 has one: an order whose walk starts at bucket 3 gets its unit from
+// Redis's bucket 0, and MySQL freezes it in row 0, not in row 3 where
+// crc32 of its id would have started.
+func TestCreateOrderTakesTheRowOfTheRedisBucket(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.sku(t, "mirror", 4, 3)
+	_, err := f.orders.SplitStock(ctx, sku, 4)
+	require.NoError(t, err)
+	id := f.prefix + "o"
+	for i := 0; crc32.ChecksumIEEE([]byte(id))%4 != 3; i++ {
+		id = fmt.Sprintf("%so%d", f.prefix, i)
+	}
+	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
+	reserved, err := f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: id, UserID: "u1", Items: items})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{sku: 0}, activities.BucketsOf(reserved), "Redis walked from its empty bucket 3 to 0")
+
+	_, err = f.acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: id, UserID: "u1", Items: items, Buckets: activities.BucketsOf(reserved)})
+	require.NoError(t, err)
+	var row int
+	require.NoError(t, f.orders.DB().Raw(`SELECT bucket FROM order_items WHERE order_id = ?`, id).Scan(&row).Error)
+	require.Equal(t, 0, row)
 }

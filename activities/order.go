@@ -22,6 +22,31 @@ type CreateOrderInput struct {
 	// under the worker's degraded concurrency cap, and a refusal means
 	// sold out rather than drift.
 	Degraded bool `json:"degraded,omitempty"`
+	// Buckets names, per SKU, the Redis bucket ReserveStock took the units
+	// from (BucketsOf), so MySQL takes them from that bucket's row
+	// (orderdb.NewOrder.Buckets). Empty (degraded, or a worker from before
+	// it) means MySQL starts where Redis starts its walk.
+	Buckets map[string]int `json:"buckets,omitempty"`
+}
+
+// BucketsOf is CreateOrderInput.Buckets for what ReserveStock took: per SKU,
+// the bucket that gave the most units (the first of equals; a waitlist
+// offer's are the buckets it took over), nil for a degraded order, which
+// took nothing from Redis.
+func BucketsOf(r ReserveStockResult) map[string]int {
+	var out map[string]int
+	for _, res := range r.Reservations {
+		most := int64(0)
+		for _, p := range res.Parts {
+			if p.Quantity > most {
+				if out == nil {
+					out = make(map[string]int, len(r.Reservations))
+				}
+				out[res.SKU], most = p.Bucket, p.Quantity
+			}
+		}
+	}
+	return out
 }
 
 // CreateOrderResult carries what only the database knows: the price.
@@ -60,7 +85,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 		defer a.slots().Release(1)
 	}
 	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{
-		OrderID: in.OrderID, UserID: in.UserID, Items: in.Items, PayBy: payBy, Degraded: in.Degraded,
+		OrderID: in.OrderID, UserID: in.UserID, Items: in.Items, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets,
 	})
 	if err == nil {
 		// Checked first: building the logger costs allocations per order,

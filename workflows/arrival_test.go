@@ -31,7 +31,7 @@ func (s *orderSuite) TestPaymentReceivedInTimeButDeliveredLateIsPaid() {
 	s.signalPayment(payBy.Sub(start)+2*time.Second,
 		Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: payBy.Add(-time.Second)})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -51,7 +51,7 @@ func (s *orderSuite) TestPayUpdateReceivedInTimeButDeliveredLateIsPaid() {
 		Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: payBy.Add(-time.Millisecond)},
 		func(o PaymentOutcome) { out = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, out)
 	s.Equal(flashsale.StatusPaid, s.result().Status)
@@ -72,7 +72,7 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 		Payment{TransactionID: "late", Amount: testAmount, ReceivedAt: payBy.Add(time.Second)},
 		func(o PaymentOutcome) { out = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: flashsale.StatusExpired,
 		Refund: RefundRequired, Reason: flashsale.OrderClosed}
@@ -92,7 +92,7 @@ func (s *orderSuite) TestUnpaidOrderExpiresAfterTheArrivalGrace() {
 	var during OrderView
 	s.queryAt(payBy.Sub(start)+arrivalGrace/2, &during)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPendingPayment, during.Status, "still open inside the grace")
 	s.Equal(flashsale.StatusExpired, s.result().Status)
@@ -111,7 +111,7 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 	s.pay(time.Minute, p, func(o PaymentOutcome) { out = o })
 	s.signalPayment(time.Minute+2*time.Second, p)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, out)
 	v := s.result()
@@ -140,7 +140,7 @@ func (s *orderSuite) TestPaymentFoundAtCloseIsApplied() {
 	s.closeFindsReceipt("t-lost", payBy.Add(-time.Second))
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-lost")).Return(captured, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -166,7 +166,7 @@ func (s *orderSuite) TestPaymentFoundAtCloseButNotAppliedStillCloses() {
 		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: flashsale.OrderClosed,
 	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)

@@ -63,7 +63,7 @@ func (s *orderSuite) TestTransactionConflictThenFreshTransactionPays() {
 	s.pay(3*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { again = o })
 	s.pay(4*time.Minute, Payment{TransactionID: "t2", Amount: testAmount}, func(o PaymentOutcome) { second = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	conflict := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
 		Conflict: true, Reason: flashsale.TransactionConflict}
@@ -96,7 +96,7 @@ func (s *orderSuite) TestTransactionConflictThenExpires() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -123,7 +123,7 @@ func (s *orderSuite) TestLateTransactionOfAnotherOrderIsAConflict() {
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).After(10*time.Minute).
 		Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	want := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusExpired,
 		Conflict: true, Reason: flashsale.TransactionConflict}
@@ -149,7 +149,7 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+59*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.False(closedAt.Before(payBy), "not closed before the deadline: %v", closedAt.Sub(start))
 	s.LessOrEqual(closedAt.Sub(start), payBy.Add(paymentGrace).Sub(start), "closed by pay_by + grace")
@@ -176,7 +176,7 @@ func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+30*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	paid := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}
 	s.Equal(paid, outcome)
@@ -202,7 +202,7 @@ func (s *orderSuite) TestPermanentPaymentFailureIsRefundedAndOrderStaysOpen() {
 	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { first = o })
 	s.pay(2*time.Minute, Payment{TransactionID: "t2", Amount: testAmount}, func(PaymentOutcome) {})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
 		Refund: RefundRequired, Reason: flashsale.PaymentFailed}, first)
@@ -243,7 +243,7 @@ func (s *orderSuite) TestCompensationStallIsVisibleThenCompletes() {
 	s.queryAt(offset+stallAfter+10*time.Second, &stalled)
 	s.queryAt(offset+150*time.Second, &stillStalled)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPendingPayment, beforeStall.Status)
 	s.Equal(flashsale.StatusStalled, stalled.Status)
@@ -270,7 +270,7 @@ func (s *orderSuite) TestCancelDuringSlowPayment() {
 		s.env.SignalWorkflow(SignalCancel, CancelRequest{Reason: "changed mind"})
 	}, time.Minute+10*time.Second)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
@@ -298,7 +298,7 @@ func (s *orderSuite) TestCancelDuringStuckPayment() {
 		s.env.SignalWorkflow(SignalCancel, CancelRequest{})
 	}, 14*time.Minute+30*time.Second)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)

@@ -34,7 +34,7 @@ func (s *orderSuite) TestDegradedOrderExpires() {
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPendingPayment, answered.Status)
 	v := s.result()
@@ -52,7 +52,7 @@ func (s *orderSuite) TestDegradedOrderPaid() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -74,7 +74,7 @@ func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
 	start = s.env.Now()
 	s.reserve(func(r Reservation) { answered = r; answeredAt = s.env.Now() })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.SoldOut}, answered)
 	s.Equal(start, answeredAt, "answered before the release's retries")
@@ -91,7 +91,7 @@ func (s *orderSuite) TestDegradedLimitExceeded() {
 		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil))
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
@@ -25,9 +27,18 @@ type orderSuite struct {
 	suite.Suite
 	testsuite.WorkflowTestSuite
 	env *testsuite.TestWorkflowEnvironment
+	// wf is the order's workflow type under test.
+	wf func(workflow.Context, OrderInput) (OrderView, error)
 }
 
-func TestOrderWorkflow(t *testing.T) { suite.Run(t, new(orderSuite)) }
+// Every order test runs on both types: OrderWorkflowV2, which the starters
+// start, and OrderWorkflow, which runs the orders in flight from before it
+// (the test environment answers its GetVersion calls with the newest
+// version, so both take the same path).
+func TestOrderWorkflow(t *testing.T) {
+	t.Run("OrderWorkflowV2", func(t *testing.T) { suite.Run(t, &orderSuite{wf: OrderWorkflowV2}) })
+	t.Run("OrderWorkflow", func(t *testing.T) { suite.Run(t, &orderSuite{wf: OrderWorkflow}) })
+}
 
 func (s *orderSuite) SetupTest() {
 	s.env = s.NewTestWorkflowEnvironment()
@@ -121,7 +132,7 @@ func (s *orderSuite) TestPaidOrder() {
 	var outcome PaymentOutcome
 	s.pay(3*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}, answered)
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, outcome)
@@ -135,7 +146,7 @@ func (s *orderSuite) TestPaymentTimeout() {
 	s.expectReserved()
 	s.expectCompensation(flashsale.StatusExpired)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -151,7 +162,7 @@ func (s *orderSuite) TestBuyerCancels() {
 		s.env.SignalWorkflow(SignalCancel, CancelRequest{Reason: "changed mind"})
 	}, 2*time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusCancelled, s.result().Status)
 }
@@ -165,7 +176,7 @@ func (s *orderSuite) TestOperatorCancelsWorkflow() {
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusCancelled, s.result().Status)
 }
@@ -185,7 +196,7 @@ func (s *orderSuite) TestPaymentRacesDeadline() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t-edge", Amount: testAmount})
 	}, 15*time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	switch v.Status {
@@ -218,7 +229,7 @@ func (s *orderSuite) TestDuplicateAndSecondPayment() {
 			s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: txn, Amount: testAmount})
 		}, time.Minute)
 	}
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -238,7 +249,7 @@ func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 	var first PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "short", Amount: 1}, func(o PaymentOutcome) { first = o })
 	s.pay(2*time.Minute, Payment{TransactionID: "good", Amount: testAmount}, func(PaymentOutcome) {})
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(RefundRequired, first.Refund)
 	s.Equal(flashsale.AmountMismatch, first.Reason)
@@ -261,7 +272,7 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "late", Amount: testAmount})
 	}, 15*time.Minute+10*time.Second)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -277,7 +288,7 @@ func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.SoldOut}, answered)
 	s.Equal(flashsale.StatusRejected, s.result().Status)
@@ -296,7 +307,7 @@ func (s *orderSuite) TestLimitAtReserveIsRejectedWithoutUndo() {
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.LimitExceeded}, answered)
 	s.Equal(flashsale.StatusRejected, s.result().Status)
@@ -315,7 +326,7 @@ func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
 	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
+	s.env.ExecuteWorkflow(s.wf, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -335,7 +346,7 @@ func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
+	s.env.ExecuteWorkflow(s.wf, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.LimitExceeded}, answered)
 	v := s.result()
@@ -359,7 +370,7 @@ func (s *orderSuite) TestTransientFailuresAreRetried() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
@@ -371,7 +382,7 @@ func (s *orderSuite) TestRedisDownRejectsAndReleases() {
 	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, errors.New("connection refused"))
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -380,7 +391,7 @@ func (s *orderSuite) TestRedisDownRejectsAndReleases() {
 }
 
 func (s *orderSuite) TestInvalidInputTouchesNothing() {
-	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: testOrderID, UserID: "u1",
+	s.env.ExecuteWorkflow(s.wf, OrderInput{OrderID: testOrderID, UserID: "u1",
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 0}}})
 
 	v := s.result()
@@ -401,7 +412,7 @@ func (s *orderSuite) TestStatusQueryWhilePending() {
 			Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}, v)
 	}, 5*time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 }
 
@@ -425,10 +436,64 @@ func (s *orderSuite) TestReserveFromAnotherUserIsRefused() {
 		}, ReserveRequest{UserID: "u1"})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(refused, &appErr)
 	s.Equal(ErrTypeOrderOfAnotherUser, appErr.Type())
 	s.Equal(flashsale.StatusPendingPayment, own.Status)
+}
+
+// An OrderWorkflowV2 started as the starters start it (OrderStatus
+// PENDING_PAYMENT on the start) writes OrderStatus only when it changes: a
+// paid order upserts PAID and nothing else; the mock fails on any other
+// upsert. OrderWorkflow upserts PENDING_PAYMENT too, as its histories do.
+func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
+	for _, tc := range []struct {
+		wf    func(workflow.Context, OrderInput) (OrderView, error)
+		wrote []flashsale.Status
+	}{
+		{OrderWorkflowV2, []flashsale.Status{flashsale.StatusPaid}},
+		{OrderWorkflow, []flashsale.Status{flashsale.StatusPendingPayment, flashsale.StatusPaid}},
+	} {
+		s := &orderSuite{wf: tc.wf}
+		s.SetT(t)
+		s.SetupTest()
+		payBy := s.expectReserved()
+		s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
+			Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+		require.NoError(t, s.env.SetTypedSearchAttributesOnStart(OrderSearchAttributes(input())))
+		var wrote []flashsale.Status
+		s.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+			sa := args.Get(0).(temporal.SearchAttributes)
+			status, ok := sa.GetKeyword(OrderStatusKey)
+			require.True(t, ok, "only OrderStatus is upserted")
+			require.Equal(t, 1, sa.Size())
+			wrote = append(wrote, flashsale.Status(status))
+		}).Return(nil)
+		s.reserve(func(r Reservation) { require.Equal(t, payBy, r.PayBy) })
+		s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(PaymentOutcome) {})
+
+		s.env.ExecuteWorkflow(tc.wf, input())
+
+		require.Equal(t, flashsale.StatusPaid, s.result().Status)
+		require.Equal(t, tc.wrote, wrote)
+		s.env.AssertExpectations(t)
+	}
+}
+
+// CreateOrder is told the bucket Redis took the units from, so MySQL takes
+// them from that bucket's row.
+func (s *orderSuite) TestCreateOrderIsToldTheRedisBucket() {
+	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{
+		Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1, Parts: []inventory.Part{{Bucket: 2, Quantity: 1}}}},
+	}, nil).Once()
+	s.env.OnActivity(a.CreateOrder, mock.Anything, activities.CreateOrderInput{
+		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Buckets: map[string]int{"1001": 2},
+	}).Return(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
+	s.expectCompensation(flashsale.StatusExpired)
+
+	s.env.ExecuteWorkflow(s.wf, input())
+
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 }

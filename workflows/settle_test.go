@@ -37,7 +37,7 @@ func (s *orderSuite) TestPaymentIsConfirmedInsideTheTask() {
 	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
 	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(PaymentOutcome) {})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 	s.Equal(map[string][]string{
@@ -50,7 +50,7 @@ func (s *orderSuite) TestExpiryIsCompensatedInsideTheTask() {
 	s.expectReserved()
 	s.expectCompensation(flashsale.StatusExpired)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.Equal(map[string][]string{
@@ -77,7 +77,7 @@ func (s *orderSuite) TestCompensationFallsBackToAnActivity() {
 	s.expectNobodyWaiting()
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.GreaterOrEqual(s.env.Now().Sub(start), down.Sub(start))

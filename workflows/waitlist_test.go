@@ -15,14 +15,14 @@ import (
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
-// The offer's child is an OrderWorkflow too. The test environment applies
+// The offer's child is an order of the same type. The test environment applies
 // workflow mocks to the root as well, so the root is mocked to run the real
 // workflow and only the child (the one with FromOrder) is stubbed.
 func (s *orderSuite) mockOfferChild(child OrderInput) {
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, mock.MatchedBy(func(in OrderInput) bool {
+	s.env.OnWorkflow(s.wf, mock.Anything, mock.MatchedBy(func(in OrderInput) bool {
 		return in.FromOrder == ""
-	})).Return(OrderWorkflow)
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, child).
+	})).Return(s.wf)
+	s.env.OnWorkflow(s.wf, mock.Anything, child).
 		Return(OrderView{OrderID: child.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
 }
 
@@ -40,7 +40,7 @@ func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 	})
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalCancel, CancelRequest{}) }, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
@@ -55,7 +55,7 @@ func (s *orderSuite) TestNobodyWaitingReleasesToOpenSale() {
 	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalCancel, CancelRequest{}) }, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
@@ -74,7 +74,7 @@ func (s *orderSuite) TestMultiUnitReleaseSkipsWaitlist() {
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 2}},
 	}).Return(activities.ReleaseStockResult{Released: 2}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 2}))
+	s.env.ExecuteWorkflow(s.wf, input(flashsale.Item{SKU: "1001", Quantity: 2}))
 
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
@@ -105,7 +105,7 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -128,11 +128,11 @@ func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
 	}).Return(activities.OfferToWaitlistResult{UserID: "u3"}, nil).Once()
 	next := OrderInput{OrderID: flashsale.WaitlistOrderID(in.OrderID), UserID: "u3",
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: in.OrderID}
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, in).Return(OrderWorkflow)
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, next).
+	s.env.OnWorkflow(s.wf, mock.Anything, in).Return(s.wf)
+	s.env.OnWorkflow(s.wf, mock.Anything, next).
 		Return(OrderView{OrderID: next.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -151,7 +151,7 @@ func (s *orderSuite) TestOrderIDConflictReleasesUnits() {
 	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).
 		Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -171,7 +171,7 @@ func (s *orderSuite) TestWaitlistOrderPaid() {
 		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
 	s.pay(time.Minute, Payment{TransactionID: "t-wl", Amount: testAmount}, func(PaymentOutcome) {})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)

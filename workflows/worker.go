@@ -17,7 +17,8 @@ import (
 // registers: acts is built, and the worker given its options, where the
 // process is assembled (internal/app), so workflows reaches no store.
 func Register(w worker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflow(OrderWorkflow)
+	w.RegisterWorkflow(OrderWorkflow) // orders in flight since before OrderWorkflowV2
+	w.RegisterWorkflow(OrderWorkflowV2)
 	w.RegisterActivity(acts)
 	w.RegisterWorkflow(ReconcileWorkflow)
 	w.RegisterWorkflow(ResyncWorkflow)

@@ -34,7 +34,7 @@ func TestRegisterPutsEveryWorkflowOnTheWorker(t *testing.T) {
 	acts := &activities.Activities{}
 	Register(r, acts)
 
-	require.Equal(t, []string{"OrderWorkflow", "ReconcileWorkflow", "ResyncWorkflow", "SaleWorkflow"}, r.workflows)
+	require.Equal(t, []string{"OrderWorkflow", "OrderWorkflowV2", "ReconcileWorkflow", "ResyncWorkflow", "SaleWorkflow"}, r.workflows)
 	require.Len(t, r.activities, 2)
 	require.Same(t, acts, r.activities[0])
 	recon, ok := r.activities[1].(*activities.Reconciler)

@@ -1,0 +1,22 @@
+package activities_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/internal/inventory"
+)
+
+// CreateOrder is told, per SKU, the bucket that gave the most units; a
+// degraded reservation names none.
+func TestBucketsOf(t *testing.T) {
+	require.Nil(t, activities.BucketsOf(activities.ReserveStockResult{Degraded: true}))
+	require.Equal(t, map[string]int{"a": 5, "b": 2}, activities.BucketsOf(activities.ReserveStockResult{
+		Reservations: []inventory.Reservation{
+			{SKU: "a", Quantity: 3, Parts: []inventory.Part{{Bucket: 1, Quantity: 1}, {Bucket: 5, Quantity: 2}}},
+			{SKU: "b", Quantity: 2, Parts: []inventory.Part{{Bucket: 2, Quantity: 1}, {Bucket: 3, Quantity: 1}}},
+		},
+	}))
+}
