@@ -80,11 +80,11 @@ const (
 	// not allow (pause a sale that is not open, open one already open).
 	SaleStateConflict Code = "SALE_STATE_CONFLICT"
 
-	// Who is asking. (The HTTP door's own refusals, such as a bad
-	// signature or an unknown route, are its codes: internal/httpapi.)
+	// Unauthenticated: no usable buyer token (internal/identity). The HTTP
+	// door's own refusals, such as a wrong admin token, a body naming
+	// another buyer, a bad signature or an unknown route, are its codes:
+	// internal/httpapi/codes.go.
 	Unauthenticated Code = "UNAUTHENTICATED"
-	Unauthorized    Code = "UNAUTHORIZED"
-	UserMismatch    Code = "USER_MISMATCH"
 )
 
 // Why an order closed without being paid.

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/luascript"
 )
 
 // State is where a sale stands: the house's flashsale.SaleState, which
@@ -40,13 +41,7 @@ const (
 //go:embed *.lua
 var luaFiles embed.FS
 
-func script(name string) *redis.Script {
-	src, err := luaFiles.ReadFile(name)
-	if err != nil {
-		panic(fmt.Sprintf("sale: embedded script %s: %v", name, err))
-	}
-	return redis.NewScript(string(src))
-}
+func script(name string) *redis.Script { return luascript.Load(luaFiles, name) }
 
 var (
 	prepareScript = script("sale_prepare.lua")
