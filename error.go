@@ -10,7 +10,7 @@ import (
 // Codes are stable strings: HTTP clients branch on them, order views and
 // recorded workflow histories carry them. Each door maps them once: HTTP to
 // a status (internal/httpapi/errors.go), Temporal to an activity error type
-// (activities/errors.go), the CLI prints them as they are.
+// (activities/contract/errors.go), the CLI prints them as they are.
 type Code string
 
 // Refusals of a request or an order.
@@ -80,11 +80,11 @@ const (
 	// not allow (pause a sale that is not open, open one already open).
 	SaleStateConflict Code = "SALE_STATE_CONFLICT"
 
-	// Who is asking. (The HTTP door's own refusals, such as a bad
-	// signature or an unknown route, are its codes: internal/httpapi.)
+	// Unauthenticated: no usable buyer token (internal/identity). The HTTP
+	// door's own refusals, such as a wrong admin token, a body naming
+	// another buyer, a bad signature or an unknown route, are its codes:
+	// internal/httpapi/codes.go.
 	Unauthenticated Code = "UNAUTHENTICATED"
-	Unauthorized    Code = "UNAUTHORIZED"
-	UserMismatch    Code = "USER_MISMATCH"
 )
 
 // Why an order closed without being paid.

@@ -156,6 +156,27 @@ func (s Status) Closed() bool {
 	return false
 }
 
+// SaleState is where a fair sale stands (docs/design/fair-sale.md).
+// SaleWorkflow decides it and internal/sale keeps it in Redis for the
+// requests that read it.
+type SaleState string
+
+// States of a sale, in the order a sale goes through them (PAUSED and OPEN
+// may alternate).
+const (
+	// SaleStatePrequeue: buyers enter; nobody may buy.
+	SaleStatePrequeue SaleState = "PREQUEUE"
+	// SaleStateShuffling: the entrants are frozen and being ranked; later
+	// arrivals are ranked after them.
+	SaleStateShuffling SaleState = "SHUFFLING"
+	// SaleStateOpen: passes are issued and spent.
+	SaleStateOpen SaleState = "OPEN"
+	// SaleStatePaused: no pass is issued or spent; placed orders go on.
+	SaleStatePaused SaleState = "PAUSED"
+	// SaleStateClosed: the sale is over.
+	SaleStateClosed SaleState = "CLOSED"
+)
+
 // SKU is a product on sale: Total units at Price (minor currency units),
 // spread over Buckets Redis keys, at most PerUserLimit units per buyer.
 type SKU struct {

@@ -47,3 +47,31 @@ func TestStarterLinksNoEmbeddedMySQL(t *testing.T) {
 		}
 	}
 }
+
+// The workflows link no store: they run their activities by the names of
+// activities/contract and speak the house's vocabulary, so nothing of
+// Redis, MySQL or the worker's configuration reaches deterministic code,
+// and a store's change never rebuilds the workflows.
+func TestWorkflowsLinkNoStore(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./workflows").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "go.temporal.io/sdk/workflow") {
+		t.Fatalf("go list did not list the workflows' dependencies: this test no longer proves anything")
+	}
+	allowed := []string{
+		"github.com/flashsale/flashsale",
+		"github.com/flashsale/flashsale/activities/contract",
+		"github.com/flashsale/flashsale/workflows",
+	}
+	for _, p := range deps {
+		if (p == "github.com/flashsale/flashsale" || strings.HasPrefix(p, "github.com/flashsale/flashsale/")) && !slices.Contains(allowed, p) {
+			t.Errorf("workflows links %s; it may link only %v", p, allowed)
+		}
+		if strings.HasPrefix(p, "github.com/redis/") || strings.Contains(p, "mysql") || strings.HasPrefix(p, "gorm.io/") {
+			t.Errorf("workflows links the store driver %s", p)
+		}
+	}
+}

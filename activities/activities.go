@@ -2,8 +2,13 @@
 // stock reservations and MySQL order writes. Every activity is idempotent,
 // because Temporal retries them after timeouts and crashes, and every
 // business answer is a non-retryable application error of a stable type,
-// because retrying "sold out" only burns time (errors.go holds the one
-// table between those types and the flashsale codes).
+// because retrying "sold out" only burns time (contract/errors.go holds the
+// one table between those types and the flashsale codes, errors.go gives
+// them).
+//
+// The activities' names, inputs and results are in package contract, which
+// the workflows import instead of this package: they run these methods by
+// their registered names and never link the stores.
 //
 // One file per job: stock.go takes and gives back Redis units, order.go
 // writes and closes the MySQL order, payment.go records money, waitlist.go
@@ -25,9 +30,9 @@ import (
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
-// Activities holds the dependencies of the order activities. The workflow
-// refers to the methods through a nil *Activities; the worker registers a
-// real one.
+// Activities holds the dependencies of the order activities. The worker
+// registers its methods under their names (internal/app.RegisterActivities),
+// which are the names the workflows run them by (package contract).
 type Activities struct {
 	Stock  *inventory.Store
 	Orders *orderdb.Store

@@ -5,6 +5,8 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -87,13 +90,13 @@ func TestReserveStockIsAllOrNothing(t *testing.T) {
 		{
 			name:      "second item short: first item given back",
 			items:     []flashsale.Item{{SKU: plenty, Quantity: 2}, {SKU: scarce, Quantity: 2}},
-			wantErr:   activities.TypeFor(flashsale.SoldOut),
+			wantErr:   contract.TypeFor(flashsale.SoldOut),
 			wantRedis: map[string]int64{plenty: 5, scarce: 1},
 		},
 		{
 			name:      "unknown sku: first item given back",
 			items:     []flashsale.Item{{SKU: plenty, Quantity: 1}, {SKU: f.prefix + "nope", Quantity: 1}},
-			wantErr:   activities.TypeFor(flashsale.UnknownSKU),
+			wantErr:   contract.TypeFor(flashsale.UnknownSKU),
 			wantRedis: map[string]int64{plenty: 5},
 		},
 		{
@@ -105,7 +108,7 @@ func TestReserveStockIsAllOrNothing(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := activities.ReserveStockInput{OrderID: f.prefix + "o" + string(rune('a'+i)), Items: tt.items}
+			in := contract.ReserveStockInput{OrderID: f.prefix + "o" + string(rune('a'+i)), Items: tt.items}
 			res, err := f.acts.ReserveStock(ctx, in)
 			if tt.retryTwice {
 				require.NoError(t, err)
@@ -127,11 +130,11 @@ func TestCreateOrderIdempotentAndPriced(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.sku(t, "a", 3, 3)
-	in := activities.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1", Items: []flashsale.Item{{SKU: sku, Quantity: 2}}}
+	in := contract.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1", Items: []flashsale.Item{{SKU: sku, Quantity: 2}}}
 
 	first, err := f.acts.CreateOrder(ctx, in)
 	require.NoError(t, err)
-	require.Equal(t, activities.CreateOrderResult{Amount: 2000, PayBy: time.Date(2026, 11, 11, 0, 15, 0, 0, time.UTC)}, first)
+	require.Equal(t, contract.CreateOrderResult{Amount: 2000, PayBy: time.Date(2026, 11, 11, 0, 15, 0, 0, time.UTC)}, first)
 	f.acts.Now = func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
 	again, err := f.acts.CreateOrder(ctx, in)
 	require.NoError(t, err)
@@ -151,13 +154,13 @@ func TestCreateOrderReportsDrift(t *testing.T) {
 	ok := f.sku(t, "ok", 5, 5)
 	drifted := f.sku(t, "drifted", 1, 3)
 
-	_, err := f.acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1",
+	_, err := f.acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1",
 		Items: []flashsale.Item{{SKU: ok, Quantity: 1}, {SKU: drifted, Quantity: 2}}})
-	require.Equal(t, activities.TypeFor(flashsale.StockDrift), appErrType(err))
+	require.Equal(t, contract.TypeFor(flashsale.StockDrift), appErrType(err))
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr))
 	require.True(t, appErr.NonRetryable())
-	var details activities.StockDriftDetails
+	var details contract.StockDriftDetails
 	require.NoError(t, appErr.Details(&details))
 	require.Equal(t, []string{drifted}, details.DriftedSKUs)
 
@@ -182,18 +185,18 @@ func TestCompensationRoundTrip(t *testing.T) {
 	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
 
 	for range 2 {
-		_, err := f.acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: orderID, Items: items})
+		_, err := f.acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: orderID, Items: items})
 		require.NoError(t, err)
-		_, err = f.acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: orderID, UserID: "u", Items: items})
+		_, err = f.acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: orderID, UserID: "u", Items: items})
 		require.NoError(t, err)
 	}
 	require.Equal(t, int64(1), f.redisAvailable(t, sku))
 
 	var released int64
 	for range 2 {
-		_, err := f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
+		_, err := f.acts.CloseOrder(ctx, contract.CloseOrderInput{OrderID: orderID, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
 		require.NoError(t, err)
-		r, err := f.acts.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: orderID, Items: items})
+		r, err := f.acts.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: orderID, Items: items})
 		require.NoError(t, err)
 		released += r.Released
 	}
@@ -204,10 +207,37 @@ func TestCompensationRoundTrip(t *testing.T) {
 	require.Equal(t, orderdb.Inventory{SKU: sku, Total: 2, Available: 2, Price: 1000, Buckets: 4, PerUserLimit: 10}, inv)
 
 	// A payment after the close is recorded for refund, never sold.
-	res, err := f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: orderID, TransactionID: "late", Amount: 1000})
+	res, err := f.acts.ConfirmPayment(ctx, contract.ConfirmPaymentInput{OrderID: orderID, TransactionID: "late", Amount: 1000})
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentRefundRequired, res.PaymentStatus)
+	require.Equal(t, contract.PaymentRefundRequired, res.PaymentStatus)
 	inv, err = f.orders.Inventory(ctx, sku)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), inv.Sold)
+}
+
+// MySQL takes an order's units from the row of the bucket Redis took them
+// from. Redis's bucket 3 is empty (3 units over 4 buckets) while MySQL's row
+// 3 has one: an order whose walk starts at bucket 3 gets its unit from
+// Redis's bucket 0, and MySQL freezes it in row 0, not in row 3 where
+// crc32 of its id would have started.
+func TestCreateOrderTakesTheRowOfTheRedisBucket(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sku := f.sku(t, "mirror", 4, 3)
+	_, err := f.orders.SplitStock(ctx, sku, 4)
+	require.NoError(t, err)
+	id := f.prefix + "o"
+	for i := 0; crc32.ChecksumIEEE([]byte(id))%4 != 3; i++ {
+		id = fmt.Sprintf("%so%d", f.prefix, i)
+	}
+	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
+	reserved, err := f.acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: id, UserID: "u1", Items: items})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{sku: 0}, contract.BucketsOf(reserved), "Redis walked from its empty bucket 3 to 0")
+
+	_, err = f.acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: id, UserID: "u1", Items: items, Buckets: contract.BucketsOf(reserved)})
+	require.NoError(t, err)
+	var row int
+	require.NoError(t, f.orders.DB().Raw(`SELECT bucket FROM order_items WHERE order_id = ?`, id).Scan(&row).Error)
+	require.Equal(t, 0, row)
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -144,7 +145,7 @@ func (a *Activities) forgetFlags(skus []string) {
 var errRedisDown = errors.New("redis unreachable")
 
 // guardedReserve is reserveItem behind the guard.
-func (a *Activities) guardedReserve(ctx context.Context, in ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
+func (a *Activities) guardedReserve(ctx context.Context, in contract.ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
 	done, ok := a.Guard.Allow()
 	if !ok {
 		return inventory.Reservation{}, errRedisDown

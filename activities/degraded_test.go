@@ -17,19 +17,17 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // deadRedis returns a client for an address where nothing listens: every
 // call fails at once with "connection refused", like a Redis that is down.
 func deadRedis(t *testing.T) *redis.Client {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.FreeAddr(t), DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
@@ -64,13 +62,13 @@ func (f *reconcileFixture) worker(rdb *redis.Client, req *resyncRequests, guard 
 	}
 }
 
-func (f *reconcileFixture) place(t *testing.T, acts *activities.Activities, orderID, sku string) activities.ReserveStockResult {
+func (f *reconcileFixture) place(t *testing.T, acts *activities.Activities, orderID, sku string) contract.ReserveStockResult {
 	t.Helper()
 	ctx := context.Background()
 	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
-	res, err := acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: orderID, Items: items})
+	res, err := acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: orderID, Items: items})
 	require.NoError(t, err)
-	_, err = acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: orderID, UserID: "u-" + orderID, Items: items, Degraded: res.Degraded})
+	_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: orderID, UserID: "u-" + orderID, Items: items, Degraded: res.Degraded})
 	require.NoError(t, err)
 	return res
 }
@@ -111,9 +109,9 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 
 	// Redis goes away. pre-1 expires: MySQL takes its unit back, its Redis
 	// release has to wait.
-	_, err := down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: f.prefix + "pre-1", Status: "EXPIRED", Reason: "t"})
+	_, err := down.CloseOrder(ctx, contract.CloseOrderInput{OrderID: f.prefix + "pre-1", Status: "EXPIRED", Reason: "t"})
 	require.NoError(t, err)
-	_, err = down.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + "pre-1", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	_, err = down.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: f.prefix + "pre-1", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.Error(t, err, "redis is down")
 	require.Zero(t, req.count(), "normal orders never ask for a resync")
 
@@ -123,7 +121,7 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 		require.True(t, res.Degraded)
 		require.NotEmpty(t, res.DegradedReason)
 	}
-	_, err = down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: f.prefix + "deg-0", Status: "CANCELLED", Reason: "t"})
+	_, err = down.CloseOrder(ctx, contract.CloseOrderInput{OrderID: f.prefix + "deg-0", Status: "CANCELLED", Reason: "t"})
 	require.NoError(t, err)
 	require.Equal(t, 5, req.count(), "four degraded creates and one degraded close each ask")
 
@@ -139,12 +137,12 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 	require.True(t, f.place(t, back, f.prefix+"between", sku).Degraded)
 	// pre-1's release finally lands, and so does deg-0's (it held nothing).
 	for _, id := range []string{"pre-1", "deg-0"} {
-		_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: f.prefix + id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+		_, err = up.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: f.prefix + id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 9, f.redisUnits(t, sku), "redis offers more than mysql has until the resync")
 
-	res, err := f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	res, err := f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	inv, err = f.orders.Inventory(ctx, sku)
 	require.NoError(t, err)
@@ -153,7 +151,7 @@ func TestRedisOutageDegradesThenResyncs(t *testing.T) {
 	require.EqualValues(t, inv.Available, f.redisUnits(t, sku), "redis equals mysql after the resync")
 	require.Zero(t, inv.RedisResync, "flag cleared")
 
-	again, err := f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	again, err := f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.Zero(t, again.Flag, "a second resync finds nothing to do")
 
@@ -184,7 +182,7 @@ func TestResyncRetriesWhenFlagMoves(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	_, err = f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	_, err = f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, f.redisUnits(t, sku))
 }
@@ -207,7 +205,7 @@ func TestOpenGuardSkipsRedisThenProbes(t *testing.T) {
 	require.True(t, res.Degraded)
 	require.EqualValues(t, 5, f.redisUnits(t, sku), "redis untouched")
 	// g1's degraded order flagged the SKU; a resync (Redis is fine) clears it.
-	_, err := f.rec.ResyncStock(context.Background(), activities.ResyncStockInput{SKU: sku})
+	_, err := f.rec.ResyncStock(context.Background(), contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, f.redisUnits(t, sku))
 
@@ -242,12 +240,12 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 			acts := workers[i%2]
 			id := fmt.Sprintf("%sflood-%02d", f.prefix, i)
 			items := []flashsale.Item{{SKU: sku, Quantity: 1}}
-			res, err := acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: id, Items: items})
+			res, err := acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: id, Items: items})
 			if err != nil {
 				out[i] = outcome{err: err}
 				return
 			}
-			_, err = acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: id, UserID: "u-" + id, Items: items, Degraded: res.Degraded})
+			_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: id, UserID: "u-" + id, Items: items, Degraded: res.Degraded})
 			out[i] = outcome{degraded: res.Degraded, err: err}
 		})
 	}
@@ -260,7 +258,7 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 		switch {
 		case o.err == nil:
 			won++
-		case appErrType(o.err) == activities.TypeFor(flashsale.SoldOut):
+		case appErrType(o.err) == contract.TypeFor(flashsale.SoldOut):
 			soldOut++
 		default:
 			t.Fatalf("buyer %d: %v", i, o.err)
@@ -275,7 +273,7 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 	require.EqualValues(t, stock, inv.Frozen)
 	require.EqualValues(t, stock, inv.RedisResync)
 
-	_, err = f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	_, err = f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.Zero(t, f.redisUnits(t, sku))
 }
@@ -296,24 +294,24 @@ func TestResyncWaitsForReleasesInFlight(t *testing.T) {
 	f.running.Store(p, true)
 	// Redis goes down; p expires in MySQL, its Redis release waits; a
 	// degraded buyer takes the unit p gave back.
-	_, err := down.CloseOrder(ctx, activities.CloseOrderInput{OrderID: p, Status: "EXPIRED", Reason: "t"})
+	_, err := down.CloseOrder(ctx, contract.CloseOrderInput{OrderID: p, Status: "EXPIRED", Reason: "t"})
 	require.NoError(t, err)
 	require.True(t, f.place(t, down, f.prefix+"d", sku).Degraded)
 
 	// Redis is back. Buckets 0, p holds 1 in flight, MySQL 0: Redis will be
 	// over by one once p's release lands, and nothing can be removed now.
-	_, err = f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	_, err = f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.ErrorContains(t, err, "comparing again", "partly applied: the flag must stay")
 	flags, err := f.orders.ResyncPending(ctx, []string{sku})
 	require.NoError(t, err)
 	require.Positive(t, flags[sku])
 
-	_, err = up.ReleaseStock(ctx, activities.ReleaseStockInput{OrderID: p, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	_, err = up.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: p, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.NoError(t, err)
 	f.running.Delete(p)
 	require.EqualValues(t, 1, f.redisUnits(t, sku), "the late release made redis over")
 
-	res, err := f.rec.ResyncStock(ctx, activities.ResyncStockInput{SKU: sku})
+	res, err := f.rec.ResyncStock(ctx, contract.ResyncStockInput{SKU: sku})
 	require.NoError(t, err)
 	require.EqualValues(t, -1, res.Applied)
 	require.Zero(t, f.redisUnits(t, sku))

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // The type strings are in recorded histories and in the retry policies of
@@ -32,19 +33,19 @@ func TestErrorTypesNeverChange(t *testing.T) {
 		flashsale.SaleStateConflict:   "SaleStateConflict",
 		flashsale.NoSale:              "NoSale",
 	} {
-		require.Equal(t, typ, TypeFor(code), code)
+		require.Equal(t, typ, contract.TypeFor(code), code)
 	}
-	require.Empty(t, TypeFor(flashsale.Internal), "an unknown failure stays retryable")
+	require.Empty(t, contract.TypeFor(flashsale.Internal), "an unknown failure stays retryable")
 	require.Equal(t, []string{
 		"SoldOut", "UnknownSKU", "StockDrift", "AmountMismatch", "OrderPaid", "OrderClosed",
 		"InvalidRequest", "LimitExceeded", "TransactionConflict", "PaymentReceived", "OrderIDConflict",
 		"SaleStateConflict", "NoSale",
-	}, NonRetryableErrorTypes)
+	}, contract.NonRetryableErrorTypes)
 }
 
 func TestRefuseRoundTrip(t *testing.T) {
 	store := fmt.Errorf("reserve: %w", flashsale.Errorf(flashsale.SoldOut, "sold out"))
-	err := refuse("reserve 1001 for order o-1", store, SoldOutDetails{SKU: "1001"})
+	err := refuse("reserve 1001 for order o-1", store, contract.SoldOutDetails{SKU: "1001"})
 
 	appErr, ok := errors.AsType[*temporal.ApplicationError](err)
 	require.True(t, ok)
@@ -52,21 +53,21 @@ func TestRefuseRoundTrip(t *testing.T) {
 	require.Equal(t, "SoldOut", appErr.Type())
 	require.Equal(t, "reserve 1001 for order o-1", appErr.Message())
 	require.ErrorIs(t, err, store, "the store's error is the cause")
-	var d SoldOutDetails
+	var d contract.SoldOutDetails
 	require.NoError(t, appErr.Details(&d))
 	require.Equal(t, "1001", d.SKU)
 
-	code, ok := CodeOf(fmt.Errorf("activity: %w", err))
+	code, ok := contract.CodeOf(fmt.Errorf("activity: %w", err))
 	require.True(t, ok)
 	require.Equal(t, flashsale.SoldOut, code)
 
 	// One-way rows come back as the code their type names first.
-	code, _ = CodeOf(refuse("create order o-1", flashsale.Errorf(flashsale.Permanent, "check constraint")))
+	code, _ = contract.CodeOf(refuse("create order o-1", flashsale.Errorf(flashsale.Permanent, "check constraint")))
 	require.Equal(t, flashsale.Invalid, code)
 
-	_, ok = CodeOf(errors.New("connection refused"))
+	_, ok = contract.CodeOf(errors.New("connection refused"))
 	require.False(t, ok)
-	_, ok = CodeOf(temporal.NewApplicationError("other", "SomethingElse"))
+	_, ok = contract.CodeOf(temporal.NewApplicationError("other", "SomethingElse"))
 	require.False(t, ok)
 }
 
@@ -84,8 +85,8 @@ func TestRefuseWithoutATypeSaysSo(t *testing.T) {
 // classification leaves it a retryable error, so Temporal retries it by
 // the activity's policy until the dependency is back.
 func TestUnavailableStaysRetryable(t *testing.T) {
-	require.Empty(t, TypeFor(flashsale.Unavailable))
-	require.NotContains(t, NonRetryableErrorTypes, string(flashsale.Unavailable))
+	require.Empty(t, contract.TypeFor(flashsale.Unavailable))
+	require.NotContains(t, contract.NonRetryableErrorTypes, string(flashsale.Unavailable))
 	down := fmt.Errorf("reserve: %w: %w", &flashsale.Error{Code: flashsale.Unavailable, Message: "stock store unavailable"},
 		&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
 	for name, err := range map[string]error{
@@ -96,9 +97,9 @@ func TestUnavailableStaysRetryable(t *testing.T) {
 			require.Equal(t, flashsale.Unavailable, flashsale.ErrorCode(err))
 			if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok {
 				require.False(t, appErr.NonRetryable(), "%v", err)
-				require.NotContains(t, NonRetryableErrorTypes, appErr.Type())
+				require.NotContains(t, contract.NonRetryableErrorTypes, appErr.Type())
 			}
-			_, known := CodeOf(err)
+			_, known := contract.CodeOf(err)
 			require.False(t, known, "not a business answer")
 		})
 	}

@@ -11,65 +11,20 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 )
-
-// StockObservation compares one SKU's Redis buckets with MySQL.
-type StockObservation struct {
-	SKU string `json:"sku_id"`
-	// UnknownSKU: MySQL has no inventory row; there is nothing to compare.
-	UnknownSKU bool `json:"unknown_sku,omitempty"`
-	// Ended: the SKU's fair sale has ended (MySQL's sale_ended_at) and
-	// its Redis keys are being removed or gone: nothing is on sale and
-	// there is nothing to compare or restore (Drift is 0) until a preheat
-	// starts another sale.
-	Ended bool `json:"ended,omitempty"`
-	// Missing: Redis has no bucket count for the SKU (lost, or never
-	// preheated); buyers are answered UNKNOWN_SKU.
-	Missing bool `json:"missing,omitempty"`
-	// Torn: stock came back or a reconciler acted while every attempt was
-	// reading; the numbers may be off by those units.
-	Torn    bool  `json:"torn,omitempty"`
-	Fence   int64 `json:"fence"`
-	Buckets int   `json:"buckets"`
-	// RedisUnits sums the buckets (a negative bucket counts as empty).
-	RedisUnits      int64 `json:"redis_units"`
-	NegativeBuckets []int `json:"negative_buckets,omitempty"`
-	// InFlight is held in Redis by orders whose running workflow has a
-	// MySQL or Redis move still to make (see Reconciler).
-	InFlight       int64 `json:"in_flight"`
-	InFlightOrders int   `json:"in_flight_orders"`
-	// Dead is held in Redis by orders MySQL does not count and whose
-	// workflow has ended: units kept out of Redis after a StockDrift
-	// refusal. Informational; they are neither drift nor in flight.
-	Dead        int64 `json:"dead"`
-	DBAvailable int64 `json:"db_available"`
-	// Drift is DBAvailable - RedisUnits - InFlight: positive when Redis
-	// is short (undersell), negative when it offers units MySQL does not
-	// have.
-	Drift int64 `json:"drift"`
-}
-
-// ObserveStockInput names the SKUs to observe.
-type ObserveStockInput struct {
-	SKUs []string `json:"skus"`
-}
-
-// ObserveStockResult has one observation per SKU, in input order.
-type ObserveStockResult struct {
-	Observations []StockObservation `json:"observations"`
-}
 
 // ObserveStock measures each SKU's drift between Redis and MySQL. It writes
 // nothing, so retries are free.
-func (r *Reconciler) ObserveStock(ctx context.Context, in ObserveStockInput) (ObserveStockResult, error) {
-	out := ObserveStockResult{Observations: make([]StockObservation, 0, len(in.SKUs))}
+func (r *Reconciler) ObserveStock(ctx context.Context, in contract.ObserveStockInput) (contract.ObserveStockResult, error) {
+	out := contract.ObserveStockResult{Observations: make([]contract.StockObservation, 0, len(in.SKUs))}
 	for _, sku := range in.SKUs {
 		obs, err := r.observe(ctx, sku)
 		if err != nil {
 			if flashsale.ErrorCode(err) == flashsale.Invalid {
-				return ObserveStockResult{}, refuse("observe "+sku, err)
+				return contract.ObserveStockResult{}, refuse("observe "+sku, err)
 			}
-			return ObserveStockResult{}, err
+			return contract.ObserveStockResult{}, err
 		}
 		out.Observations = append(out.Observations, obs)
 		if activity.IsActivity(ctx) {
@@ -80,8 +35,8 @@ func (r *Reconciler) ObserveStock(ctx context.Context, in ObserveStockInput) (Ob
 	return out, nil
 }
 
-func (r *Reconciler) observe(ctx context.Context, sku string) (StockObservation, error) {
-	var obs StockObservation
+func (r *Reconciler) observe(ctx context.Context, sku string) (contract.StockObservation, error) {
+	var obs contract.StockObservation
 	for range observeAttempts {
 		var settled bool
 		var err error
@@ -105,8 +60,8 @@ func (r *Reconciler) observe(ctx context.Context, sku string) (StockObservation,
 // erring towards "Redis looks over"). Asked after the snapshot, an order
 // created, paid and finished in between would look dead while the snapshot
 // still counted its units available, making Redis look short.
-func (r *Reconciler) observeOnce(ctx context.Context, sku string) (StockObservation, bool, error) {
-	obs := StockObservation{SKU: sku}
+func (r *Reconciler) observeOnce(ctx context.Context, sku string) (contract.StockObservation, bool, error) {
+	obs := contract.StockObservation{SKU: sku}
 	snap, err := r.Stock.Snapshot(ctx, sku)
 	if err != nil {
 		return obs, false, fmt.Errorf("observe %s: %w", sku, err)

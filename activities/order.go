@@ -8,27 +8,9 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
-
-// CreateOrderInput is the order as the database stores it.
-type CreateOrderInput struct {
-	OrderID string           `json:"order_id"`
-	UserID  string           `json:"user_id"`
-	Items   []flashsale.Item `json:"items"`
-	// PaymentTimeout overrides the worker's default when positive.
-	PaymentTimeout time.Duration `json:"payment_timeout,omitempty"`
-	// Degraded: ReserveStock took nothing from Redis. MySQL alone decides,
-	// under the worker's degraded concurrency cap, and a refusal means
-	// sold out rather than drift.
-	Degraded bool `json:"degraded,omitempty"`
-}
-
-// CreateOrderResult carries what only the database knows: the price.
-type CreateOrderResult struct {
-	Amount int64     `json:"amount"`
-	PayBy  time.Time `json:"pay_by"`
-}
 
 // CreateOrder writes the order and freezes its units in one MySQL
 // transaction; the database is the final guard against overselling. It is
@@ -42,7 +24,7 @@ type CreateOrderResult struct {
 // units that do not exist: the order is refused with StockDrift, the drift
 // is logged and counted in Redis for reconciliation, and the workflow must
 // NOT put those units back into Redis.
-func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (CreateOrderResult, error) {
+func (a *Activities) CreateOrder(ctx context.Context, in contract.CreateOrderInput) (contract.CreateOrderResult, error) {
 	timeout := in.PaymentTimeout
 	if timeout <= 0 {
 		timeout = a.PaymentTimeout
@@ -55,12 +37,12 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 	payBy := a.now().Add(timeout).UTC().Truncate(time.Millisecond)
 	if in.Degraded {
 		if err := a.slots().Acquire(ctx, 1); err != nil {
-			return CreateOrderResult{}, fmt.Errorf("create order %s: wait for a degraded slot: %w", in.OrderID, err)
+			return contract.CreateOrderResult{}, fmt.Errorf("create order %s: wait for a degraded slot: %w", in.OrderID, err)
 		}
 		defer a.slots().Release(1)
 	}
 	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{
-		OrderID: in.OrderID, UserID: in.UserID, Items: in.Items, PayBy: payBy, Degraded: in.Degraded,
+		OrderID: in.OrderID, UserID: in.UserID, Items: in.Items, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets,
 	})
 	if err == nil {
 		// Checked first: building the logger costs allocations per order,
@@ -72,36 +54,36 @@ func (a *Activities) CreateOrder(ctx context.Context, in CreateOrderInput) (Crea
 			// Also on a retry: the first attempt may have committed and
 			// died before asking.
 			if err := a.requestResync(ctx, orderSKUs(o)); err != nil {
-				return CreateOrderResult{}, err
+				return contract.CreateOrderResult{}, err
 			}
 		}
-		return CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy}, nil
+		return contract.CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy}, nil
 	}
 	op := "create order " + in.OrderID
 	switch code := flashsale.ErrorCode(err); {
 	case code == flashsale.StockDrift && in.Degraded:
 		// Nothing was taken from Redis, so nothing drifted: MySQL simply
 		// has no units left.
-		return CreateOrderResult{}, refuseAs(flashsale.SoldOut, op, err)
+		return contract.CreateOrderResult{}, refuseAs(flashsale.SoldOut, op, err)
 	case code == flashsale.StockDrift:
 		drifted, derr := a.findDrift(ctx, in)
 		if derr != nil {
-			return CreateOrderResult{}, derr
+			return contract.CreateOrderResult{}, derr
 		}
-		return CreateOrderResult{}, refuse(op, err, StockDriftDetails{DriftedSKUs: drifted})
+		return contract.CreateOrderResult{}, refuse(op, err, contract.StockDriftDetails{DriftedSKUs: drifted})
 	case code == flashsale.UnknownSKU, code == flashsale.LimitExceeded, code == flashsale.OrderIDConflict,
 		code == flashsale.Invalid, code == flashsale.Permanent,
 		// The SKU's fair sale ended: nothing is sold after it.
 		code == flashsale.SoldOut:
-		return CreateOrderResult{}, refuse(op, err)
+		return contract.CreateOrderResult{}, refuse(op, err)
 	default:
-		return CreateOrderResult{}, fmt.Errorf("%s: %w", op, err)
+		return contract.CreateOrderResult{}, fmt.Errorf("%s: %w", op, err)
 	}
 }
 
 // findDrift names the items MySQL cannot cover and records the drift. The
 // transaction rolled back, so re-reading the rows tells which item was short.
-func (a *Activities) findDrift(ctx context.Context, in CreateOrderInput) ([]string, error) {
+func (a *Activities) findDrift(ctx context.Context, in contract.CreateOrderInput) ([]string, error) {
 	var drifted []string
 	for _, it := range in.Items {
 		inv, err := a.Orders.Inventory(ctx, it.SKU)
@@ -121,30 +103,12 @@ func (a *Activities) findDrift(ctx context.Context, in CreateOrderInput) ([]stri
 	return drifted, nil
 }
 
-// CloseOrderInput closes an unpaid order.
-type CloseOrderInput struct {
-	OrderID string           `json:"order_id"`
-	Status  flashsale.Status `json:"status"` // EXPIRED or CANCELLED
-	Reason  flashsale.Code   `json:"reason"`
-	// Abandon: CreateOrder failed past its budget, so the order may or may
-	// not exist; if it does not, a tombstone keeps a late attempt from
-	// creating it (orderdb.Store.AbandonOrder). Status must be CANCELLED.
-	Abandon bool `json:"abandon,omitempty"`
-	// IgnoreReceipts closes even with a payment received in time on record:
-	// the workflow tried to apply it and the database gave no answer by its
-	// bound (orderdb.Store.CloseOrderIgnoringReceipts).
-	IgnoreReceipts bool `json:"ignore_receipts,omitempty"`
-}
-
-// CloseOrderResult is empty; it exists so fields can be added.
-type CloseOrderResult struct{}
-
 // CloseOrder is the database half of compensation: a compare-and-set from
 // PENDING_PAYMENT that moves the units frozen -> available, journaled. It is
 // idempotent. Its business answers: OrderPaid if the order was paid
 // meanwhile, OrderClosed if it closed otherwise, PaymentReceived if our door
 // took money for it in time that the workflow has not applied.
-func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseOrderResult, error) {
+func (a *Activities) CloseOrder(ctx context.Context, in contract.CloseOrderInput) (contract.CloseOrderResult, error) {
 	var o orderdb.Order
 	var err error
 	switch {
@@ -161,10 +125,10 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 			// them taken (CloseOrder flagged the SKUs in the same
 			// transaction).
 			if err := a.requestResync(ctx, orderSKUs(o)); err != nil {
-				return CloseOrderResult{}, err
+				return contract.CloseOrderResult{}, err
 			}
 		}
-		return CloseOrderResult{}, nil
+		return contract.CloseOrderResult{}, nil
 	}
 	op := "close order " + in.OrderID
 	switch flashsale.ErrorCode(err) {
@@ -172,16 +136,16 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 		// Only after a failed CreateOrder of a workflow that predates
 		// Abandon: the order never reached the database, so nothing is
 		// frozen and nothing needs releasing.
-		return CloseOrderResult{}, nil
+		return contract.CloseOrderResult{}, nil
 	case flashsale.AlreadyPaid, flashsale.OrderClosed:
-		return CloseOrderResult{}, refuse(op, err)
+		return contract.CloseOrderResult{}, refuse(op, err)
 	case flashsale.PaymentReceived:
 		// Only a receipt the workflow can apply is an answer; one the
 		// store did not name is retried like any other failure.
 		if received, ok := errors.AsType[*orderdb.PaymentReceivedError](err); ok {
 			r := received.Receipt
-			return CloseOrderResult{}, refuse(op, err,
-				PaymentReceivedDetails{TransactionID: r.TransactionID, Amount: r.Amount, ReceivedAt: r.ReceivedAt})
+			return contract.CloseOrderResult{}, refuse(op, err,
+				contract.PaymentReceivedDetails{TransactionID: r.TransactionID, Amount: r.Amount, ReceivedAt: r.ReceivedAt})
 		}
 	case flashsale.Permanent:
 		// Still retried: compensation must never give up, the units have
@@ -190,5 +154,5 @@ func (a *Activities) CloseOrder(ctx context.Context, in CloseOrderInput) (CloseO
 		a.logger(ctx).Error("close order refused by the database; retrying until repaired",
 			"order_id", in.OrderID, "error", err)
 	}
-	return CloseOrderResult{}, fmt.Errorf("%s: %w", op, err)
+	return contract.CloseOrderResult{}, fmt.Errorf("%s: %w", op, err)
 }

@@ -12,14 +12,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // createPending writes an order of one unit of sku (no Redis involved).
-func (f *fixture) createPending(t *testing.T, orderID, sku string) activities.CreateOrderResult {
+func (f *fixture) createPending(t *testing.T, orderID, sku string) contract.CreateOrderResult {
 	t.Helper()
-	res, err := f.acts.CreateOrder(context.Background(), activities.CreateOrderInput{
+	res, err := f.acts.CreateOrder(context.Background(), contract.CreateOrderInput{
 		OrderID: orderID, UserID: "u-" + orderID, Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
 	})
 	require.NoError(t, err)
@@ -47,20 +46,20 @@ func TestPaymentOfAnotherOrdersTransactionIsAConflict(t *testing.T) {
 	b := f.prefix + "b"
 	created := f.createPending(t, a, sku)
 	f.createPending(t, b, sku)
-	_, err := f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: a, TransactionID: "t1", Amount: created.Amount})
+	_, err := f.acts.ConfirmPayment(ctx, contract.ConfirmPaymentInput{OrderID: a, TransactionID: "t1", Amount: created.Amount})
 	require.NoError(t, err)
 
-	_, err = f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: b, TransactionID: "t1", Amount: created.Amount})
-	appErr := nonRetryable(t, err, activities.TypeFor(flashsale.TransactionConflict))
-	var d activities.TransactionConflictDetails
+	_, err = f.acts.ConfirmPayment(ctx, contract.ConfirmPaymentInput{OrderID: b, TransactionID: "t1", Amount: created.Amount})
+	appErr := nonRetryable(t, err, contract.TypeFor(flashsale.TransactionConflict))
+	var d contract.TransactionConflictDetails
 	require.NoError(t, appErr.Details(&d))
-	require.Equal(t, activities.TransactionConflictDetails{TransactionID: "t1", RecordedFor: a}, d)
-	require.Contains(t, activities.NonRetryableErrorTypes, activities.TypeFor(flashsale.TransactionConflict))
+	require.Equal(t, contract.TransactionConflictDetails{TransactionID: "t1", RecordedFor: a}, d)
+	require.Contains(t, contract.NonRetryableErrorTypes, contract.TypeFor(flashsale.TransactionConflict))
 
-	_, err = f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: b, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
+	_, err = f.acts.CloseOrder(ctx, contract.CloseOrderInput{OrderID: b, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
 	require.NoError(t, err)
-	_, err = f.acts.RecordRefund(ctx, activities.RecordRefundInput{OrderID: b, TransactionID: "t1", Amount: created.Amount, Reason: "ORDER_CLOSED"})
-	appErr = nonRetryable(t, err, activities.TypeFor(flashsale.TransactionConflict))
+	_, err = f.acts.RecordRefund(ctx, contract.RecordRefundInput{OrderID: b, TransactionID: "t1", Amount: created.Amount, Reason: "ORDER_CLOSED"})
+	appErr = nonRetryable(t, err, contract.TypeFor(flashsale.TransactionConflict))
 	require.NoError(t, appErr.Details(&d))
 	require.Equal(t, a, d.RecordedFor)
 	pays, err := f.orders.Payments(ctx, b)
@@ -76,16 +75,16 @@ func TestRecordRefundReportsStoredStatus(t *testing.T) {
 	sku := f.sku(t, "stored", 3, 3)
 	paid := f.prefix + "paid"
 	created := f.createPending(t, paid, sku)
-	_, err := f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: paid, TransactionID: "t-paid", Amount: created.Amount})
+	_, err := f.acts.ConfirmPayment(ctx, contract.ConfirmPaymentInput{OrderID: paid, TransactionID: "t-paid", Amount: created.Amount})
 	require.NoError(t, err)
 
-	res, err := f.acts.RecordRefund(ctx, activities.RecordRefundInput{OrderID: paid, TransactionID: "t-paid", Amount: created.Amount, Reason: "ALREADY_PAID"})
+	res, err := f.acts.RecordRefund(ctx, contract.RecordRefundInput{OrderID: paid, TransactionID: "t-paid", Amount: created.Amount, Reason: "ALREADY_PAID"})
 	require.NoError(t, err)
-	require.Equal(t, activities.RecordRefundResult{PaymentStatus: orderdb.PaymentCaptured, OrderID: paid}, res)
+	require.Equal(t, contract.RecordRefundResult{PaymentStatus: contract.PaymentCaptured, OrderID: paid}, res)
 
-	res, err = f.acts.RecordRefund(ctx, activities.RecordRefundInput{OrderID: paid, TransactionID: "t-second", Amount: created.Amount, Reason: "ALREADY_PAID"})
+	res, err = f.acts.RecordRefund(ctx, contract.RecordRefundInput{OrderID: paid, TransactionID: "t-second", Amount: created.Amount, Reason: "ALREADY_PAID"})
 	require.NoError(t, err)
-	require.Equal(t, activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: paid}, res)
+	require.Equal(t, contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: paid}, res)
 }
 
 // A database answer that no retry can change (here the inventory row breaks
@@ -110,13 +109,13 @@ func TestPermanentDatabaseErrorIsNotRetried(t *testing.T) {
 		return tx.Exec("SET SESSION check_constraint_checks = 1").Error
 	}))
 
-	_, err := f.acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: orderID, TransactionID: "t1", Amount: created.Amount})
-	_ = nonRetryable(t, err, activities.TypeFor(flashsale.Invalid))
+	_, err := f.acts.ConfirmPayment(ctx, contract.ConfirmPaymentInput{OrderID: orderID, TransactionID: "t1", Amount: created.Amount})
+	_ = nonRetryable(t, err, contract.TypeFor(flashsale.Invalid))
 	pays, err := f.orders.Payments(ctx, orderID)
 	require.NoError(t, err)
 	require.Empty(t, pays, "the payment rolled back")
 
-	_, err = f.acts.CloseOrder(ctx, activities.CloseOrderInput{OrderID: orderID, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
+	_, err = f.acts.CloseOrder(ctx, contract.CloseOrderInput{OrderID: orderID, Status: flashsale.StatusExpired, Reason: "PAYMENT_TIMEOUT"})
 	require.Equal(t, flashsale.Permanent, flashsale.ErrorCode(err))
 	var appErr *temporal.ApplicationError
 	require.False(t, errors.As(err, &appErr), "compensation stays retryable: %v", err)

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
@@ -96,8 +97,9 @@ type Reconciler struct {
 	// inside an activity means the worker's own client.
 	Temporal client.Client
 	// OrderWorkflowID maps an order id to its workflow id. It is
-	// workflows.OrderWorkflowID, passed in because workflows imports this
-	// package.
+	// workflows.OrderWorkflowID, passed in where the worker is assembled
+	// (internal/app.RegisterActivities): the activities need nothing else
+	// of the workflows' code.
 	OrderWorkflowID func(orderID string) string
 	// OrderRunning, if set, replaces the Temporal lookup. Tests that reserve
 	// stock without an order workflow use it to say which orders are in
@@ -113,21 +115,13 @@ type Reconciler struct {
 // that gets reported as torn and is left alone by this run.
 const observeAttempts = 3
 
-// ListSKUsInput is empty; it exists so fields can be added.
-type ListSKUsInput struct{}
-
-// ListSKUsResult lists every SKU MySQL knows, sorted.
-type ListSKUsResult struct {
-	SKUs []string `json:"skus"`
-}
-
 // ListSKUs lists the SKUs to reconcile when the workflow was given none.
-func (r *Reconciler) ListSKUs(ctx context.Context, _ ListSKUsInput) (ListSKUsResult, error) {
+func (r *Reconciler) ListSKUs(ctx context.Context, _ contract.ListSKUsInput) (contract.ListSKUsResult, error) {
 	ids, err := r.Orders.SKUIDs(ctx)
 	if err != nil {
-		return ListSKUsResult{}, err
+		return contract.ListSKUsResult{}, err
 	}
-	return ListSKUsResult{SKUs: ids}, nil
+	return contract.ListSKUsResult{SKUs: ids}, nil
 }
 
 // classifyStockErr gives the Redis store's refusals that retrying cannot

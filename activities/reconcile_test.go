@@ -20,6 +20,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -103,9 +104,9 @@ func (f *reconcileFixture) create(ctx context.Context, orderID, sku string) erro
 	return err
 }
 
-func (f *reconcileFixture) observe(t *testing.T, sku string) activities.StockObservation {
+func (f *reconcileFixture) observe(t *testing.T, sku string) contract.StockObservation {
 	t.Helper()
-	res, err := f.rec.ObserveStock(context.Background(), activities.ObserveStockInput{SKUs: []string{sku}})
+	res, err := f.rec.ObserveStock(context.Background(), contract.ObserveStockInput{SKUs: []string{sku}})
 	require.NoError(t, err)
 	require.Len(t, res.Observations, 1)
 	return res.Observations[0]
@@ -143,12 +144,12 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 		name         string
 		db, redis    int64
 		setup        func(t *testing.T, sku string)
-		want         activities.StockObservation // SKU filled in below
+		want         contract.StockObservation // SKU filled in below
 		wantDeadOnly bool
 	}{
-		{name: "in step", db: 10, redis: 10, want: activities.StockObservation{RedisUnits: 10, DBAvailable: 10}},
-		{name: "redis short", db: 10, redis: 7, want: activities.StockObservation{RedisUnits: 7, DBAvailable: 10, Drift: 3}},
-		{name: "redis over", db: 10, redis: 12, want: activities.StockObservation{RedisUnits: 12, DBAvailable: 10, Drift: -2}},
+		{name: "in step", db: 10, redis: 10, want: contract.StockObservation{RedisUnits: 10, DBAvailable: 10}},
+		{name: "redis short", db: 10, redis: 7, want: contract.StockObservation{RedisUnits: 7, DBAvailable: 10, Drift: 3}},
+		{name: "redis over", db: 10, redis: 12, want: contract.StockObservation{RedisUnits: 12, DBAvailable: 10, Drift: -2}},
 		{
 			name: "take not yet in mysql, workflow running: in flight", db: 10, redis: 10,
 			setup: func(t *testing.T, sku string) {
@@ -156,7 +157,7 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 				_, err := f.stock.Reserve(ctx, sku+"-o", sku, 1)
 				require.NoError(t, err)
 			},
-			want: activities.StockObservation{RedisUnits: 9, DBAvailable: 10, InFlight: 1, InFlightOrders: 1},
+			want: contract.StockObservation{RedisUnits: 9, DBAvailable: 10, InFlight: 1, InFlightOrders: 1},
 		},
 		{
 			name: "take whose workflow ended without mysql or release: leaked, redis short", db: 10, redis: 10,
@@ -164,7 +165,7 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 				_, err := f.stock.Reserve(ctx, sku+"-o", sku, 1)
 				require.NoError(t, err)
 			},
-			want: activities.StockObservation{RedisUnits: 9, DBAvailable: 10, Dead: 1, Drift: 1},
+			want: contract.StockObservation{RedisUnits: 9, DBAvailable: 10, Dead: 1, Drift: 1},
 		},
 		{
 			name: "order created: mysql counts it", db: 10, redis: 10,
@@ -173,7 +174,7 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, f.create(ctx, sku+"-o", sku))
 			},
-			want: activities.StockObservation{RedisUnits: 9, DBAvailable: 9},
+			want: contract.StockObservation{RedisUnits: 9, DBAvailable: 9},
 		},
 		{
 			name: "closed in mysql, release still to come: in flight", db: 10, redis: 10,
@@ -185,7 +186,7 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 				_, err = f.orders.CloseOrder(ctx, sku+"-o", flashsale.StatusExpired, "test")
 				require.NoError(t, err)
 			},
-			want: activities.StockObservation{RedisUnits: 9, DBAvailable: 10, InFlight: 1, InFlightOrders: 1},
+			want: contract.StockObservation{RedisUnits: 9, DBAvailable: 10, InFlight: 1, InFlightOrders: 1},
 		},
 		{
 			name: "units kept out after a StockDrift refusal: healed, not drift", db: 1, redis: 2,
@@ -197,12 +198,12 @@ func TestObserveStockSeparatesDriftFromUnitsInFlight(t *testing.T) {
 				require.NoError(t, f.create(ctx, sku+"-a", sku))
 				require.Equal(t, flashsale.StockDrift, flashsale.ErrorCode(f.create(ctx, sku+"-b", sku)))
 			},
-			want: activities.StockObservation{RedisUnits: 0, DBAvailable: 0, Dead: 1},
+			want: contract.StockObservation{RedisUnits: 0, DBAvailable: 0, Dead: 1},
 		},
 		{
 			name: "redis lost the sku", db: 10, redis: 10,
 			setup: func(t *testing.T, sku string) { f.deleteKeys(t, sku) },
-			want:  activities.StockObservation{Missing: true, DBAvailable: 10, Drift: 10},
+			want:  contract.StockObservation{Missing: true, DBAvailable: 10, Drift: 10},
 		},
 	}
 	for i, tt := range tests {
@@ -231,15 +232,15 @@ func TestCorrectStockClaimsTheObservationOnce(t *testing.T) {
 	obs := f.observe(t, sku)
 	require.Equal(t, int64(4), obs.Drift)
 
-	in := activities.CorrectStockInput{SKU: sku, Delta: obs.Drift, Fence: obs.Fence, CorrectionID: "run-1:" + sku}
+	in := contract.CorrectStockInput{SKU: sku, Delta: obs.Drift, Fence: obs.Fence, CorrectionID: "run-1:" + sku}
 	res, err := f.rec.CorrectStock(ctx, in)
 	require.NoError(t, err)
-	require.Equal(t, activities.CorrectStockResult{Claimed: true, Applied: 4}, res)
+	require.Equal(t, contract.CorrectStockResult{Claimed: true, Applied: 4}, res)
 
 	// A retry of the same activity replays; it moves nothing.
 	res, err = f.rec.CorrectStock(ctx, in)
 	require.NoError(t, err)
-	require.Equal(t, activities.CorrectStockResult{Claimed: true, Applied: 4}, res)
+	require.Equal(t, contract.CorrectStockResult{Claimed: true, Applied: 4}, res)
 
 	// Another run that saw the same drift at the same fence loses.
 	other := in

@@ -7,25 +7,8 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 )
-
-// ResyncStockInput names a SKU flagged for a Redis resync.
-type ResyncStockInput struct {
-	SKU string `json:"sku_id"`
-}
-
-// ResyncStockResult reports what the resync did.
-type ResyncStockResult struct {
-	// Flag is the inventory.redis_resync value the resync cleared; zero
-	// when the SKU was not flagged (nothing was done).
-	Flag int64 `json:"flag"`
-	// Restored: Redis had lost the SKU and it was re-preheated from MySQL.
-	Restored bool `json:"restored,omitempty"`
-	// Observation is the comparison the correction was based on.
-	Observation *StockObservation `json:"observation,omitempty"`
-	// Applied is the units moved into (positive) or out of Redis.
-	Applied int64 `json:"applied,omitempty"`
-}
 
 // errResyncAgain is retried by the activity's retry policy: something moved
 // while the resync looked, so it looks again.
@@ -56,61 +39,61 @@ const DefaultResyncSettle = 2 * time.Second
 // compare-and-set on that value: a degraded order that moved units after
 // the read makes the clear fail, and the activity compares again, so its
 // move is always in some comparison that was acted on.
-func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (ResyncStockResult, error) {
+func (r *Reconciler) ResyncStock(ctx context.Context, in contract.ResyncStockInput) (contract.ResyncStockResult, error) {
 	flags, err := r.Orders.ResyncPending(ctx, []string{in.SKU})
 	if err != nil {
-		return ResyncStockResult{}, err
+		return contract.ResyncStockResult{}, err
 	}
 	flag, known := flags[in.SKU]
 	if !known {
-		return ResyncStockResult{}, refuse("resync "+in.SKU, &flashsale.Error{Code: flashsale.UnknownSKU})
+		return contract.ResyncStockResult{}, refuse("resync "+in.SKU, &flashsale.Error{Code: flashsale.UnknownSKU})
 	}
 	if flag == 0 {
-		return ResyncStockResult{}, nil
+		return contract.ResyncStockResult{}, nil
 	}
-	res := ResyncStockResult{Flag: flag}
+	res := contract.ResyncStockResult{Flag: flag}
 
 	obs, err := r.observe(ctx, in.SKU)
 	if err != nil {
-		return ResyncStockResult{}, fmt.Errorf("resync %s: %w", in.SKU, err)
+		return contract.ResyncStockResult{}, fmt.Errorf("resync %s: %w", in.SKU, err)
 	}
 	if !obs.Missing && !obs.Torn && !obs.UnknownSKU {
 		first := obs
 		if err := sleepCtx(ctx, r.resyncSettle()); err != nil {
-			return ResyncStockResult{}, err
+			return contract.ResyncStockResult{}, err
 		}
 		if obs, err = r.observe(ctx, in.SKU); err != nil {
-			return ResyncStockResult{}, fmt.Errorf("resync %s: %w", in.SKU, err)
+			return contract.ResyncStockResult{}, fmt.Errorf("resync %s: %w", in.SKU, err)
 		}
 		if !obs.Missing && (obs.Drift != first.Drift || obs.Fence != first.Fence) {
-			return ResyncStockResult{}, errResyncAgain
+			return contract.ResyncStockResult{}, errResyncAgain
 		}
 	}
 	res.Observation = &obs
 	switch {
 	case obs.UnknownSKU:
-		return ResyncStockResult{}, refuse("resync "+in.SKU, &flashsale.Error{Code: flashsale.UnknownSKU})
+		return contract.ResyncStockResult{}, refuse("resync "+in.SKU, &flashsale.Error{Code: flashsale.UnknownSKU})
 	case obs.Missing:
 		// Redis came back empty: rebuild the SKU from MySQL, as the
 		// reconciler does.
-		restored, err := r.RestoreStock(ctx, RestoreStockInput(in))
+		restored, err := r.RestoreStock(ctx, contract.RestoreStockInput(in))
 		if err != nil {
-			return ResyncStockResult{}, err
+			return contract.ResyncStockResult{}, err
 		}
 		res.Restored = restored.Restored
 	case obs.Torn:
-		return ResyncStockResult{}, errResyncAgain
+		return contract.ResyncStockResult{}, errResyncAgain
 	case obs.Drift != 0:
 		id := fmt.Sprintf("resync-%d-%d", flag, obs.Fence)
 		claimed, err := r.Stock.ClaimCorrection(ctx, in.SKU, obs.Fence, id)
 		if err != nil {
-			return ResyncStockResult{}, classifyStockErr("resync "+in.SKU, err)
+			return contract.ResyncStockResult{}, classifyStockErr("resync "+in.SKU, err)
 		}
 		if !claimed {
-			return ResyncStockResult{}, errResyncAgain
+			return contract.ResyncStockResult{}, errResyncAgain
 		}
 		if res.Applied, err = r.Stock.Adjust(ctx, in.SKU, obs.Drift, id); err != nil {
-			return ResyncStockResult{}, classifyStockErr("resync "+in.SKU, err)
+			return contract.ResyncStockResult{}, classifyStockErr("resync "+in.SKU, err)
 		}
 		if res.Applied != obs.Drift {
 			// Fewer units could be removed than Redis is over: the rest
@@ -120,16 +103,16 @@ func (r *Reconciler) ResyncStock(ctx context.Context, in ResyncStockInput) (Resy
 			// rest; until then the flag stays and the SKU MySQL-only.
 			r.logger(ctx).Warn("redis resync partly applied; waiting for releases in flight",
 				"sku_id", in.SKU, "drift", obs.Drift, "applied", res.Applied, "in_flight", obs.InFlight)
-			return ResyncStockResult{}, errResyncAgain
+			return contract.ResyncStockResult{}, errResyncAgain
 		}
 	}
 
 	cleared, err := r.Orders.FinishResync(ctx, in.SKU, flag)
 	if err != nil {
-		return ResyncStockResult{}, err
+		return contract.ResyncStockResult{}, err
 	}
 	if !cleared {
-		return ResyncStockResult{}, errResyncAgain
+		return contract.ResyncStockResult{}, errResyncAgain
 	}
 	r.logger(ctx).Warn("redis re-synced from mysql after degraded orders",
 		"sku_id", in.SKU, "flag", flag, "drift", obs.Drift, "applied", res.Applied, "restored", res.Restored)

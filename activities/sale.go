@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
@@ -16,56 +17,31 @@ import (
 // id, Open on frozen entrants and a fixed seed, a state move to the state
 // it is already in.
 
-// PrepareSaleInput creates a sale.
-type PrepareSaleInput struct {
-	SKU     string        `json:"sku_id"`
-	SaleID  string        `json:"sale_id"`
-	OpensAt time.Time     `json:"opens_at"`
-	PassTTL time.Duration `json:"pass_ttl"`
-}
-
-// PreparedSale is the sale's published commitment.
-type PreparedSale struct {
-	SeedHash string `json:"seed_hash"`
-}
-
 // PrepareSale creates the sale in PREQUEUE and returns the hash of its
 // seed (sale.Store.Prepare); the seed stays in Redis until the open.
-func (a *Activities) PrepareSale(ctx context.Context, in PrepareSaleInput) (PreparedSale, error) {
+func (a *Activities) PrepareSale(ctx context.Context, in contract.PrepareSaleInput) (contract.PreparedSale, error) {
 	h, err := a.Sales.Prepare(ctx, in.SKU, in.SaleID, in.OpensAt, in.PassTTL)
 	if err != nil {
-		return PreparedSale{}, a.saleAnswer("prepare sale", err)
+		return contract.PreparedSale{}, a.saleAnswer("prepare sale", err)
 	}
-	return PreparedSale{SeedHash: h}, nil
-}
-
-// SaleRequest names a sale.
-type SaleRequest struct {
-	SKU string `json:"sku_id"`
+	return contract.PreparedSale{SeedHash: h}, nil
 }
 
 // OpenSale freezes the entrants, ranks them by the seed, opens the sale
 // and reveals the seed (sale.Store.Open).
-func (a *Activities) OpenSale(ctx context.Context, in SaleRequest) (sale.Opened, error) {
+func (a *Activities) OpenSale(ctx context.Context, in contract.SaleRequest) (contract.OpenedSale, error) {
 	o, err := a.Sales.Open(ctx, in.SKU)
 	if err != nil {
-		return sale.Opened{}, a.saleAnswer("open sale", err)
+		return contract.OpenedSale{}, a.saleAnswer("open sale", err)
 	}
-	return o, nil
-}
-
-// SaleStateChange moves a sale from one of From to To.
-type SaleStateChange struct {
-	SKU  string       `json:"sku_id"`
-	To   sale.State   `json:"to"`
-	From []sale.State `json:"from"`
+	return contract.OpenedSale{Entrants: o.Entrants, Seed: o.Seed, State: o.State}, nil
 }
 
 // SetSaleState writes a sale's new state, which every API instance reads
 // on its next request of the SKU. A close also closes the SKU's waitlist:
 // nothing is sold after it, so a unit an unpaid order gives back goes back
 // to the buckets instead of becoming a waiting buyer's order.
-func (a *Activities) SetSaleState(ctx context.Context, in SaleStateChange) (sale.State, error) {
+func (a *Activities) SetSaleState(ctx context.Context, in contract.SaleStateChange) (sale.State, error) {
 	st, err := a.Sales.SetState(ctx, in.SKU, in.To, in.From...)
 	if err != nil {
 		return st, a.saleAnswer("set sale state", err)
@@ -78,12 +54,6 @@ func (a *Activities) SetSaleState(ctx context.Context, in SaleStateChange) (sale
 	return st, nil
 }
 
-// VoidedOrders is what CancelSaleOrders did.
-type VoidedOrders struct {
-	// Cancelled is how many running orders of the SKU were sent a cancel.
-	Cancelled int `json:"cancelled"`
-}
-
 // voidSettle is how long CancelSaleOrders looks again for orders the
 // previous pass could not see yet (visibility lags by about a second).
 const voidSettle = 2 * time.Second
@@ -94,8 +64,8 @@ const voidSettle = 2 * time.Second
 // compensating is still running). The sale is closed first (SaleWorkflow),
 // so no new order can start meanwhile but one already admitted.
 // Idempotent: a finished order is skipped, a retry signals again.
-func (a *Activities) CancelSaleOrders(ctx context.Context, in SaleRequest) (VoidedOrders, error) {
-	var out VoidedOrders
+func (a *Activities) CancelSaleOrders(ctx context.Context, in contract.SaleRequest) (contract.VoidedOrders, error) {
+	var out contract.VoidedOrders
 	signalled := map[string]bool{}
 	for {
 		n, err := a.CancelRunningOrders(ctx, in.SKU, "sale voided", signalled)
@@ -122,20 +92,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// RefundSaleInput names a voided sale's orders: those holding SKU created
-// since the sale started.
-type RefundSaleInput struct {
-	SKU    string    `json:"sku_id"`
-	Since  time.Time `json:"since"`
-	Reason string    `json:"reason"`
-}
-
-// RefundedOrders is what RefundSaleOrders did.
-type RefundedOrders struct {
-	// Refunded is how many paid orders this call refunded.
-	Refunded int `json:"refunded"`
-}
-
 // refundPage is how many orders RefundSaleOrders reads at a time.
 const refundPage = 200
 
@@ -148,8 +104,8 @@ const refundPage = 200
 // the two moves finishes the Redis side of every order refunded before.
 // Call it once no order of the sale runs: an order paid after it stays
 // paid (SaleWorkflow calls it again once the sale has settled).
-func (a *Activities) RefundSaleOrders(ctx context.Context, in RefundSaleInput) (RefundedOrders, error) {
-	var out RefundedOrders
+func (a *Activities) RefundSaleOrders(ctx context.Context, in contract.RefundSaleInput) (contract.RefundedOrders, error) {
+	var out contract.RefundedOrders
 	for after := ""; ; {
 		ids, err := a.Orders.PaidOrders(ctx, in.SKU, in.Since, after, refundPage)
 		if err != nil {
@@ -194,12 +150,6 @@ func (a *Activities) RefundSaleOrders(ctx context.Context, in RefundSaleInput) (
 	}
 }
 
-// SaleSettled is what AwaitSaleSettled saw last.
-type SaleSettled struct {
-	// Looks is how many times it looked.
-	Looks int `json:"looks"`
-}
-
 // settlePoll is how often AwaitSaleSettled looks; two calm looks this far
 // apart cover visibility's lag (about a second).
 const settlePoll = 2 * time.Second
@@ -208,8 +158,8 @@ const settlePoll = 2 * time.Second
 // order workflow of it runs (none unpaid, none compensating) and MySQL
 // holds none of its units frozen, seen twice settlePoll apart. It
 // heartbeats while it waits, for as long as unpaid orders have to pay.
-func (a *Activities) AwaitSaleSettled(ctx context.Context, in SaleRequest) (SaleSettled, error) {
-	var out SaleSettled
+func (a *Activities) AwaitSaleSettled(ctx context.Context, in contract.SaleRequest) (contract.SaleSettled, error) {
+	var out contract.SaleSettled
 	calm := 0
 	for {
 		out.Looks++
@@ -242,11 +192,11 @@ func (a *Activities) AwaitSaleSettled(ctx context.Context, in SaleRequest) (Sale
 // not (a lost release, a degraded order's resync pending) it fails, and
 // is retried until they do: an operator repairs a drift with `starter
 // reconcile now`; the sale's keys are never removed over a disagreement.
-func (a *Activities) CheckSaleStock(ctx context.Context, in SaleRequest) (StockObservation, error) {
+func (a *Activities) CheckSaleStock(ctx context.Context, in contract.SaleRequest) (contract.StockObservation, error) {
 	r := &Reconciler{Stock: a.Stock, Orders: a.Orders, Logger: a.Logger, OrderWorkflowID: a.OrderWorkflowID}
-	res, err := r.ObserveStock(ctx, ObserveStockInput{SKUs: []string{in.SKU}})
+	res, err := r.ObserveStock(ctx, contract.ObserveStockInput{SKUs: []string{in.SKU}})
 	if err != nil {
-		return StockObservation{}, err
+		return contract.StockObservation{}, err
 	}
 	obs := res.Observations[0]
 	switch {
@@ -262,109 +212,41 @@ func (a *Activities) CheckSaleStock(ctx context.Context, in SaleRequest) (StockO
 	return obs, nil
 }
 
-// SaleReportInput names a sale for its report: its SKU's orders created
-// since the sale started.
-type SaleReportInput struct {
-	SKU   string    `json:"sku_id"`
-	Since time.Time `json:"since"`
-}
-
-// SaleReport is a sale's final report, SaleWorkflow's result: what was
-// sold, for how much, what is owed back, and how fair it was.
-type SaleReport struct {
-	// UnitsSold are the units of the sale's PAID orders; Orders counts
-	// the sale's orders by status.
-	UnitsSold int64                      `json:"units_sold"`
-	Orders    map[flashsale.Status]int64 `json:"orders"`
-	// Revenue is the money captured for paid orders (minor units).
-	Revenue int64 `json:"revenue"`
-	// Refunds and RefundAmount are the payments recorded for refund (late
-	// money, second payments, and a void's refunds); RefundedOrders the
-	// paid orders a void refunded.
-	Refunds        int64 `json:"refunds"`
-	RefundAmount   int64 `json:"refund_amount"`
-	RefundedOrders int64 `json:"refunded_orders"`
-	// Available is the SKU's units left, in MySQL and Redis alike (the
-	// check before the report).
-	Available int64 `json:"available"`
-	// Fairness is the queue's figures; nil when the sale's queue was gone
-	// already.
-	Fairness *SaleFairness `json:"fairness,omitempty"`
-}
-
-// SaleFairness is the queue's account of a sale.
-type SaleFairness struct {
-	// Entrants were ranked by the shuffle; Queued is everyone ranked
-	// (entrants and later arrivals, FIFO).
-	Entrants int64 `json:"entrants"`
-	Queued   int64 `json:"queued"`
-	// PassesIssued is the serving counter (one pass per rank served);
-	// PassesUsed bought their unit; PassesExpired ran out unused (their
-	// units went to the next rank); PassesUnused were still outstanding
-	// at the close.
-	PassesIssued  int64 `json:"passes_issued"`
-	PassesUsed    int64 `json:"passes_used"`
-	PassesExpired int64 `json:"passes_expired"`
-	PassesUnused  int64 `json:"passes_unused"`
-}
-
 // ReportSale reads the sale's report: its ledger from MySQL and its
 // queue's figures from Redis. It only reads, so it is run before the
 // sale's keys are removed and its result is kept in the history.
-func (a *Activities) ReportSale(ctx context.Context, in SaleReportInput) (SaleReport, error) {
+func (a *Activities) ReportSale(ctx context.Context, in contract.SaleReportInput) (contract.SaleReport, error) {
 	l, err := a.Orders.SaleLedger(ctx, in.SKU, in.Since)
 	if err != nil {
-		return SaleReport{}, err
+		return contract.SaleReport{}, err
 	}
 	inv, err := a.Orders.Inventory(ctx, in.SKU)
 	if err != nil {
-		return SaleReport{}, a.saleAnswer("report sale", err)
+		return contract.SaleReport{}, a.saleAnswer("report sale", err)
 	}
-	out := SaleReport{UnitsSold: l.Units[flashsale.StatusPaid], Orders: l.Orders, Revenue: l.Revenue,
+	out := contract.SaleReport{UnitsSold: l.Units[flashsale.StatusPaid], Orders: l.Orders, Revenue: l.Revenue,
 		Refunds: l.Refunds, RefundAmount: l.RefundAmount, RefundedOrders: l.Refunded, Available: inv.Available}
 	b, err := a.Sales.BoardOf(ctx, in.SKU)
 	switch {
 	case flashsale.ErrorCode(err) == flashsale.NoSale:
 		return out, nil
 	case err != nil:
-		return SaleReport{}, err
+		return contract.SaleReport{}, err
 	}
-	out.Fairness = &SaleFairness{Entrants: b.Entrants, Queued: b.Queued, PassesIssued: b.Serving, PassesUsed: b.Spent,
+	out.Fairness = &contract.SaleFairness{Entrants: b.Entrants, Queued: b.Queued, PassesIssued: b.Serving, PassesUsed: b.Spent,
 		PassesUnused: b.Outstanding, PassesExpired: max(0, b.Serving-b.Spent-b.Outstanding)}
 	return out, nil
-}
-
-// EndedSale is when a sale ended (EndSale).
-type EndedSale struct {
-	EndedAt time.Time `json:"ended_at"`
 }
 
 // EndSale marks the SKU's sale ended in MySQL (orderdb.Store.EndSale):
 // from then on reconciliation and the checker leave its Redis keys to
 // RemoveSaleKeys. A retry answers the first call's time.
-func (a *Activities) EndSale(ctx context.Context, in SaleRequest) (EndedSale, error) {
+func (a *Activities) EndSale(ctx context.Context, in contract.SaleRequest) (contract.EndedSale, error) {
 	at, err := a.Orders.EndSale(ctx, in.SKU)
 	if err != nil {
-		return EndedSale{}, a.saleAnswer("end sale", err)
+		return contract.EndedSale{}, a.saleAnswer("end sale", err)
 	}
-	return EndedSale{EndedAt: at}, nil
-}
-
-// RemoveSaleKeysInput is the sale whose keys go: its SKU and the end
-// EndSale recorded.
-type RemoveSaleKeysInput struct {
-	SKU     string    `json:"sku_id"`
-	EndedAt time.Time `json:"ended_at"`
-}
-
-// RemovedSaleKeys is what RemoveSaleKeys did.
-type RemovedSaleKeys struct {
-	// Removed counts the keys this attempt removed (an attempt cut short
-	// by a crash removed the others).
-	Removed int64 `json:"removed"`
-	// Reopened: the SKU went on sale again before every key was removed;
-	// the new sale's keys were left alone.
-	Reopened bool `json:"reopened,omitempty"`
+	return contract.EndedSale{EndedAt: at}, nil
 }
 
 // RemoveSaleKeys removes every Redis key of the ended sale's SKU
@@ -375,8 +257,8 @@ type RemovedSaleKeys struct {
 // preheat clears the mark) removes nothing of the new sale. Removing is
 // idempotent, so a retry after a crash removes what is left and nothing
 // twice.
-func (a *Activities) RemoveSaleKeys(ctx context.Context, in RemoveSaleKeysInput) (RemovedSaleKeys, error) {
-	var out RemovedSaleKeys
+func (a *Activities) RemoveSaleKeys(ctx context.Context, in contract.RemoveSaleKeysInput) (contract.RemovedSaleKeys, error) {
+	var out contract.RemovedSaleKeys
 	still := func(ctx context.Context) (bool, error) {
 		activity.RecordHeartbeat(ctx, nil)
 		at, err := a.Orders.SaleEndedAt(ctx, in.SKU)

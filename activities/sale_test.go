@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
@@ -32,15 +32,15 @@ func TestRemoveSaleKeysRemovesNothingTwice(t *testing.T) {
 	sku := f.sku(t, "end", 5, 5)
 	env := activityEnv(f)
 
-	v, err := env.ExecuteActivity(f.acts.EndSale, activities.SaleRequest{SKU: sku})
+	v, err := env.ExecuteActivity(f.acts.EndSale, contract.SaleRequest{SKU: sku})
 	require.NoError(t, err)
-	var ended activities.EndedSale
+	var ended contract.EndedSale
 	require.NoError(t, v.Get(&ended))
-	remove := func() activities.RemovedSaleKeys {
+	remove := func() contract.RemovedSaleKeys {
 		t.Helper()
-		v, err := env.ExecuteActivity(f.acts.RemoveSaleKeys, activities.RemoveSaleKeysInput{SKU: sku, EndedAt: ended.EndedAt})
+		v, err := env.ExecuteActivity(f.acts.RemoveSaleKeys, contract.RemoveSaleKeysInput{SKU: sku, EndedAt: ended.EndedAt})
 		require.NoError(t, err)
-		var r activities.RemovedSaleKeys
+		var r contract.RemovedSaleKeys
 		require.NoError(t, v.Get(&r))
 		return r
 	}
@@ -79,11 +79,11 @@ func TestRefundSaleOrders(t *testing.T) {
 	require.EqualValues(t, 4, f.redisAvailable(t, sku))
 
 	env := activityEnv(f)
-	refund := func() activities.RefundedOrders {
+	refund := func() contract.RefundedOrders {
 		t.Helper()
-		v, err := env.ExecuteActivity(f.acts.RefundSaleOrders, activities.RefundSaleInput{SKU: sku, Since: since, Reason: "sale voided"})
+		v, err := env.ExecuteActivity(f.acts.RefundSaleOrders, contract.RefundSaleInput{SKU: sku, Since: since, Reason: "sale voided"})
 		require.NoError(t, err)
-		var r activities.RefundedOrders
+		var r contract.RefundedOrders
 		require.NoError(t, v.Get(&r))
 		return r
 	}

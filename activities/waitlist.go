@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -13,7 +14,7 @@ import (
 // no bucket stock, so the released unit is never on open sale between the
 // two orders; its errors are the same as Reserve's (ErrSoldOut when the
 // released order holds nothing any more), so ReserveStock maps them alike.
-func (a *Activities) reserveItem(ctx context.Context, in ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
+func (a *Activities) reserveItem(ctx context.Context, in contract.ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
 	if in.FromOrder == "" {
 		return a.Stock.ReserveFor(ctx, in.UserID, in.OrderID, it.SKU, it.Quantity)
 	}
@@ -24,26 +25,14 @@ func (a *Activities) reserveItem(ctx context.Context, in ReserveStockInput, it f
 	return a.Stock.TransferTo(ctx, in.UserID, in.FromOrder, in.OrderID, it.SKU, it.Quantity)
 }
 
-// OfferToWaitlistInput names the released order and its SKU.
-type OfferToWaitlistInput struct {
-	ReleasedOrderID string `json:"released_order_id"`
-	SKU             string `json:"sku_id"`
-}
-
-// OfferToWaitlistResult names the user the released units are offered to;
-// empty when nobody waits.
-type OfferToWaitlistResult struct {
-	UserID string `json:"user_id,omitempty"`
-}
-
 // OfferToWaitlist pops the first user waiting for the SKU and records that
 // the released order's units are theirs. A retry returns the same user (the
 // record is keyed by the released order), so a lost reply never skips a
 // waiting buyer or offers one unit twice.
-func (a *Activities) OfferToWaitlist(ctx context.Context, in OfferToWaitlistInput) (OfferToWaitlistResult, error) {
+func (a *Activities) OfferToWaitlist(ctx context.Context, in contract.OfferToWaitlistInput) (contract.OfferToWaitlistResult, error) {
 	user, err := a.Stock.PopWaitlist(ctx, in.SKU, in.ReleasedOrderID)
 	if err != nil {
-		return OfferToWaitlistResult{}, fmt.Errorf("offer units of order %s to the waitlist: %w", in.ReleasedOrderID, err)
+		return contract.OfferToWaitlistResult{}, fmt.Errorf("offer units of order %s to the waitlist: %w", in.ReleasedOrderID, err)
 	}
-	return OfferToWaitlistResult{UserID: user}, nil
+	return contract.OfferToWaitlistResult{UserID: user}, nil
 }

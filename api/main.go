@@ -98,22 +98,13 @@ func main() {
 }
 
 func run(logger *slog.Logger) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return fmt.Errorf("load config: %w", err)
-	}
-	apiCfg, err := httpapi.LoadConfig(os.Getenv)
-	if err != nil {
-		return fmt.Errorf("load api config: %w", err)
-	}
-	ctx, stop := app.SignalContext(context.Background())
-	defer stop()
-	a, err := app.OpenAPI(ctx, cfg, apiCfg, logger, app.APIOptions{MetricsAddr: os.Getenv(metrics.AddrEnv)})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	return a.Run(ctx)
+	return app.Run(func(ctx context.Context, cfg config.Config) (app.Process, error) {
+		apiCfg, err := httpapi.LoadConfig(os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("load api config: %w", err)
+		}
+		return app.OpenAPI(ctx, cfg, apiCfg, logger, app.APIOptions{MetricsAddr: os.Getenv(metrics.AddrEnv)})
+	})
 }
 
 // checkHealth asks the local api whether it is ready.

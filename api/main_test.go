@@ -5,9 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,26 +27,7 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "flashsale-api-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	for _, cmd := range []string{"api", "worker", "starter"} {
-		src := "../" + cmd
-		if cmd == "api" {
-			src = "."
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), src).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testenv.MainWithCommands(m.Run, &bin, "", ".", "../worker", "../starter"))
 }
 
 const (
@@ -56,15 +35,6 @@ const (
 	admin       = "admin-bin-0123456789abcdef"
 	buyerSecret = "buyer-bin-0123456789abcdef-0123456789"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
 
 // start runs a binary until the test ends, then stops it with SIGTERM.
 func start(t *testing.T, env []string, name string, args ...string) *exec.Cmd {
@@ -104,7 +74,7 @@ func runBin(env []string, name string, args ...string) (stdout, stderr string, e
 }
 
 func TestRefusesToStartWithoutSecrets(t *testing.T) {
-	env := append(os.Environ(), "WEBHOOK_SECRET=", "ADMIN_TOKEN=", "BUYER_JWT_SECRET=", "BUYER_JWKS_URL=", "HTTP_ADDR="+freeAddr(t))
+	env := append(os.Environ(), "WEBHOOK_SECRET=", "ADMIN_TOKEN=", "BUYER_JWT_SECRET=", "BUYER_JWKS_URL=", "HTTP_ADDR="+testenv.FreeAddr(t))
 	_, stderr, err := runBin(env, "api")
 	require.Error(t, err)
 	require.Contains(t, stderr, "WEBHOOK_SECRET")
@@ -114,7 +84,7 @@ func TestRefusesToStartWithoutSecrets(t *testing.T) {
 
 func TestBinariesEndToEnd(t *testing.T) {
 	id := testenv.UniqueID(t)
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	env := append(os.Environ(),
 		"MYSQL_DSN="+testenv.MySQLDSN(t),
 		"REDIS_ADDR="+testenv.RedisAddr(),

@@ -127,7 +127,7 @@ var onlyAfterFailure = map[string]string{
 // dashboard queries.
 func TestMetricsDuringSale(t *testing.T) {
 	id := testenv.UniqueID(t)
-	addr, apiMetrics, workerMetrics := freeAddr(t), freeAddr(t), freeAddr(t)
+	addr, apiMetrics, workerMetrics := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	env := append(os.Environ(),
 		"MYSQL_DSN="+testenv.MySQLDSN(t),
 		"REDIS_ADDR="+testenv.RedisAddr(),

@@ -29,22 +29,7 @@ import (
 var bin string // directory holding the built worker and starter
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "flashsale-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	for _, cmd := range []string{"worker", "starter"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testenv.MainWithCommands(m.Run, &bin, "", "../worker", "../starter"))
 }
 
 // stack is one isolated flashsale deployment: its own database and task

@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +25,7 @@ import (
 func TestWorkerHealth(t *testing.T) {
 	s := newServices(t, time.Minute)
 	relay, cut := testenv.Relay(t, testenv.TemporalAddress())
-	metrics := freeAddr(t)
+	metrics := testenv.FreeAddr(t)
 	// Later entries win in exec's environment.
 	s.env = append(s.env, "TEMPORAL_ADDRESS="+relay, "METRICS_ADDR="+metrics)
 	w := s.startWorkerProcess()
@@ -72,13 +71,4 @@ func TestWorkerHealth(t *testing.T) {
 	require.Equal(t, map[string]string{"status": "ok"}, body)
 	require.Error(t, healthcheck(), "worker -healthcheck fails while Temporal is unreachable")
 	require.NoError(t, w.exited(), "the worker keeps running")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }

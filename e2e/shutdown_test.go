@@ -3,14 +3,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -143,34 +141,15 @@ func TestWorkerFinishesWhatItHoldsOnSIGTERM(t *testing.T) {
 // worker is a worker process the test signals.
 type worker struct {
 	cmd  *exec.Cmd
-	logs *logBuffer
+	logs *testenv.Buffer
 	done chan error
-}
-
-// logBuffer is the worker's stderr: written by exec's copying goroutine,
-// read by the test while the process runs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (s *stack) startWorkerProcess() *worker {
 	s.t.Helper()
 	cmd := exec.Command(filepath.Join(bin, "worker"))
 	cmd.Env = s.env
-	w := &worker{cmd: cmd, logs: &logBuffer{}, done: make(chan error, 1)}
+	w := &worker{cmd: cmd, logs: &testenv.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = w.logs
 	require.NoError(s.t, cmd.Start())
 	go func() { w.done <- cmd.Wait() }()

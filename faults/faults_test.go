@@ -5,14 +5,15 @@ package faults
 import (
 	"context"
 	"fmt"
-	"io"
+	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app/apptest"
+	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/internal/tooling/crowd"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
@@ -38,35 +39,18 @@ type caseResult struct {
 	result    string
 }
 
-var (
-	summaryMu sync.Mutex
-	summary   []caseResult
-)
+// summary is the suite's table, printed by TestMain after every case.
+var summary = testenv.Summary{Title: "fault-injection summary", Flags: tabwriter.AlignRight | tabwriter.Debug,
+	Columns: []string{"case", "orders", "faults injected", "violations", "oversold", "undersold", "payments 5xx",
+		"time to recover", "sale", "result"}}
 
 func record(r caseResult) {
-	summaryMu.Lock()
-	defer summaryMu.Unlock()
-	summary = append(summary, r)
-}
-
-func printSummary(w io.Writer) {
-	summaryMu.Lock()
-	defer summaryMu.Unlock()
-	if len(summary) == 0 {
-		return
+	recovery := "-"
+	if r.recovery > 0 {
+		recovery = r.recovery.Round(10 * time.Millisecond).String()
 	}
-	fmt.Fprintf(w, "\nfault-injection summary%s:\n", loadNote)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "case\torders\tfaults injected\tviolations\toversold\tundersold\tpayments 5xx\ttime to recover\tsale\tresult\t")
-	for _, r := range summary {
-		recovery := "-"
-		if r.recovery > 0 {
-			recovery = r.recovery.Round(10 * time.Millisecond).String()
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s\t\n", r.name, r.orders, r.faults, r.violations,
-			r.oversold, r.undersold, r.pay5xx, recovery, r.took.Round(time.Second), r.stoppedBy, r.result)
-	}
-	_ = tw.Flush()
+	summary.Add(r.name, r.orders, r.faults, r.violations, r.oversold, r.undersold, r.pay5xx, recovery,
+		fmt.Sprintf("%s (%s)", r.took.Round(time.Second), r.stoppedBy), r.result)
 }
 
 // sale is one case in progress.
@@ -133,11 +117,7 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 
 	start := time.Now()
-	crowdDone := make(chan struct{})
-	go func() {
-		defer close(crowdDone)
-		sl.c.Run(ctx)
-	}()
+	crowdDone := sl.c.Start(ctx)
 	if spec.inject != nil {
 		spec.inject(ctx, sl)
 	}
@@ -161,15 +141,7 @@ func runCase(t *testing.T, spec caseSpec) {
 		t.Errorf("%d payment callbacks answered 5xx", res.pay5xx)
 	}
 	st := rep.SKUs[0]
-	t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
-		st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
-	for _, w := range rep.Warnings {
-		t.Logf("checker warning: %s", w)
-	}
-	for _, v := range rep.Violations {
-		t.Errorf("violation: %s order=%s txn=%s expected=%v actual=%v: %s", v.Kind, v.OrderID, v.TransactionID, v.Expected, v.Actual, v.Detail)
-	}
-	res.violations = len(rep.Violations)
+	res.violations = apptest.ReportAudit(t, rep)
 
 	db, err := s.dbOrders(ctx)
 	if err != nil {
@@ -183,17 +155,8 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 	res.violations += len(mismatches)
 
-	// Buyers outnumbered units and kept trying to the end (audit's
-	// SKUState.Undersold counts any unit left unsold).
-	res.oversold = st.Oversold()
-	res.undersold = st.Undersold()
-	if res.oversold != 0 {
-		t.Errorf("oversold %d: total %d sold %d paid units %d", res.oversold, st.Total, st.Sold, st.PaidUnits)
-	}
-	if res.undersold != 0 {
-		t.Errorf("undersold %d: total %d sold %d available %d frozen %d redis drift %d (buyers kept trying until %s)",
-			res.undersold, st.Total, st.Sold, st.Available, st.Frozen, st.Redis.Drift, sl.c.Deadline)
-	}
+	// Buyers outnumbered units and kept trying to the end.
+	res.oversold, res.undersold = apptest.CheckSoldOut(t, st, fmt.Sprintf(" (buyers kept trying until %s)", sl.c.Deadline))
 	if st.Redis.Drift < 0 {
 		t.Errorf("redis offers %d units mysql does not have", -st.Redis.Drift)
 	}
@@ -232,13 +195,8 @@ func describeWinners(c *crowd.Crowd) string {
 // verifyClient compares what buyers were told with what MySQL holds.
 func verifyClient(c *crowd.Crowd, db map[string]orderRow) []string {
 	var out []string
-	ids := make([]string, 0, len(c.Orders))
-	for id := range c.Orders {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	clientPaid := map[string]bool{}
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.Orders)) {
 		o := c.Orders[id]
 		row, ok := db[id]
 		if !ok {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // lostReplyOdds is the worker's FLASHSALE_FAULT_LOSE_REPLY setting for case
@@ -61,10 +63,8 @@ func TestLostReplies(t *testing.T) {
 
 // lostReplies counts the worker's "fault injected: reply lost" lines by
 // activity type.
-func lostReplies(t *testing.T, l *logBuffer) map[string]int {
-	l.mu.Lock()
-	raw := bytes.Clone(l.buf.Bytes())
-	l.mu.Unlock()
+func lostReplies(t *testing.T, l *testenv.Buffer) map[string]int {
+	raw := l.Bytes()
 	out := map[string]int{}
 	for line := range bytes.Lines(raw) {
 		if !bytes.Contains(line, []byte("fault injected: reply lost")) {

@@ -156,7 +156,7 @@ func (s *stack) explainRedis(ctx context.Context, sku string) {
 	for id, units := range held {
 		s.t.Logf("redis marker: order %s holds %d; mysql %+v (present %v), degraded %v", id, units, db[id], db[id] != (orderRow{}), degraded[id])
 	}
-	for _, line := range strings.Split(s.logBuffer("worker").tail(100000), "\n") {
+	for _, line := range strings.Split(s.logBuffer("worker").Tail(100000), "\n") {
 		if strings.Contains(line, "re-synced") || strings.Contains(line, "mysql alone") || strings.Contains(line, "drift") {
 			s.t.Logf("worker: %s", line)
 		}

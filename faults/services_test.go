@@ -3,11 +3,9 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,36 +18,15 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/flashsale/internal/testenv"
 )
-
-// logBuffer collects a child's output for the failure report.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// tail returns the last n lines.
-func (l *logBuffer) tail(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lines := bytes.Split(bytes.TrimRight(l.buf.Bytes(), "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
 
 // proc is a child process the suite may kill -9.
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	logs *logBuffer
+	logs *testenv.Buffer
 	done chan struct{}
 }
 
@@ -76,7 +53,7 @@ type spawnCall struct {
 
 // startProc starts a child that dies with the test process (Pdeathsig), so
 // a crashed suite leaves no worker or server behind.
-func startProc(name string, env []string, logs *logBuffer, path string, args ...string) (*proc, error) {
+func startProc(name string, env []string, logs *testenv.Buffer, path string, args ...string) (*proc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -126,16 +103,6 @@ func (p *proc) stop(grace time.Duration) {
 }
 
 // freePort asks the kernel for a free loopback port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -157,18 +124,18 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool 
 type redisServer struct {
 	t    *testing.T
 	port int
-	logs *logBuffer
+	logs *testenv.Buffer
 	p    *proc
 }
 
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	r := &redisServer{t: t, port: freePort(t), logs: &logBuffer{}}
+	r := &redisServer{t: t, port: testenv.FreePort(t), logs: &testenv.Buffer{}}
 	r.start()
 	t.Cleanup(func() {
 		r.p.kill9()
 		if t.Failed() {
-			t.Logf("redis log:\n%s", r.logs.tail(30))
+			t.Logf("redis log:\n%s", r.logs.Tail(30))
 		}
 	})
 	return r
@@ -190,7 +157,7 @@ func (r *redisServer) start() {
 	rdb := redis.NewClient(&redis.Options{Addr: r.addr()})
 	defer rdb.Close()
 	if !waitFor(context.Background(), 10*time.Second, func() bool { return rdb.Ping(context.Background()).Err() == nil }) {
-		r.t.Fatalf("private redis on %s did not start:\n%s", r.addr(), r.logs.tail(20))
+		r.t.Fatalf("private redis on %s did not start:\n%s", r.addr(), r.logs.Tail(20))
 	}
 }
 
@@ -231,7 +198,7 @@ type mariaServer struct {
 	port    int
 	datadir string
 	sock    string
-	logs    *logBuffer
+	logs    *testenv.Buffer
 	p       *proc
 }
 
@@ -242,7 +209,7 @@ func startMaria(t *testing.T) *mariaServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	m := &mariaServer{t: t, port: freePort(t), datadir: filepath.Join(dir, "data"), sock: filepath.Join(dir, "sock"), logs: &logBuffer{}}
+	m := &mariaServer{t: t, port: testenv.FreePort(t), datadir: filepath.Join(dir, "data"), sock: filepath.Join(dir, "sock"), logs: &testenv.Buffer{}}
 	// --no-defaults: the system my.cnf sets a user and paths for the
 	// shared server.
 	out, err := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+m.datadir,
@@ -254,7 +221,7 @@ func startMaria(t *testing.T) *mariaServer {
 	t.Cleanup(func() {
 		m.p.stop(20 * time.Second)
 		if t.Failed() {
-			t.Logf("mariadb log:\n%s", m.logs.tail(30))
+			t.Logf("mariadb log:\n%s", m.logs.Tail(30))
 		}
 	})
 	return m
@@ -277,7 +244,7 @@ func (m *mariaServer) start() {
 	}
 	defer db.Close()
 	if !waitFor(context.Background(), 60*time.Second, func() bool { return db.Ping() == nil }) {
-		m.t.Fatalf("private mariadb on %d did not start:\n%s", m.port, m.logs.tail(20))
+		m.t.Fatalf("private mariadb on %d did not start:\n%s", m.port, m.logs.Tail(20))
 	}
 }
 

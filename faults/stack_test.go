@@ -6,9 +6,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,27 +37,16 @@ const (
 var bin string // directory holding the built worker, api and starter
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "flashsale-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	for _, cmd := range []string{"worker", "api", "starter"} {
-		// The faults tag compiles the worker's fault injectors in (e.g.
-		// worker/lostreply_faults.go); production builds have none.
-		out, err := exec.Command("go", "build", "-tags", "faults", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
-			os.Exit(1)
-		}
-	}
-	stopLoad := loadCPUs()
-	code := m.Run()
-	stopLoad()
-	printSummary(os.Stdout)
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	// The faults tag compiles the worker's fault injectors in (e.g.
+	// worker/lostreply_faults.go); production builds have none.
+	os.Exit(testenv.MainWithCommands(func() int {
+		stopLoad := loadCPUs()
+		code := m.Run()
+		stopLoad()
+		summary.Title += loadNote
+		summary.Print(os.Stdout)
+		return code
+	}, &bin, "faults", "../worker", "../api", "../starter"))
 }
 
 // cpuLoadEnv asks for that many busy-loop processes for the whole run
@@ -125,7 +112,7 @@ type stack struct {
 	env      []string
 	workers  []*proc
 	apis     []*proc
-	logs     map[string]*logBuffer
+	logs     map[string]*testenv.Buffer
 
 	// workerEnv is stackOptions.workerEnv, kept for worker restarts.
 	workerEnv []string
@@ -136,7 +123,7 @@ type stack struct {
 
 func newStack(t *testing.T, opts stackOptions) *stack {
 	t.Helper()
-	s := &stack{t: t, id: testenv.UniqueID(t), logs: map[string]*logBuffer{}, workerEnv: opts.workerEnv}
+	s := &stack{t: t, id: testenv.UniqueID(t), logs: map[string]*testenv.Buffer{}, workerEnv: opts.workerEnv}
 	s.redis = startRedis(t)
 
 	server := opts.mysqlServer
@@ -154,7 +141,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	t.Cleanup(func() { _ = db.Close() })
 	s.db = db
 
-	s.tPort, s.tUIPort = freePort(t), freePort(t)
+	s.tPort, s.tUIPort = testenv.FreePort(t), testenv.FreePort(t)
 	s.tDBFile = filepath.Join(t.TempDir(), "temporal.db")
 	s.startTemporal()
 	t.Cleanup(func() {
@@ -166,12 +153,12 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		}
 		if t.Failed() {
 			for name, l := range s.logs {
-				t.Logf("%s log (tail):\n%s", name, l.tail(40))
+				t.Logf("%s log (tail):\n%s", name, l.Tail(40))
 			}
 		}
 	})
 
-	s.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s.apiAddr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	s.env = append(os.Environ(),
 		"MYSQL_DSN="+s.dsn,
 		"REDIS_ADDR="+s.redis.addr(),
@@ -211,10 +198,10 @@ func (s *stack) restartTemporal(down time.Duration) {
 	s.startTemporal()
 }
 
-func (s *stack) logBuffer(name string) *logBuffer {
+func (s *stack) logBuffer(name string) *testenv.Buffer {
 	l := s.logs[name]
 	if l == nil {
-		l = &logBuffer{}
+		l = &testenv.Buffer{}
 		s.logs[name] = l
 	}
 	return l
@@ -254,7 +241,7 @@ func (s *stack) startAPI() {
 		return resp.StatusCode == http.StatusOK
 	})
 	if !ok || p.exited() {
-		s.t.Fatalf("api did not become ready:\n%s", s.logBuffer("api").tail(20))
+		s.t.Fatalf("api did not become ready:\n%s", s.logBuffer("api").Tail(20))
 	}
 }
 
@@ -274,26 +261,7 @@ func (s *stack) admin(method, path string, body any) map[string]any {
 // adminCall calls an admin endpoint and decodes the answer into out. Unlike
 // admin it returns its error, so it may run off the test goroutine.
 func (s *stack) adminCall(method, path string, body, out any) error {
-	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, s.baseURL()+path, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s", resp.Status, b)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("decode %s: %w", b, err)
-	}
-	return nil
+	return testenv.CallJSON(method, s.baseURL()+path, adminToken, body, out)
 }
 
 // createSKU defines the SKU and preheats its buckets through the admin API.
@@ -329,7 +297,7 @@ func (s *stack) deps(ctx context.Context) (audit.Deps, func(), error) {
 	if err != nil {
 		return audit.Deps{}, nil, err
 	}
-	return audit.Deps{Stock: sys.Stock, Orders: sys.Orders, Temporal: sys.Temporal}, sys.Close, nil
+	return sys.AuditDeps(), sys.Close, nil
 }
 
 // settleAndCheck waits until the SKU has no unpaid order and no running

@@ -6,15 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -26,6 +23,7 @@ import (
 	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/audit"
 	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // The cluster's secrets and addresses, read from `scripts/cluster.sh env`.
@@ -89,7 +87,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	printSummary(os.Stdout)
+	summary.Print(os.Stdout)
 	os.Exit(code)
 }
 
@@ -106,30 +104,12 @@ type caseResult struct {
 	result     string
 }
 
-var (
-	summaryMu sync.Mutex
-	summary   []caseResult
-)
+// summary is the suite's table, printed by TestMain after every case.
+var summary = testenv.Summary{Title: "scale-out summary", Flags: tabwriter.Debug,
+	Columns: []string{"case", "orders", "faults", "violations", "oversold", "undersold", "time to recover", "result"}}
 
 func record(r caseResult) {
-	summaryMu.Lock()
-	defer summaryMu.Unlock()
-	summary = append(summary, r)
-}
-
-func printSummary(w io.Writer) {
-	summaryMu.Lock()
-	defer summaryMu.Unlock()
-	if len(summary) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nscale-out summary:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "case\torders\tfaults\tviolations\toversold\tundersold\ttime to recover\tresult\t")
-	for _, r := range summary {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t\n", r.name, r.orders, r.faults, r.violations, r.oversold, r.undersold, r.recover, r.result)
-	}
-	_ = tw.Flush()
+	summary.Add(r.name, r.orders, r.faults, r.violations, r.oversold, r.undersold, r.recover, r.result)
 }
 
 // ---- the cluster ----------------------------------------------------------
@@ -158,27 +138,6 @@ func starter(ctx context.Context, args ...string) (string, error) {
 	return o.String(), nil
 }
 
-// adminCallAt calls an admin endpoint of the API at base.
-func adminCallAt(base, method, path string, body, out any) error {
-	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, base+path, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s", resp.Status, b)
-	}
-	return json.Unmarshal(b, out)
-}
-
 // createSKU defines the SKU and preheats its buckets through the admin API.
 // perUser is the SKU's per-buyer limit (the API's default is 1).
 func createSKU(t *testing.T, sku string, units, price int64, buckets, perUser int) {
@@ -191,10 +150,10 @@ func createSKUAt(t *testing.T, base, sku string, units, price int64, buckets, pe
 	t.Helper()
 	var out map[string]any
 	body := map[string]any{"total": units, "price": price, "buckets": buckets, "per_user_limit": perUser}
-	if err := adminCallAt(base, http.MethodPut, "/api/v1/admin/skus/"+sku, body, &out); err != nil {
+	if err := testenv.CallJSON(http.MethodPut, base+"/api/v1/admin/skus/"+sku, adminToken, body, &out); err != nil {
 		t.Fatalf("create sku %s: %v", sku, err)
 	}
-	if err := adminCallAt(base, http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", nil, &out); err != nil {
+	if err := testenv.CallJSON(http.MethodPost, base+"/api/v1/admin/skus/"+sku+"/preheat", adminToken, nil, &out); err != nil {
 		t.Fatalf("preheat sku %s: %v", sku, err)
 	}
 	if out["redis_total"] != float64(units) {
@@ -212,7 +171,7 @@ func deps(ctx context.Context) (audit.Deps, func(), error) {
 	if err != nil {
 		return audit.Deps{}, nil, err
 	}
-	return audit.Deps{Stock: sys.Stock, Orders: sys.Orders, Temporal: sys.Temporal}, sys.Close, nil
+	return sys.AuditDeps(), sys.Close, nil
 }
 
 // settle waits until the SKU has no unpaid order and no running order

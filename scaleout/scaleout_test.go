@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/internal/tooling/crowd"
 	"github.com/flashsale/flashsale/workflows"
@@ -37,7 +39,7 @@ type sale struct {
 	reconciled   int64
 	// crowdDone is closed when the crowd has finished; bg is what a case
 	// runs beside the crowd until then.
-	crowdDone chan struct{}
+	crowdDone <-chan struct{}
 	bg        sync.WaitGroup
 }
 
@@ -214,16 +216,11 @@ func runCase(t *testing.T, spec caseSpec) {
 	}()
 
 	start := time.Now()
-	crowdDone := make(chan struct{})
-	sl.crowdDone = crowdDone
-	go func() {
-		defer close(crowdDone)
-		sl.c.Run(ctx)
-	}()
+	sl.crowdDone = sl.c.Start(ctx)
 	if spec.inject != nil {
 		spec.inject(ctx, sl)
 	}
-	<-crowdDone
+	<-sl.crowdDone
 	sl.bg.Wait()
 	// Keep probing a little after the sale so a slow recovery is seen.
 	time.Sleep(5 * time.Second)
@@ -243,15 +240,7 @@ func runCase(t *testing.T, spec caseSpec) {
 		t.Logf("probe SKU settled after %s more", took.Round(time.Second))
 	}
 	st := rep.SKUs[0]
-	t.Logf("after settle: total %d available %d frozen %d sold %d paid units %d, redis %+v, open workflows %d",
-		st.Total, st.Available, st.Frozen, st.Sold, st.PaidUnits, st.Redis, st.OpenWorkflows)
-	for _, w := range rep.Warnings {
-		t.Logf("checker warning: %s", w)
-	}
-	for _, v := range rep.Violations {
-		t.Errorf("violation: %s order=%s txn=%s expected=%v actual=%v: %s", v.Kind, v.OrderID, v.TransactionID, v.Expected, v.Actual, v.Detail)
-	}
-	res.violations = len(rep.Violations)
+	res.violations = apptest.ReportAudit(t, rep)
 
 	// The operator's checker, as a newcomer runs it: the sale's SKU and the
 	// probe's, exit status 0.
@@ -276,17 +265,8 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 	res.violations += len(mismatches)
 
-	// Buyers outnumbered units and kept trying to the end (audit's
-	// SKUState.Undersold counts any unit left unsold).
-	res.oversold = st.Oversold()
-	res.undersold = st.Undersold()
-	if res.oversold != 0 {
-		t.Errorf("oversold %d: total %d sold %d paid units %d", res.oversold, st.Total, st.Sold, st.PaidUnits)
-	}
-	if res.undersold != 0 {
-		t.Errorf("undersold %d: total %d sold %d available %d frozen %d redis drift %d",
-			res.undersold, st.Total, st.Sold, st.Available, st.Frozen, st.Redis.Drift)
-	}
+	// Buyers outnumbered units and kept trying to the end.
+	res.oversold, res.undersold = apptest.CheckSoldOut(t, st, "")
 	sl.mu.Lock()
 	res.faults = fmt.Sprint(len(sl.faults))
 	if sl.lost != "" {
@@ -657,13 +637,8 @@ func (p *probe) describe() string {
 // verifyClient compares what buyers were told with what MySQL holds.
 func verifyClient(c *crowd.Crowd, db map[string]string) []string {
 	var out []string
-	ids := make([]string, 0, len(c.Orders))
-	for id := range c.Orders {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	told := map[string]bool{}
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.Orders)) {
 		o := c.Orders[id]
 		st, ok := db[id]
 		switch {

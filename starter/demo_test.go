@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // TestDemoEmbedded runs the README's demo as a fresh machine would, with no
@@ -24,9 +26,7 @@ import (
 // built from this module by devstack), sells a small sale and settles every
 // order with nothing oversold or undersold.
 func TestDemoEmbedded(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "starter")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "build starter: %s", out)
+	bin := filepath.Join(testenv.BuildCommands(t, "", "."), "starter")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

@@ -22,9 +22,7 @@ import (
 // at a closed port: it prints UNAVAILABLE (not INTERNAL) and exits 3, so a
 // script can tell "retry later" from a refusal (exit 1).
 func TestUnavailableExitStatus(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "starter")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "build: %s", out)
+	bin := filepath.Join(testenv.BuildCommands(t, "", "."), "starter")
 	live := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"REDIS_ADDR=" + testenv.RedisAddr(),

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/metrics"
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // TestHelp runs the real binaries with --help against an environment whose
@@ -23,11 +24,7 @@ import (
 // flag and environment variable on stdout and exit 0 without connecting to
 // anything (a connection attempt would fail and exit non-zero).
 func TestHelp(t *testing.T) {
-	bin := t.TempDir()
-	for _, cmd := range []string{"starter", "worker", "api"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), "../"+cmd).CombinedOutput()
-		require.NoError(t, err, "build %s: %s", cmd, out)
-	}
+	bin := testenv.BuildCommands(t, "", ".", "../worker", "../api")
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"TEMPORAL_ADDRESS=127.0.0.1:1", "REDIS_ADDR=127.0.0.1:1",

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // maxInitBytes bounds what the starter's package inits allocate before
@@ -29,9 +31,7 @@ const maxInitBytes = 8 << 20
 // MySQL runs its init, and all inits together allocate little, so every
 // command starts at once and only the demo pays for what the demo needs.
 func TestStartupInit(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "starter")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "build starter: %s", out)
+	bin := filepath.Join(testenv.BuildCommands(t, "", "."), "starter")
 
 	cmd := exec.Command(bin, "--help")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")

@@ -87,18 +87,9 @@ func main() {
 }
 
 func run(logger *slog.Logger) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return fmt.Errorf("load config: %w", err)
-	}
-	ctx, stop := app.SignalContext(context.Background())
-	defer stop()
-	w, err := app.OpenWorker(ctx, cfg, logger, app.WorkerOptions{
-		MetricsAddr: os.Getenv(metrics.AddrEnv), Interceptors: extraInterceptors,
+	return app.Run(func(ctx context.Context, cfg config.Config) (app.Process, error) {
+		return app.OpenWorker(ctx, cfg, logger, app.WorkerOptions{
+			MetricsAddr: os.Getenv(metrics.AddrEnv), Interceptors: extraInterceptors,
+		})
 	})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	return w.Run(ctx)
 }

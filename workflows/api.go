@@ -63,23 +63,47 @@ var (
 	SearchAttributes = []temporal.SearchAttributeKey{OrderStatusKey, UserIDKey, SKUIDsKey}
 )
 
+// OrderSearchAttributes are the search attributes an order of
+// OrderWorkflowV2 is started with: its buyer, its SKUs (sorted) and
+// OrderStatus PENDING_PAYMENT, which a reserved order keeps without an
+// upsert of its own (a rejected one upserts REJECTED). Set on the start,
+// they cost the workflow no event. OrderWorkflow was started RESERVING.
+func OrderSearchAttributes(in OrderInput) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		OrderStatusKey.ValueSet(string(flashsale.StatusPendingPayment)),
+		UserIDKey.ValueSet(in.UserID),
+		SKUIDsKey.ValueSet(sortedSKUs(in.Order())),
+	)
+}
+
+// OrderWorkflowTypes names the workflow types that run orders: what the
+// Web UI shows in its Type column, and what every query for orders names
+// (RunningOrdersQuery). OrderWorkflowV2 is started; OrderWorkflow runs the
+// orders started before it until none is left (versions.go).
+var OrderWorkflowTypes = []string{"OrderWorkflow", "OrderWorkflowV2"}
+
+// isOrder is the visibility filter that finds orders of every type.
+func isOrder() string {
+	return "WorkflowType IN ('" + strings.Join(OrderWorkflowTypes, "', '") + "')"
+}
+
 // RunningOrdersQuery is the visibility query for the running order
-// workflows holding sku.
+// workflows holding sku, of either type.
 func RunningOrdersQuery(sku string) string {
 	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sku)
-	return fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND %s = '%s'",
-		SKUIDsKey.GetName(), quoted)
+	return fmt.Sprintf("ExecutionStatus = 'Running' AND %s AND %s = '%s'",
+		isOrder(), SKUIDsKey.GetName(), quoted)
 }
 
 // StalledOrdersQuery is the visibility query for the running order
 // workflows showing STALLED: compensation still retrying a minute past the
 // deadline (the worker's flashsale_orders_stalled gauge counts them).
 func StalledOrdersQuery() string {
-	return fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND %s = '%s'",
-		OrderStatusKey.GetName(), flashsale.StatusStalled)
+	return fmt.Sprintf("ExecutionStatus = 'Running' AND %s AND %s = '%s'",
+		isOrder(), OrderStatusKey.GetName(), flashsale.StatusStalled)
 }
 
-// OrderInput starts an OrderWorkflow: the buyer's order (the fields of
+// OrderInput starts an order (OrderWorkflowV2, or OrderWorkflow): the buyer's order (the fields of
 // flashsale.Order, flat, as every recorded history has them) and how long
 // they have to pay.
 //

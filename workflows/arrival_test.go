@@ -8,8 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // Tests of paymentArrivalChangeID: a payment is judged by when our door
@@ -27,11 +26,11 @@ func (s *orderSuite) signalPayment(d time.Duration, p Payment) {
 func (s *orderSuite) TestPaymentReceivedInTimeButDeliveredLateIsPaid() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
 	s.signalPayment(payBy.Sub(start)+2*time.Second,
 		Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: payBy.Add(-time.Second)})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -45,13 +44,13 @@ func (s *orderSuite) TestPaymentReceivedInTimeButDeliveredLateIsPaid() {
 func (s *orderSuite) TestPayUpdateReceivedInTimeButDeliveredLateIsPaid() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
 	var out PaymentOutcome
 	s.pay(payBy.Sub(start)+arrivalGrace-time.Second,
 		Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: payBy.Add(-time.Millisecond)},
 		func(o PaymentOutcome) { out = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, out)
 	s.Equal(flashsale.StatusPaid, s.result().Status)
@@ -64,15 +63,15 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 	payBy := s.expectReserved()
 	var closedAt time.Time
 	s.expectExpiry(&closedAt)
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var out PaymentOutcome
 	s.pay(payBy.Sub(start)+time.Second,
 		Payment{TransactionID: "late", Amount: testAmount, ReceivedAt: payBy.Add(time.Second)},
 		func(o PaymentOutcome) { out = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	refunded := PaymentOutcome{OrderID: testOrderID, TransactionID: "late", Status: flashsale.StatusExpired,
 		Refund: RefundRequired, Reason: flashsale.OrderClosed}
@@ -92,7 +91,7 @@ func (s *orderSuite) TestUnpaidOrderExpiresAfterTheArrivalGrace() {
 	var during OrderView
 	s.queryAt(payBy.Sub(start)+arrivalGrace/2, &during)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPendingPayment, during.Status, "still open inside the grace")
 	s.Equal(flashsale.StatusExpired, s.result().Status)
@@ -105,13 +104,13 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 	s.expectReserved()
 	// The first attempt's answer is slow (a lost reply): the update waits,
 	// and the signal arrives meanwhile.
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).After(10*time.Second).Return(captured, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).After(10*time.Second).Return(captured, nil).Once()
 	p := Payment{TransactionID: "t1", Amount: testAmount, ReceivedAt: s.env.Now().Add(time.Minute)}
 	var out PaymentOutcome
 	s.pay(time.Minute, p, func(o PaymentOutcome) { out = o })
 	s.signalPayment(time.Minute+2*time.Second, p)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, out)
 	v := s.result()
@@ -124,10 +123,10 @@ func (s *orderSuite) TestSamePaymentByUpdateAndSignalIsAppliedOnce() {
 // closeFindsReceipt mocks the expiry's CloseOrder finding an unanswered
 // receipt of txn, received at: it refuses to close.
 func (s *orderSuite) closeFindsReceipt(txn string, at time.Time) {
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
 		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
-	}).Return(activities.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
-		activities.TypeFor(flashsale.PaymentReceived), nil, activities.PaymentReceivedDetails{
+	}).Return(contract.CloseOrderResult{}, temporal.NewNonRetryableApplicationError("received",
+		contract.TypeFor(flashsale.PaymentReceived), nil, contract.PaymentReceivedDetails{
 			TransactionID: txn, Amount: testAmount, ReceivedAt: at,
 		})).Once()
 }
@@ -138,9 +137,9 @@ func (s *orderSuite) closeFindsReceipt(txn string, at time.Time) {
 func (s *orderSuite) TestPaymentFoundAtCloseIsApplied() {
 	payBy := s.expectReserved()
 	s.closeFindsReceipt("t-lost", payBy.Add(-time.Second))
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-lost")).Return(captured, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t-lost")).Return(captured, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -155,18 +154,18 @@ func (s *orderSuite) TestPaymentFoundAtCloseIsApplied() {
 func (s *orderSuite) TestPaymentFoundAtCloseButNotAppliedStillCloses() {
 	payBy := s.expectReserved()
 	s.closeFindsReceipt("t-stuck", payBy.Add(-time.Second))
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t-stuck")).
-		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t-stuck")).
+		Return(contract.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
 		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout, IgnoreReceipts: true,
-	}).Return(activities.CloseOrderResult{}, nil).Once()
+	}).Return(contract.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)

@@ -9,34 +9,33 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // Tests of the bounds on an open order (boundedPaymentChangeID): no payment,
 // however it fails, holds an order past its deadline, and compensation that
 // cannot finish shows the order STALLED instead of hiding.
 
-var captured = activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}
+var captured = contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}
 
 func conflictErr(txn, recordedFor string) error {
 	return temporal.NewNonRetryableApplicationError("transaction "+txn+" is recorded for order "+recordedFor,
-		activities.TypeFor(flashsale.TransactionConflict), nil,
-		activities.TransactionConflictDetails{TransactionID: txn, RecordedFor: recordedFor})
+		contract.TypeFor(flashsale.TransactionConflict), nil,
+		contract.TransactionConflictDetails{TransactionID: txn, RecordedFor: recordedFor})
 }
 
-func confirmInput(txn string) activities.ConfirmPaymentInput {
-	return activities.ConfirmPaymentInput{OrderID: testOrderID, TransactionID: txn, Amount: testAmount}
+func confirmInput(txn string) contract.ConfirmPaymentInput {
+	return contract.ConfirmPaymentInput{OrderID: testOrderID, TransactionID: txn, Amount: testAmount}
 }
 
 // expectExpiry mocks the compensation of an expired order (CloseOrder,
 // nobody waiting, ReleaseStock) and notes when CloseOrder ran in closedAt.
 func (s *orderSuite) expectExpiry(closedAt *time.Time) {
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
 		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
-	}).Run(func(mock.Arguments) { *closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
+	}).Run(func(mock.Arguments) { *closedAt = s.env.Now() }).Return(contract.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 }
 
 // queryAt reads the status query after d of workflow time into v.
@@ -53,8 +52,8 @@ func (s *orderSuite) queryAt(d time.Duration, v *OrderView) {
 // retried forever and every later payment waited behind it.
 func (s *orderSuite) TestTransactionConflictThenFreshTransactionPays() {
 	s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(activities.ConfirmPaymentResult{}, conflictErr("t1", "o-other")).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t2")).Return(captured, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(contract.ConfirmPaymentResult{}, conflictErr("t1", "o-other")).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t2")).Return(captured, nil).Once()
 
 	var first, again, second PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { first = o })
@@ -63,7 +62,7 @@ func (s *orderSuite) TestTransactionConflictThenFreshTransactionPays() {
 	s.pay(3*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { again = o })
 	s.pay(4*time.Minute, Payment{TransactionID: "t2", Amount: testAmount}, func(o PaymentOutcome) { second = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	conflict := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
 		Conflict: true, Reason: flashsale.TransactionConflict}
@@ -85,18 +84,18 @@ func (s *orderSuite) TestTransactionConflictThenFreshTransactionPays() {
 func (s *orderSuite) TestTransactionConflictThenExpires() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(activities.ConfirmPaymentResult{}, conflictErr("t1", "o-other")).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(contract.ConfirmPaymentResult{}, conflictErr("t1", "o-other")).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 	var closedAt time.Time
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
 		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
-	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(activities.CloseOrderResult{}, nil).Once()
+	}).Run(func(mock.Arguments) { closedAt = s.env.Now() }).Return(contract.CloseOrderResult{}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -111,19 +110,19 @@ func (s *orderSuite) TestTransactionConflictThenExpires() {
 // order's sale).
 func (s *orderSuite) TestLateTransactionOfAnotherOrderIsAConflict() {
 	s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(activities.RecordRefundResult{}, conflictErr("t1", "o-other")).Once()
+	}).Return(contract.RecordRefundResult{}, conflictErr("t1", "o-other")).Once()
 	var late PaymentOutcome
 	s.pay(20*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { late = o })
 	// Keep the workflow open for the late payment: it is running its
 	// compensation while the payment arrives.
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).After(10*time.Minute).
-		Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).After(10*time.Minute).
+		Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	want := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusExpired,
 		Conflict: true, Reason: flashsale.TransactionConflict}
@@ -139,17 +138,17 @@ func (s *orderSuite) TestLateTransactionOfAnotherOrderIsAConflict() {
 func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).
-		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).
+		Return(contract.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
 	var closedAt time.Time
 	s.expectExpiry(&closedAt)
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+59*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.False(closedAt.Before(payBy), "not closed before the deadline: %v", closedAt.Sub(start))
 	s.LessOrEqual(closedAt.Sub(start), payBy.Add(paymentGrace).Sub(start), "closed by pay_by + grace")
@@ -166,17 +165,17 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 // answered as captured, not as a refund.
 func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 	s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).
-		Return(activities.ConfirmPaymentResult{}, errors.New("i/o timeout"))
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{},
-		temporal.NewNonRetryableApplicationError("order already paid", activities.TypeFor(flashsale.AlreadyPaid), nil)).Once()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).
+		Return(contract.ConfirmPaymentResult{}, errors.New("i/o timeout"))
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{},
+		temporal.NewNonRetryableApplicationError("order already paid", contract.TypeFor(flashsale.AlreadyPaid), nil)).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.AlreadyPaid,
-	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentCaptured, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentCaptured, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+30*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	paid := PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}
 	s.Equal(paid, outcome)
@@ -192,17 +191,17 @@ func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 // refund with PAYMENT_FAILED at once, and the order stays payable.
 func (s *orderSuite) TestPermanentPaymentFailureIsRefundedAndOrderStaysOpen() {
 	s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(activities.ConfirmPaymentResult{},
-		temporal.NewNonRetryableApplicationError("permanent database error: Error 4025", activities.TypeFor(flashsale.Invalid), nil)).Once()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(contract.ConfirmPaymentResult{},
+		temporal.NewNonRetryableApplicationError("permanent database error: Error 4025", contract.TypeFor(flashsale.Invalid), nil)).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.PaymentFailed,
-	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t2")).Return(captured, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t2")).Return(captured, nil).Once()
 	var first PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { first = o })
 	s.pay(2*time.Minute, Payment{TransactionID: "t2", Amount: testAmount}, func(PaymentOutcome) {})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPendingPayment,
 		Refund: RefundRequired, Reason: flashsale.PaymentFailed}, first)
@@ -220,22 +219,22 @@ func (s *orderSuite) TestCompensationStallIsVisibleThenCompletes() {
 	// about 204 s after.
 	closeFailsUntil := payBy.Add(90 * time.Second)
 	releaseFailsUntil := payBy.Add(3 * time.Minute)
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.CloseOrderInput) (activities.CloseOrderResult, error) {
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(
+		func(context.Context, contract.CloseOrderInput) (contract.CloseOrderResult, error) {
 			if s.env.Now().Before(closeFailsUntil) {
-				return activities.CloseOrderResult{}, errors.New("lock wait timeout exceeded")
+				return contract.CloseOrderResult{}, errors.New("lock wait timeout exceeded")
 			}
-			return activities.CloseOrderResult{}, nil
+			return contract.CloseOrderResult{}, nil
 		})
 	s.expectNobodyWaiting()
 	var releasedAt time.Time
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ReleaseStockInput) (activities.ReleaseStockResult, error) {
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(
+		func(context.Context, contract.ReleaseStockInput) (contract.ReleaseStockResult, error) {
 			if s.env.Now().Before(releaseFailsUntil) {
-				return activities.ReleaseStockResult{}, errors.New("redis: connection refused")
+				return contract.ReleaseStockResult{}, errors.New("redis: connection refused")
 			}
 			releasedAt = s.env.Now()
-			return activities.ReleaseStockResult{Released: 1}, nil
+			return contract.ReleaseStockResult{Released: 1}, nil
 		})
 	var beforeStall, stalled, stillStalled OrderView
 	offset := payBy.Sub(start)
@@ -243,7 +242,7 @@ func (s *orderSuite) TestCompensationStallIsVisibleThenCompletes() {
 	s.queryAt(offset+stallAfter+10*time.Second, &stalled)
 	s.queryAt(offset+150*time.Second, &stillStalled)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPendingPayment, beforeStall.Status)
 	s.Equal(flashsale.StatusStalled, stalled.Status)
@@ -260,8 +259,8 @@ func (s *orderSuite) TestCompensationStallIsVisibleThenCompletes() {
 // is honoured when the payment did not pay the order.
 func (s *orderSuite) TestCancelDuringSlowPayment() {
 	s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).After(30*time.Second).
-		Return(activities.ConfirmPaymentResult{}, conflictErr("t1", "o-other")).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).After(30*time.Second).
+		Return(contract.ConfirmPaymentResult{}, conflictErr("t1", "o-other")).Once()
 	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
@@ -270,7 +269,7 @@ func (s *orderSuite) TestCancelDuringSlowPayment() {
 		s.env.SignalWorkflow(SignalCancel, CancelRequest{Reason: "changed mind"})
 	}, time.Minute+10*time.Second)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
@@ -285,12 +284,12 @@ func (s *orderSuite) TestCancelDuringSlowPayment() {
 func (s *orderSuite) TestCancelDuringStuckPayment() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).
-		Return(activities.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).
+		Return(contract.ConfirmPaymentResult{}, errors.New("driver: bad connection"))
 	s.expectCompensation(flashsale.StatusCancelled)
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(activities.RecordRefundResult{PaymentStatus: orderdb.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, 14*time.Minute)
@@ -298,7 +297,7 @@ func (s *orderSuite) TestCancelDuringStuckPayment() {
 		s.env.SignalWorkflow(SignalCancel, CancelRequest{})
 	}, 14*time.Minute+30*time.Second)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // Compensation is the order's undo list, as in Temporal's saga sample: each
@@ -169,8 +169,8 @@ func (o *order) closeInDatabase(ctx workflow.Context, end outcome) error {
 // order may or may not exist, and a tombstone keeps a late attempt from
 // creating it. A regular activity, as orders before settleInTask ran it.
 func (o *order) abandonInDatabase(ctx workflow.Context, end outcome) error {
-	err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), a.CloseOrder,
-		activities.CloseOrderInput{
+	err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), contract.CloseOrder,
+		contract.CloseOrderInput{
 			OrderID: o.in.OrderID, Status: flashsale.StatusCancelled, Reason: end.reason, Abandon: true,
 		}).Get(ctx, nil)
 	if err != nil {
@@ -207,8 +207,8 @@ func (o *order) giveBackUnits(ctx workflow.Context, end outcome) error {
 }
 
 func (o *order) releaseRedis(ctx workflow.Context, items []flashsale.Item) error {
-	err := o.exec(ctx, "put units back on sale", a.ReleaseStock,
-		activities.ReleaseStockInput{OrderID: o.in.OrderID, Items: items, FromOrder: o.in.FromOrder}, nil)
+	err := o.exec(ctx, "put units back on sale", contract.ReleaseStock,
+		contract.ReleaseStockInput{OrderID: o.in.OrderID, Items: items, FromOrder: o.in.FromOrder}, nil)
 	if err != nil {
 		return fmt.Errorf("release redis stock: %w", err)
 	}
@@ -245,13 +245,13 @@ func (o *order) watchStall(ctx workflow.Context, reason flashsale.Code, began ti
 // A payment that could not be applied by its bound stays pending (finish
 // settles it) and the order closes regardless of receipts.
 func (o *order) closeUntilDecided(ctx workflow.Context, to flashsale.Status, reason flashsale.Code) error {
-	in := activities.CloseOrderInput{OrderID: o.in.OrderID, Status: to, Reason: reason}
+	in := contract.CloseOrderInput{OrderID: o.in.OrderID, Status: to, Reason: reason}
 	for {
-		err := o.exec(ctx, "release order in database", a.CloseOrder, in, nil)
+		err := o.exec(ctx, "release order in database", contract.CloseOrder, in, nil)
 		if codeOf(err) != flashsale.PaymentReceived {
 			return err
 		}
-		var d activities.PaymentReceivedDetails
+		var d contract.PaymentReceivedDetails
 		if appErr, ok := errors.AsType[*temporal.ApplicationError](err); !ok || !appErr.HasDetails() || appErr.Details(&d) != nil {
 			return fmt.Errorf("close order: payment received but not named: %w", err)
 		}

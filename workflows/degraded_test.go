@@ -7,16 +7,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // expectDegraded mocks ReserveStock answering "Redis down": the order is
 // written by CreateOrder in degraded mode, which returns created (or err).
-func (s *orderSuite) expectDegraded(created activities.CreateOrderResult, err error) {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
-		Return(activities.ReserveStockResult{Degraded: true, DegradedReason: "redis unreachable"}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, activities.CreateOrderInput{
+func (s *orderSuite) expectDegraded(created contract.CreateOrderResult, err error) {
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
+		Return(contract.ReserveStockResult{Degraded: true, DegradedReason: "redis unreachable"}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, contract.CreateOrderInput{
 		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Degraded: true,
 	}).Return(created, err).Once()
 }
@@ -26,15 +25,15 @@ func (s *orderSuite) expectDegraded(created activities.CreateOrderResult, err er
 // units Redis never had taken; the Redis release only returns what an
 // earlier attempt may have taken.
 func (s *orderSuite) TestDegradedOrderExpires() {
-	s.expectDegraded(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+	s.expectDegraded(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
 		OrderID: testOrderID, Status: flashsale.StatusExpired, Reason: flashsale.PaymentTimeout,
-	}).Return(activities.CloseOrderResult{}, nil).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	}).Return(contract.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{}, nil).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPendingPayment, answered.Status)
 	v := s.result()
@@ -45,14 +44,14 @@ func (s *orderSuite) TestDegradedOrderExpires() {
 
 // A degraded order is paid like any other.
 func (s *orderSuite) TestDegradedOrderPaid() {
-	s.expectDegraded(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	s.expectDegraded(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -63,18 +62,18 @@ func (s *orderSuite) TestDegradedOrderPaid() {
 // MySQL alone says sold out: the buyer is answered SOLD_OUT before the
 // Redis release, which may have to wait for Redis to come back.
 func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
-	s.expectDegraded(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("sku 1001: want 1, available 0", activities.TypeFor(flashsale.SoldOut), nil))
+	s.expectDegraded(contract.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("sku 1001: want 1, available 0", contract.TypeFor(flashsale.SoldOut), nil))
 	// Redis is still down for the first attempts of the release.
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).
-		Return(activities.ReleaseStockResult{}, temporal.NewApplicationError("dial tcp: connection refused", "")).Times(3)
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).
+		Return(contract.ReleaseStockResult{}, temporal.NewApplicationError("dial tcp: connection refused", "")).Times(3)
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{}, nil).Once()
 	var answered Reservation
 	var answeredAt, start time.Time
 	start = s.env.Now()
 	s.reserve(func(r Reservation) { answered = r; answeredAt = s.env.Now() })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.SoldOut}, answered)
 	s.Equal(start, answeredAt, "answered before the release's retries")
@@ -87,11 +86,11 @@ func (s *orderSuite) TestDegradedSoldOutAnswersBeforeRelease() {
 // A degraded order over the buyer's limit is rejected LIMIT_EXCEEDED, not
 // as drift: Redis took nothing.
 func (s *orderSuite) TestDegradedLimitExceeded() {
-	s.expectDegraded(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil))
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	s.expectDegraded(contract.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("limit", contract.TypeFor(flashsale.LimitExceeded), nil))
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)

@@ -10,12 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
-
-// a names activity methods for ExecuteActivity; its fields are never used
-// inside the workflow.
-var a *activities.Activities
 
 // OrderWorkflow runs one order from reservation to payment or compensation.
 //
@@ -32,8 +28,29 @@ var a *activities.Activities
 //     go to a waiting buyer or back on sale.
 //
 // Payments that arrive after the order closed are recorded for refund.
+//
+// OrderWorkflow is the order's first workflow type, kept registered for the
+// orders started as it and for their recorded histories: it asks
+// workflow.GetVersion at each change made since (versions.go). Starters
+// start OrderWorkflowV2.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderView, error) {
-	o := &order{}
+	return (&order{}).start(ctx, in)
+}
+
+// OrderWorkflowV2 is OrderWorkflow on its newest side of every version
+// branch, without asking: no version marker and no TemporalChangeVersion
+// visibility write in its history. Started with OrderStatus PENDING_PAYMENT
+// (OrderSearchAttributes), it writes that status no second time, so a paid
+// order's history has 17 events and one search-attribute upsert (PAID)
+// where OrderWorkflow's had 20 and three (PENDING_PAYMENT, the version, PAID);
+// with the start's, two visibility writes. Every starter starts this type
+// since issue 26; a change that alters its histories is a new type, not a
+// GetVersion branch (versions.go).
+func OrderWorkflowV2(ctx workflow.Context, in OrderInput) (OrderView, error) {
+	return (&order{latest: true, rev: settleInTask}).start(ctx, in)
+}
+
+func (o *order) start(ctx workflow.Context, in OrderInput) (OrderView, error) {
 	if err := o.setup(ctx, in); err != nil {
 		return OrderView{}, err
 	}
@@ -64,8 +81,12 @@ type order struct {
 	// restored after the order showed STALLED.
 	closedAs     flashsale.Status
 	closedReason flashsale.Code
+	// latest: the order runs as OrderWorkflowV2, on the newest side of
+	// every version branch without asking (versions.go).
+	latest bool
 	// rev is the order's paymentArrivalChangeID version, read when it
-	// starts waiting for money (settleVersion); DefaultVersion before.
+	// starts waiting for money (paymentVersion); DefaultVersion before.
+	// OrderWorkflowV2 starts at settleInTask.
 	rev workflow.Version
 	// fellBack, set while compensation runs, is called when a step falls
 	// back from the task to a regular activity (inTaskFirst).
@@ -111,9 +132,9 @@ func (o *order) run(ctx workflow.Context) (OrderView, error) {
 // REJECTED.
 func (o *order) reserve(ctx workflow.Context) error {
 	lctx := reserveOptions(ctx)
-	var reserved activities.ReserveStockResult
-	err := workflow.ExecuteLocalActivity(lctx, a.ReserveStock,
-		activities.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder, UserID: o.in.UserID}).Get(lctx, &reserved)
+	var reserved contract.ReserveStockResult
+	err := workflow.ExecuteLocalActivity(lctx, contract.ReserveStock,
+		contract.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder, UserID: o.in.UserID}).Get(lctx, &reserved)
 	if code := codeOf(err); code == flashsale.SoldOut || code == flashsale.UnknownSKU || code == flashsale.LimitExceeded {
 		// Refused whole: ReserveStock gave back what it had taken before
 		// answering, so there is nothing to undo. LimitExceeded is new
@@ -142,10 +163,12 @@ func (o *order) reserve(ctx workflow.Context) error {
 	// pay_by is fixed by the activity when the row is written and stored
 	// with it; the query and the timer use that stored value, so a retried
 	// activity cannot move the deadline.
-	var created activities.CreateOrderResult
-	err = workflow.ExecuteLocalActivity(lctx, a.CreateOrder, activities.CreateOrderInput{
+	var created contract.CreateOrderResult
+	// Buckets is no part of the history (a local activity's marker records
+	// its result, not its input), so every order passes it.
+	err = workflow.ExecuteLocalActivity(lctx, contract.CreateOrder, contract.CreateOrderInput{
 		OrderID: o.in.OrderID, UserID: o.in.UserID, Items: o.in.Items, PaymentTimeout: o.in.PaymentTimeout,
-		Degraded: o.view.Degraded,
+		Degraded: o.view.Degraded, Buckets: contract.BucketsOf(reserved),
 	}).Get(lctx, &created)
 	switch code := codeOf(err); code {
 	case "":
@@ -180,7 +203,7 @@ func (o *order) reserve(ctx workflow.Context) error {
 // keepDriftOutOfRedis notes the SKUs a StockDrift refusal names, so the
 // Redis undo leaves their units out.
 func (o *order) keepDriftOutOfRedis(err error) error {
-	var d activities.StockDriftDetails
+	var d contract.StockDriftDetails
 	if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.HasDetails() {
 		if derr := appErr.Details(&d); derr != nil {
 			return fmt.Errorf("decode drift details: %w", derr)
@@ -215,14 +238,22 @@ func (o *order) finish(ctx workflow.Context) (OrderView, error) {
 }
 
 // setStatus changes the status and keeps the OrderStatus search attribute
-// current, so the Web UI filters by the real state.
+// current, so the Web UI filters by the real state. Each upsert is an event
+// and a visibility write: OrderWorkflowV2 skips one that would write the
+// value already there (the PENDING_PAYMENT it was started with).
+// OrderWorkflow's histories upsert every change, so it still does.
 func (o *order) setStatus(ctx workflow.Context, s flashsale.Status, reason flashsale.Code) {
 	o.view.Status = s
 	o.view.Reason = reason
+	o.logger.Info("order status", "status", s, "reason", reason)
+	if o.latest {
+		if shown, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(OrderStatusKey); ok && shown == string(s) {
+			return
+		}
+	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(s))); err != nil {
 		o.logger.Warn("upsert OrderStatus search attribute", "error", err)
 	}
-	o.logger.Info("order status", "status", s, "reason", reason)
 }
 
 // ensureSearchAttributes fills UserId and SkuIds when the starter did not

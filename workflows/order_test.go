@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 const (
@@ -25,9 +26,18 @@ type orderSuite struct {
 	suite.Suite
 	testsuite.WorkflowTestSuite
 	env *testsuite.TestWorkflowEnvironment
+	// wf is the order's workflow type under test.
+	wf func(workflow.Context, OrderInput) (OrderView, error)
 }
 
-func TestOrderWorkflow(t *testing.T) { suite.Run(t, new(orderSuite)) }
+// Every order test runs on both types: OrderWorkflowV2, which the starters
+// start, and OrderWorkflow, which runs the orders in flight from before it
+// (the test environment answers its GetVersion calls with the newest
+// version, so both take the same path).
+func TestOrderWorkflow(t *testing.T) {
+	t.Run("OrderWorkflowV2", func(t *testing.T) { suite.Run(t, &orderSuite{wf: OrderWorkflowV2}) })
+	t.Run("OrderWorkflow", func(t *testing.T) { suite.Run(t, &orderSuite{wf: OrderWorkflow}) })
+}
 
 func (s *orderSuite) SetupTest() {
 	s.env = s.NewTestWorkflowEnvironment()
@@ -47,31 +57,31 @@ func input(items ...flashsale.Item) OrderInput {
 // deadline is 15 minutes after the test clock's start.
 func (s *orderSuite) expectReserved() time.Time {
 	payBy := s.env.Now().Add(15 * time.Minute).UTC()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
-		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
-		Return(activities.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
+		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
+		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
 	return payBy
 }
 
 // expectNobodyWaiting mocks an empty waitlist: the compensation releases
 // the units to open sale.
 func (s *orderSuite) expectNobodyWaiting() {
-	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, contract.OfferToWaitlistInput{
 		ReleasedOrderID: testOrderID, SKU: "1001",
-	}).Return(activities.OfferToWaitlistResult{}, nil).Once()
+	}).Return(contract.OfferToWaitlistResult{}, nil).Once()
 }
 
 func (s *orderSuite) expectCompensation(status flashsale.Status) {
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, activities.CloseOrderInput{
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
 		OrderID: testOrderID, Status: status, Reason: map[flashsale.Status]flashsale.Code{
 			flashsale.StatusExpired: flashsale.PaymentTimeout, flashsale.StatusCancelled: flashsale.CancelledByUser,
 		}[status],
-	}).Return(activities.CloseOrderResult{}, nil).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+	}).Return(contract.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
-	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 }
 
 // reserve sends the UpdateReserve a buyer's Update-with-Start carries and
@@ -112,16 +122,16 @@ func (s *orderSuite) result() OrderView {
 
 func (s *orderSuite) TestPaidOrder() {
 	payBy := s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, activities.ConfirmPaymentInput{
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, contract.ConfirmPaymentInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount,
-	}).Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	}).Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 	var outcome PaymentOutcome
 	s.pay(3*time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}, answered)
 	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, outcome)
@@ -135,7 +145,7 @@ func (s *orderSuite) TestPaymentTimeout() {
 	s.expectReserved()
 	s.expectCompensation(flashsale.StatusExpired)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -151,21 +161,21 @@ func (s *orderSuite) TestBuyerCancels() {
 		s.env.SignalWorkflow(SignalCancel, CancelRequest{Reason: "changed mind"})
 	}, 2*time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusCancelled, s.result().Status)
 }
 
 func (s *orderSuite) TestOperatorCancelsWorkflow() {
 	s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.MatchedBy(func(in activities.CloseOrderInput) bool {
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.MatchedBy(func(in contract.CloseOrderInput) bool {
 		return in.Status == flashsale.StatusCancelled
-	})).Return(activities.CloseOrderResult{}, nil).Once()
+	})).Return(contract.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusCancelled, s.result().Status)
 }
@@ -175,17 +185,17 @@ func (s *orderSuite) TestOperatorCancelsWorkflow() {
 // units released and the money recorded for refund.
 func (s *orderSuite) TestPaymentRacesDeadline() {
 	s.expectReserved()
-	confirm := s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Maybe()
-	closeOrder := s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Maybe()
-	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, mock.Anything).Return(activities.OfferToWaitlistResult{}, nil).Maybe()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Maybe()
-	refund := s.env.OnActivity(a.RecordRefund, mock.Anything, mock.Anything).Return(activities.RecordRefundResult{}, nil).Maybe()
+	confirm := s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Maybe()
+	closeOrder := s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{}, nil).Maybe()
+	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, mock.Anything).Return(contract.OfferToWaitlistResult{}, nil).Maybe()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Maybe()
+	refund := s.env.OnActivity(contract.RecordRefund, mock.Anything, mock.Anything).Return(contract.RecordRefundResult{}, nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t-edge", Amount: testAmount})
 	}, 15*time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	switch v.Status {
@@ -207,18 +217,18 @@ func (s *orderSuite) TestPaymentRacesDeadline() {
 
 func (s *orderSuite) TestDuplicateAndSecondPayment() {
 	s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: flashsale.AlreadyPaid,
-	}).Return(activities.RecordRefundResult{}, nil).Once()
+	}).Return(contract.RecordRefundResult{}, nil).Once()
 
 	for _, txn := range []string{"t1", "t1", "t2", "t1"} {
 		s.env.RegisterDelayedCallback(func() {
 			s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: txn, Amount: testAmount})
 		}, time.Minute)
 	}
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusPaid, v.Status)
@@ -229,16 +239,16 @@ func (s *orderSuite) TestDuplicateAndSecondPayment() {
 
 func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 	s.expectReserved()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: flashsale.AmountMismatch,
-	}).Return(activities.RecordRefundResult{}, nil).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	}).Return(contract.RecordRefundResult{}, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 
 	var first PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "short", Amount: 1}, func(o PaymentOutcome) { first = o })
 	s.pay(2*time.Minute, Payment{TransactionID: "good", Amount: testAmount}, func(PaymentOutcome) {})
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(RefundRequired, first.Refund)
 	s.Equal(flashsale.AmountMismatch, first.Reason)
@@ -250,18 +260,18 @@ func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 // recorded for refund, not lost and not sold.
 func (s *orderSuite) TestLatePaymentDuringCompensation() {
 	s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).
-		After(30*time.Second).Return(activities.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).
+		After(30*time.Second).Return(contract.CloseOrderResult{}, nil).Once()
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
-	s.env.OnActivity(a.RecordRefund, mock.Anything, activities.RecordRefundInput{
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(activities.RecordRefundResult{}, nil).Once()
+	}).Return(contract.RecordRefundResult{}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "late", Amount: testAmount})
 	}, 15*time.Minute+10*time.Second)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusExpired, v.Status)
@@ -272,12 +282,12 @@ func (s *orderSuite) TestLatePaymentDuringCompensation() {
 }
 
 func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{},
-		temporal.NewNonRetryableApplicationError("1001: sold out", activities.TypeFor(flashsale.SoldOut), nil)).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{},
+		temporal.NewNonRetryableApplicationError("1001: sold out", contract.TypeFor(flashsale.SoldOut), nil)).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.SoldOut}, answered)
 	s.Equal(flashsale.StatusRejected, s.result().Status)
@@ -289,14 +299,14 @@ func (s *orderSuite) TestSoldOutIsRejectedWithoutOrderRow() {
 // order is rejected LIMIT_EXCEEDED with nothing to undo and no MySQL row.
 func (s *orderSuite) TestLimitAtReserveIsRejectedWithoutUndo() {
 	in := input()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, contract.ReserveStockInput{
 		OrderID: in.OrderID, Items: in.Items, UserID: in.UserID,
-	}).Return(activities.ReserveStockResult{},
-		temporal.NewNonRetryableApplicationError("1001: limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	}).Return(contract.ReserveStockResult{},
+		temporal.NewNonRetryableApplicationError("1001: limit", contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.LimitExceeded}, answered)
 	s.Equal(flashsale.StatusRejected, s.result().Status)
@@ -307,15 +317,15 @@ func (s *orderSuite) TestLimitAtReserveIsRejectedWithoutUndo() {
 // MySQL refused one SKU (Redis drifted): that SKU's Redis units must not be
 // put back, the other item's must.
 func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("insufficient stock", activities.TypeFor(flashsale.StockDrift), nil,
-			activities.StockDriftDetails{DriftedSKUs: []string{"2002"}})).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("insufficient stock", contract.TypeFor(flashsale.StockDrift), nil,
+			contract.StockDriftDetails{DriftedSKUs: []string{"2002"}})).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
-	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
+	s.env.ExecuteWorkflow(s.wf, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -325,17 +335,17 @@ func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
 // MySQL refused the order for the buyer's per-user limit: the Redis units are
 // real, so every item goes back, and the buyer is told LIMIT_EXCEEDED.
 func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("sku 1001: user u1 holds 1, wants 1 more, limit 1",
-			activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+			contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}, {SKU: "2002", Quantity: 2}},
-	}).Return(activities.ReleaseStockResult{Released: 3}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 3}, nil).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
+	s.env.ExecuteWorkflow(s.wf, input(flashsale.Item{SKU: "1001", Quantity: 1}, flashsale.Item{SKU: "2002", Quantity: 2}))
 
 	s.Equal(Reservation{OrderID: testOrderID, Status: flashsale.StatusRejected, Reason: flashsale.LimitExceeded}, answered)
 	v := s.result()
@@ -348,18 +358,18 @@ func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
 // and each side effect lands once because the activities are idempotent.
 func (s *orderSuite) TestTransientFailuresAreRetried() {
 	payBy := s.env.Now().Add(15 * time.Minute).UTC()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, errors.New("redis: i/o timeout")).Twice()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{}, errors.New("driver: bad connection")).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).Return(activities.ConfirmPaymentResult{}, errors.New("deadlock")).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, errors.New("redis: i/o timeout")).Twice()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{}, errors.New("driver: bad connection")).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).Return(contract.ConfirmPaymentResult{}, errors.New("deadlock")).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 }
@@ -368,10 +378,10 @@ func (s *orderSuite) TestTransientFailuresAreRetried() {
 // taken is given back and the buyer is told UNAVAILABLE, instead of the
 // workflow failing with units held.
 func (s *orderSuite) TestRedisDownRejectsAndReleases() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).Return(activities.ReserveStockResult{}, errors.New("connection refused"))
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, errors.New("connection refused"))
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -380,7 +390,7 @@ func (s *orderSuite) TestRedisDownRejectsAndReleases() {
 }
 
 func (s *orderSuite) TestInvalidInputTouchesNothing() {
-	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: testOrderID, UserID: "u1",
+	s.env.ExecuteWorkflow(s.wf, OrderInput{OrderID: testOrderID, UserID: "u1",
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 0}}})
 
 	v := s.result()
@@ -401,7 +411,7 @@ func (s *orderSuite) TestStatusQueryWhilePending() {
 			Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}, v)
 	}, 5*time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 }
 
@@ -425,10 +435,64 @@ func (s *orderSuite) TestReserveFromAnotherUserIsRefused() {
 		}, ReserveRequest{UserID: "u1"})
 	}, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	var appErr *temporal.ApplicationError
 	s.Require().ErrorAs(refused, &appErr)
 	s.Equal(ErrTypeOrderOfAnotherUser, appErr.Type())
 	s.Equal(flashsale.StatusPendingPayment, own.Status)
+}
+
+// An OrderWorkflowV2 started as the starters start it (OrderStatus
+// PENDING_PAYMENT on the start) writes OrderStatus only when it changes: a
+// paid order upserts PAID and nothing else; the mock fails on any other
+// upsert. OrderWorkflow upserts PENDING_PAYMENT too, as its histories do.
+func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
+	for _, tc := range []struct {
+		wf    func(workflow.Context, OrderInput) (OrderView, error)
+		wrote []flashsale.Status
+	}{
+		{OrderWorkflowV2, []flashsale.Status{flashsale.StatusPaid}},
+		{OrderWorkflow, []flashsale.Status{flashsale.StatusPendingPayment, flashsale.StatusPaid}},
+	} {
+		s := &orderSuite{wf: tc.wf}
+		s.SetT(t)
+		s.SetupTest()
+		payBy := s.expectReserved()
+		s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+			Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+		require.NoError(t, s.env.SetTypedSearchAttributesOnStart(OrderSearchAttributes(input())))
+		var wrote []flashsale.Status
+		s.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+			sa := args.Get(0).(temporal.SearchAttributes)
+			status, ok := sa.GetKeyword(OrderStatusKey)
+			require.True(t, ok, "only OrderStatus is upserted")
+			require.Equal(t, 1, sa.Size())
+			wrote = append(wrote, flashsale.Status(status))
+		}).Return(nil)
+		s.reserve(func(r Reservation) { require.Equal(t, payBy, r.PayBy) })
+		s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(PaymentOutcome) {})
+
+		s.env.ExecuteWorkflow(tc.wf, input())
+
+		require.Equal(t, flashsale.StatusPaid, s.result().Status)
+		require.Equal(t, tc.wrote, wrote)
+		s.env.AssertExpectations(t)
+	}
+}
+
+// CreateOrder is told the bucket Redis took the units from, so MySQL takes
+// them from that bucket's row.
+func (s *orderSuite) TestCreateOrderIsToldTheRedisBucket() {
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{
+		Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1, Parts: []contract.Part{{Bucket: 2, Quantity: 1}}}},
+	}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, contract.CreateOrderInput{
+		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Buckets: map[string]int{"1001": 2},
+	}).Return(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
+	s.expectCompensation(flashsale.StatusExpired)
+
+	s.env.ExecuteWorkflow(s.wf, input())
+
+	s.Equal(flashsale.StatusExpired, s.result().Status)
 }

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 const (
@@ -157,9 +157,9 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 		o.logger.Warn("payment amount mismatch", "transaction_id", p.TransactionID, "paid", p.Amount, "amount", o.view.Amount)
 		return o.refund(ctx, bounded, p, flashsale.AmountMismatch)
 	}
-	var res activities.ConfirmPaymentResult
-	err := o.execPayment(ctx, bounded, "confirm payment "+p.TransactionID, a.ConfirmPayment,
-		activities.ConfirmPaymentInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount}, &res)
+	var res contract.ConfirmPaymentResult
+	err := o.execPayment(ctx, bounded, "confirm payment "+p.TransactionID, contract.ConfirmPayment,
+		contract.ConfirmPaymentInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount}, &res)
 	switch {
 	case errors.Is(err, errNotInTime):
 		return false, nil
@@ -195,9 +195,9 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 // settles, which retry until the database answers (the order is closed,
 // its units are back; only the answer waits).
 func (o *order) refund(ctx workflow.Context, bounded bool, p Payment, reason flashsale.Code) (bool, error) {
-	var res activities.RecordRefundResult
-	err := o.execPayment(ctx, bounded, "record refund "+p.TransactionID, a.RecordRefund,
-		activities.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: reason}, &res)
+	var res contract.RecordRefundResult
+	err := o.execPayment(ctx, bounded, "record refund "+p.TransactionID, contract.RecordRefund,
+		contract.RecordRefundInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount, Reason: reason}, &res)
 	out := PaymentOutcome{
 		OrderID: o.in.OrderID, TransactionID: p.TransactionID, Status: o.view.Status,
 		Refund: RefundRequired, Reason: reason,
@@ -238,7 +238,7 @@ func (o *order) refund(ctx workflow.Context, bounded bool, p Payment, reason fla
 // back, and stays as it is (payable with a transaction of its own, and
 // expiring on time).
 func (o *order) conflict(p Payment, err error) {
-	var d activities.TransactionConflictDetails
+	var d contract.TransactionConflictDetails
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.HasDetails() {
 		if derr := appErr.Details(&d); derr != nil {

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // ReconcileWorkflowID is the id of a reconcile run over one SKU
@@ -88,10 +88,10 @@ type SKUReconcile struct {
 	Action ReconcileAction `json:"action"`
 	// First and Second are the two observations (Second only when the
 	// first showed a drift worth confirming).
-	First  activities.StockObservation  `json:"first"`
-	Second *activities.StockObservation `json:"second,omitempty"`
+	First  contract.StockObservation  `json:"first"`
+	Second *contract.StockObservation `json:"second,omitempty"`
 	// Restore is set when the SKU's buckets were restored.
-	Restore *activities.RestoreStockResult `json:"restore,omitempty"`
+	Restore *contract.RestoreStockResult `json:"restore,omitempty"`
 	// Applied is the units a correction moved (negative: removed).
 	Applied int64  `json:"applied,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -103,10 +103,6 @@ type ReconcileResult struct {
 	DryRun bool           `json:"dry_run,omitempty"`
 	SKUs   []SKUReconcile `json:"skus"`
 }
-
-// recon names the reconciliation activities; its fields are never used inside
-// the workflow.
-var recon *activities.Reconciler
 
 // ReconcileWorkflow compares Redis with MySQL for each SKU and corrects
 // Redis without racing the buyers (see activities.Reconciler for why it
@@ -146,9 +142,9 @@ func (rc *reconcile) run(ctx workflow.Context) (ReconcileResult, error) {
 	out := ReconcileResult{Settle: rc.settle, DryRun: rc.in.DryRun}
 	skus := rc.in.SKUs
 	if len(skus) == 0 {
-		var list activities.ListSKUsResult
-		if err := workflow.ExecuteActivity(rc.readOptions(ctx, "list skus"), recon.ListSKUs,
-			activities.ListSKUsInput{}).Get(ctx, &list); err != nil {
+		var list contract.ListSKUsResult
+		if err := workflow.ExecuteActivity(rc.readOptions(ctx, "list skus"), contract.ListSKUs,
+			contract.ListSKUsInput{}).Get(ctx, &list); err != nil {
 			return out, fmt.Errorf("list skus: %w", err)
 		}
 		skus = list.SKUs
@@ -214,10 +210,10 @@ func (rc *reconcile) run(ctx workflow.Context) (ReconcileResult, error) {
 	return out, nil
 }
 
-func (rc *reconcile) observe(ctx workflow.Context, skus []string) ([]activities.StockObservation, error) {
-	var res activities.ObserveStockResult
-	if err := workflow.ExecuteActivity(rc.readOptions(ctx, "observe redis and mysql"), recon.ObserveStock,
-		activities.ObserveStockInput{SKUs: skus}).Get(ctx, &res); err != nil {
+func (rc *reconcile) observe(ctx workflow.Context, skus []string) ([]contract.StockObservation, error) {
+	var res contract.ObserveStockResult
+	if err := workflow.ExecuteActivity(rc.readOptions(ctx, "observe redis and mysql"), contract.ObserveStock,
+		contract.ObserveStockInput{SKUs: skus}).Get(ctx, &res); err != nil {
 		return nil, fmt.Errorf("observe stock: %w", err)
 	}
 	if len(res.Observations) != len(skus) {
@@ -241,8 +237,8 @@ func (rc *reconcile) restore(ctx workflow.Context, res *SKUReconcile) {
 		RetryPolicy:            backoff(200*time.Millisecond, 5*time.Second),
 		Summary:                "restore " + res.SKU,
 	})
-	var out activities.RestoreStockResult
-	if err := workflow.ExecuteActivity(actx, recon.RestoreStock, activities.RestoreStockInput{SKU: res.SKU}).Get(ctx, &out); err != nil {
+	var out contract.RestoreStockResult
+	if err := workflow.ExecuteActivity(actx, contract.RestoreStock, contract.RestoreStockInput{SKU: res.SKU}).Get(ctx, &out); err != nil {
 		rc.logger.Error("restore failed", "sku_id", res.SKU, "error", err)
 		res.Action, res.Error = ActionFailed, err.Error()
 		return
@@ -265,8 +261,8 @@ func (rc *reconcile) correct(ctx workflow.Context, res *SKUReconcile) {
 		RetryPolicy:            backoff(100*time.Millisecond, 2*time.Second),
 		Summary:                fmt.Sprintf("correct %s by %d", res.SKU, res.First.Drift),
 	})
-	var out activities.CorrectStockResult
-	err := workflow.ExecuteActivity(actx, recon.CorrectStock, activities.CorrectStockInput{
+	var out contract.CorrectStockResult
+	err := workflow.ExecuteActivity(actx, contract.CorrectStock, contract.CorrectStockInput{
 		SKU: res.SKU, Delta: res.First.Drift, Fence: res.First.Fence,
 		// Unique per run, SKU and observed fence: a replayed id replays
 		// the earlier correction instead of applying this one.

@@ -12,22 +12,23 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
-func obs(sku string, drift, fence int64) activities.StockObservation {
-	return activities.StockObservation{SKU: sku, Drift: drift, Fence: fence, Buckets: 4, DBAvailable: 10, RedisUnits: 10 - drift}
+func obs(sku string, drift, fence int64) contract.StockObservation {
+	return contract.StockObservation{SKU: sku, Drift: drift, Fence: fence, Buckets: 4, DBAvailable: 10, RedisUnits: 10 - drift}
 }
 
 func TestReconcileWorkflow(t *testing.T) {
 	const settle = 45 * time.Second
-	torn := func(o activities.StockObservation) activities.StockObservation { o.Torn = true; return o }
-	missing := activities.StockObservation{SKU: "a", Missing: true, DBAvailable: 10, Drift: 10}
+	torn := func(o contract.StockObservation) contract.StockObservation { o.Torn = true; return o }
+	missing := contract.StockObservation{SKU: "a", Missing: true, DBAvailable: 10, Drift: 10}
 
 	type correction struct {
 		sku   string
 		delta int64
 		fence int64
-		res   activities.CorrectStockResult
+		res   contract.CorrectStockResult
 		err   error
 	}
 	tests := []struct {
@@ -35,8 +36,8 @@ func TestReconcileWorkflow(t *testing.T) {
 		in   ReconcileInput
 		// listed is what ListSKUs returns when the input names no SKU.
 		listed  []string
-		first   []activities.StockObservation
-		second  []activities.StockObservation // nil: no second observation expected
+		first   []contract.StockObservation
+		second  []contract.StockObservation // nil: no second observation expected
 		restore []string
 		correct []correction
 		want    map[string]ReconcileAction
@@ -45,82 +46,82 @@ func TestReconcileWorkflow(t *testing.T) {
 		{
 			name:  "in step: one observation, nothing done",
 			in:    ReconcileInput{SKUs: []string{"a"}},
-			first: []activities.StockObservation{obs("a", 0, 3)},
+			first: []contract.StockObservation{obs("a", 0, 3)},
 			want:  map[string]ReconcileAction{"a": ActionInSync},
 		},
 		{
 			name:    "every sku when none is named",
 			listed:  []string{"a", "b"},
-			first:   []activities.StockObservation{obs("a", 0, 1), obs("b", 0, 1)},
+			first:   []contract.StockObservation{obs("a", 0, 1), obs("b", 0, 1)},
 			want:    map[string]ReconcileAction{"a": ActionInSync, "b": ActionInSync},
 			applied: map[string]int64{},
 		},
 		{
 			name:    "lost buckets are restored at once, without waiting",
 			in:      ReconcileInput{SKUs: []string{"a"}},
-			first:   []activities.StockObservation{missing},
+			first:   []contract.StockObservation{missing},
 			restore: []string{"a"},
 			want:    map[string]ReconcileAction{"a": ActionRestored},
 		},
 		{
 			name:  "dry run restores nothing",
 			in:    ReconcileInput{SKUs: []string{"a"}, DryRun: true},
-			first: []activities.StockObservation{missing},
+			first: []contract.StockObservation{missing},
 			want:  map[string]ReconcileAction{"a": ActionWouldRestore},
 		},
 		{
 			name:    "the same drift twice is corrected, both ways",
 			in:      ReconcileInput{SKUs: []string{"a", "b"}},
-			first:   []activities.StockObservation{obs("a", 3, 7), obs("b", -2, 1)},
-			second:  []activities.StockObservation{obs("a", 3, 7), obs("b", -2, 1)},
-			correct: []correction{{sku: "a", delta: 3, fence: 7, res: activities.CorrectStockResult{Claimed: true, Applied: 3}}, {sku: "b", delta: -2, fence: 1, res: activities.CorrectStockResult{Claimed: true, Applied: -1}}},
+			first:   []contract.StockObservation{obs("a", 3, 7), obs("b", -2, 1)},
+			second:  []contract.StockObservation{obs("a", 3, 7), obs("b", -2, 1)},
+			correct: []correction{{sku: "a", delta: 3, fence: 7, res: contract.CorrectStockResult{Claimed: true, Applied: 3}}, {sku: "b", delta: -2, fence: 1, res: contract.CorrectStockResult{Claimed: true, Applied: -1}}},
 			want:    map[string]ReconcileAction{"a": ActionCorrected, "b": ActionCorrected},
 			applied: map[string]int64{"a": 3, "b": -1},
 		},
 		{
 			name:   "a drift that changed is left alone",
 			in:     ReconcileInput{SKUs: []string{"a"}},
-			first:  []activities.StockObservation{obs("a", 3, 7)},
-			second: []activities.StockObservation{obs("a", 2, 7)},
+			first:  []contract.StockObservation{obs("a", 3, 7)},
+			second: []contract.StockObservation{obs("a", 2, 7)},
 			want:   map[string]ReconcileAction{"a": ActionUnstable},
 		},
 		{
 			name:   "a fence that moved (another run acted) is left alone",
 			in:     ReconcileInput{SKUs: []string{"a"}},
-			first:  []activities.StockObservation{obs("a", 3, 7)},
-			second: []activities.StockObservation{obs("a", 3, 8)},
+			first:  []contract.StockObservation{obs("a", 3, 7)},
+			second: []contract.StockObservation{obs("a", 3, 8)},
 			want:   map[string]ReconcileAction{"a": ActionUnstable},
 		},
 		{
 			name:   "torn observations are never acted on",
 			in:     ReconcileInput{SKUs: []string{"a", "b"}},
-			first:  []activities.StockObservation{torn(obs("a", 3, 7)), obs("b", 1, 1)},
-			second: []activities.StockObservation{torn(obs("b", 1, 1))},
+			first:  []contract.StockObservation{torn(obs("a", 3, 7)), obs("b", 1, 1)},
+			second: []contract.StockObservation{torn(obs("b", 1, 1))},
 			want:   map[string]ReconcileAction{"a": ActionBusy, "b": ActionBusy},
 		},
 		{
 			name:    "a lost claim changes nothing",
 			in:      ReconcileInput{SKUs: []string{"a"}},
-			first:   []activities.StockObservation{obs("a", 3, 7)},
-			second:  []activities.StockObservation{obs("a", 3, 7)},
+			first:   []contract.StockObservation{obs("a", 3, 7)},
+			second:  []contract.StockObservation{obs("a", 3, 7)},
 			correct: []correction{{sku: "a", delta: 3, fence: 7}},
 			want:    map[string]ReconcileAction{"a": ActionSuperseded},
 		},
 		{
 			name:   "dry run corrects nothing",
 			in:     ReconcileInput{SKUs: []string{"a"}, DryRun: true},
-			first:  []activities.StockObservation{obs("a", 3, 7)},
-			second: []activities.StockObservation{obs("a", 3, 7)},
+			first:  []contract.StockObservation{obs("a", 3, 7)},
+			second: []contract.StockObservation{obs("a", 3, 7)},
 			want:   map[string]ReconcileAction{"a": ActionWouldCorrect},
 		},
 		{
 			name:   "a failed correction is reported and the others still run",
 			in:     ReconcileInput{SKUs: []string{"a", "b"}},
-			first:  []activities.StockObservation{obs("a", 3, 7), obs("b", 1, 2)},
-			second: []activities.StockObservation{obs("a", 3, 7), obs("b", 1, 2)},
+			first:  []contract.StockObservation{obs("a", 3, 7), obs("b", 1, 2)},
+			second: []contract.StockObservation{obs("a", 3, 7), obs("b", 1, 2)},
 			correct: []correction{
-				{sku: "a", delta: 3, fence: 7, err: temporal.NewNonRetryableApplicationError("gone", activities.TypeFor(flashsale.UnknownSKU), nil)},
-				{sku: "b", delta: 1, fence: 2, res: activities.CorrectStockResult{Claimed: true, Applied: 1}},
+				{sku: "a", delta: 3, fence: 7, err: temporal.NewNonRetryableApplicationError("gone", contract.TypeFor(flashsale.UnknownSKU), nil)},
+				{sku: "b", delta: 1, fence: 2, res: contract.CorrectStockResult{Claimed: true, Applied: 1}},
 			},
 			want:    map[string]ReconcileAction{"a": ActionFailed, "b": ActionCorrected},
 			applied: map[string]int64{"b": 1},
@@ -135,32 +136,32 @@ func TestReconcileWorkflow(t *testing.T) {
 			skus := tt.in.SKUs
 			if len(skus) == 0 {
 				skus = tt.listed
-				env.OnActivity(recon.ListSKUs, mock.Anything, activities.ListSKUsInput{}).
-					Return(activities.ListSKUsResult{SKUs: tt.listed}, nil).Once()
+				env.OnActivity(contract.ListSKUs, mock.Anything, contract.ListSKUsInput{}).
+					Return(contract.ListSKUsResult{SKUs: tt.listed}, nil).Once()
 			}
 			var observedAt []time.Time
-			observe := func(res []activities.StockObservation) func(context.Context, activities.ObserveStockInput) (activities.ObserveStockResult, error) {
-				return func(context.Context, activities.ObserveStockInput) (activities.ObserveStockResult, error) {
+			observe := func(res []contract.StockObservation) func(context.Context, contract.ObserveStockInput) (contract.ObserveStockResult, error) {
+				return func(context.Context, contract.ObserveStockInput) (contract.ObserveStockResult, error) {
 					observedAt = append(observedAt, env.Now())
-					return activities.ObserveStockResult{Observations: res}, nil
+					return contract.ObserveStockResult{Observations: res}, nil
 				}
 			}
-			env.OnActivity(recon.ObserveStock, mock.Anything, activities.ObserveStockInput{SKUs: skus}).
+			env.OnActivity(contract.ObserveStock, mock.Anything, contract.ObserveStockInput{SKUs: skus}).
 				Return(observe(tt.first)).Once()
 			if tt.second != nil {
 				var again []string
 				for _, o := range tt.second {
 					again = append(again, o.SKU)
 				}
-				env.OnActivity(recon.ObserveStock, mock.Anything, activities.ObserveStockInput{SKUs: again}).
+				env.OnActivity(contract.ObserveStock, mock.Anything, contract.ObserveStockInput{SKUs: again}).
 					Return(observe(tt.second)).Once()
 			}
 			for _, sku := range tt.restore {
-				env.OnActivity(recon.RestoreStock, mock.Anything, activities.RestoreStockInput{SKU: sku}).
-					Return(activities.RestoreStockResult{Restored: true, Buckets: 4, RedisUnits: 10, DBAvailable: 10}, nil).Once()
+				env.OnActivity(contract.RestoreStock, mock.Anything, contract.RestoreStockInput{SKU: sku}).
+					Return(contract.RestoreStockResult{Restored: true, Buckets: 4, RedisUnits: 10, DBAvailable: 10}, nil).Once()
 			}
 			for _, c := range tt.correct {
-				env.OnActivity(recon.CorrectStock, mock.Anything, mock.MatchedBy(func(in activities.CorrectStockInput) bool {
+				env.OnActivity(contract.CorrectStock, mock.Anything, mock.MatchedBy(func(in contract.CorrectStockInput) bool {
 					return in.SKU == c.sku && in.Delta == c.delta && in.Fence == c.fence && in.CorrectionID != ""
 				})).Return(c.res, c.err).Once()
 			}

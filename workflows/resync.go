@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // ResyncWorkflowID is the id of the workflow that re-syncs one SKU's Redis
@@ -29,8 +29,8 @@ type ResyncResult struct {
 	SKU string `json:"sku_id"`
 	// Passes counts ResyncStock runs: one, plus one per request that came
 	// in while a pass ran.
-	Passes int                          `json:"passes"`
-	Last   activities.ResyncStockResult `json:"last"`
+	Passes int                        `json:"passes"`
+	Last   contract.ResyncStockResult `json:"last"`
 }
 
 // maxResyncPasses bounds one run's history; the next run carries on.
@@ -67,8 +67,8 @@ func ResyncWorkflow(ctx workflow.Context, in ResyncInput) (ResyncResult, error) 
 	drain()
 	for {
 		out.Passes++
-		if err := workflow.ExecuteActivity(actx, recon.ResyncStock,
-			activities.ResyncStockInput{SKU: in.SKU}).Get(ctx, &out.Last); err != nil {
+		if err := workflow.ExecuteActivity(actx, contract.ResyncStock,
+			contract.ResyncStockInput{SKU: in.SKU}).Get(ctx, &out.Last); err != nil {
 			return out, fmt.Errorf("resync %s: %w", in.SKU, err)
 		}
 		if !drain() {

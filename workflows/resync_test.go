@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 func TestResyncWorkflow(t *testing.T) {
@@ -30,13 +31,13 @@ func TestResyncWorkflow(t *testing.T) {
 			var ts testsuite.WorkflowTestSuite
 			env := ts.NewTestWorkflowEnvironment()
 			env.RegisterActivity(&activities.Reconciler{})
-			in := activities.ResyncStockInput{SKU: "1001"}
+			in := contract.ResyncStockInput{SKU: "1001"}
 			if tt.outages > 0 {
-				env.OnActivity(recon.ResyncStock, mock.Anything, in).
-					Return(activities.ResyncStockResult{}, temporal.NewApplicationError("dial tcp: connection refused", "")).Times(tt.outages)
+				env.OnActivity(contract.ResyncStock, mock.Anything, in).
+					Return(contract.ResyncStockResult{}, temporal.NewApplicationError("dial tcp: connection refused", "")).Times(tt.outages)
 			}
-			env.OnActivity(recon.ResyncStock, mock.Anything, in).After(10*time.Second).
-				Return(activities.ResyncStockResult{Flag: 3, Applied: -2}, nil).Times(tt.wantPasses)
+			env.OnActivity(contract.ResyncStock, mock.Anything, in).After(10*time.Second).
+				Return(contract.ResyncStockResult{Flag: 3, Applied: -2}, nil).Times(tt.wantPasses)
 			for _, at := range tt.signals {
 				env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResyncRequested, nil) }, at)
 			}

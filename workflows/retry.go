@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // The attempt timeouts the worker's stop timeout is sized from
@@ -52,7 +52,7 @@ func backoff(initial, maxInterval time.Duration) *temporal.RetryPolicy {
 		InitialInterval:        initial,
 		BackoffCoefficient:     2,
 		MaximumInterval:        maxInterval,
-		NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+		NonRetryableErrorTypes: contract.NonRetryableErrorTypes,
 	}
 }
 

@@ -9,8 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/sale"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // SaleWorkflow is a fair sale's decisions (docs/design/fair-sale.md): it
@@ -48,20 +47,20 @@ var saleStepOptions = workflow.ActivityOptions{
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        200 * time.Millisecond,
 		MaximumInterval:        5 * time.Second,
-		NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+		NonRetryableErrorTypes: contract.NonRetryableErrorTypes,
 	},
 }
 
 func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 	if !flashsale.ValidID(in.SKU, flashsale.MaxIDLength) || in.OpensAt.IsZero() || in.PassTTL < 0 {
-		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", activities.TypeFor(flashsale.Invalid), nil)
+		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", contract.TypeFor(flashsale.Invalid), nil)
 	}
 	if in.PassTTL == 0 {
-		in.PassTTL = sale.DefaultPassTTL
+		in.PassTTL = DefaultPassTTL
 	}
 	s := &saleRun{
 		in:     in,
-		view:   SaleView{SKU: in.SKU, State: sale.Prequeue, OpensAt: in.OpensAt},
+		view:   SaleView{SKU: in.SKU, State: flashsale.SaleStatePrequeue, OpensAt: in.OpensAt},
 		logger: log.With(workflow.GetLogger(ctx), "sku_id", in.SKU),
 		mu:     workflow.NewMutex(ctx),
 		since:  workflow.GetInfo(ctx).WorkflowStartTime,
@@ -75,11 +74,11 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 		handler   func(workflow.Context, SaleControl) (SaleView, error)
 		validator func(workflow.Context, SaleControl) error
 	}{
-		{UpdateSaleOpen, s.open, s.allowed(sale.Prequeue)},
-		{UpdateSalePause, s.move(sale.Paused, sale.Open), s.allowed(sale.Open)},
-		{UpdateSaleResume, s.move(sale.Open, sale.Paused), s.allowed(sale.Paused)},
-		{UpdateSaleClose, s.move(sale.Closed, sale.Prequeue, sale.Open, sale.Paused),
-			s.allowed(sale.Prequeue, sale.Open, sale.Paused)},
+		{UpdateSaleOpen, s.open, s.allowed(flashsale.SaleStatePrequeue)},
+		{UpdateSalePause, s.move(flashsale.SaleStatePaused, flashsale.SaleStateOpen), s.allowed(flashsale.SaleStateOpen)},
+		{UpdateSaleResume, s.move(flashsale.SaleStateOpen, flashsale.SaleStatePaused), s.allowed(flashsale.SaleStatePaused)},
+		{UpdateSaleClose, s.move(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused),
+			s.allowed(flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)},
 		{UpdateSaleVoid, s.void, s.voidAllowed},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
@@ -94,9 +93,8 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 // close.
 func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	actx := workflow.WithActivityOptions(ctx, saleStepOptions)
-	var a *activities.Activities
-	var prepared activities.PreparedSale
-	if err := workflow.ExecuteActivity(actx, a.PrepareSale, activities.PrepareSaleInput{
+	var prepared contract.PreparedSale
+	if err := workflow.ExecuteActivity(actx, contract.PrepareSale, contract.PrepareSaleInput{
 		SKU: s.in.SKU, SaleID: workflow.GetInfo(ctx).WorkflowExecution.RunID, OpensAt: s.in.OpensAt, PassTTL: s.in.PassTTL,
 	}).Get(ctx, &prepared); err != nil {
 		return s.view, fmt.Errorf("prepare sale: %w", err)
@@ -106,14 +104,14 @@ func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	// The opening time is this timer's, by the server's clock: no API
 	// instance's clock decides it.
 	if wait := s.in.OpensAt.Sub(workflow.Now(ctx)); wait > 0 {
-		if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return s.openAsked || s.view.State == sale.Closed }); err != nil {
+		if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return s.openAsked || s.view.State == flashsale.SaleStateClosed }); err != nil {
 			return s.view, err
 		}
 	}
 	if err := s.openNow(ctx); err != nil {
 		return s.view, err
 	}
-	if err := workflow.Await(ctx, func() bool { return s.view.State == sale.Closed }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return s.view.State == flashsale.SaleStateClosed }); err != nil {
 		return s.view, err
 	}
 	// An Update still answering finishes before the result is written.
@@ -150,7 +148,7 @@ var (
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        30 * time.Second,
-			NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+			NonRetryableErrorTypes: contract.NonRetryableErrorTypes,
 		},
 	}
 	// readOptions: the report's reads of a large sale's rows.
@@ -175,11 +173,10 @@ var (
 // in MySQL and removes its Redis keys. A void is still accepted while the
 // orders settle, not once the end has begun.
 func (s *saleRun) end(ctx workflow.Context) error {
-	var a *activities.Activities
-	req := activities.SaleRequest{SKU: s.in.SKU}
+	req := contract.SaleRequest{SKU: s.in.SKU}
 	s.view.Settling = true
-	var settled activities.SaleSettled
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, settleOptions), a.AwaitSaleSettled, req).
+	var settled contract.SaleSettled
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, settleOptions), contract.AwaitSaleSettled, req).
 		Get(ctx, &settled); err != nil {
 		return fmt.Errorf("await the sale's last orders: %w", err)
 	}
@@ -195,25 +192,25 @@ func (s *saleRun) end(ctx workflow.Context) error {
 			return err
 		}
 	}
-	var agreed activities.StockObservation
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, agreeOptions), a.CheckSaleStock, req).
+	var agreed contract.StockObservation
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, agreeOptions), contract.CheckSaleStock, req).
 		Get(ctx, &agreed); err != nil {
 		return fmt.Errorf("check the sale's stock: %w", err)
 	}
-	var report activities.SaleReport
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, readOptions), a.ReportSale,
-		activities.SaleReportInput{SKU: s.in.SKU, Since: s.since}).Get(ctx, &report); err != nil {
+	var report contract.SaleReport
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, readOptions), contract.ReportSale,
+		contract.SaleReportInput{SKU: s.in.SKU, Since: s.since}).Get(ctx, &report); err != nil {
 		return fmt.Errorf("report the sale: %w", err)
 	}
 	s.view.Report = &report
-	var ended activities.EndedSale
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.EndSale, req).
+	var ended contract.EndedSale
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.EndSale, req).
 		Get(ctx, &ended); err != nil {
 		return fmt.Errorf("end the sale: %w", err)
 	}
-	var removed activities.RemovedSaleKeys
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, removeOptions), a.RemoveSaleKeys,
-		activities.RemoveSaleKeysInput{SKU: s.in.SKU, EndedAt: ended.EndedAt}).Get(ctx, &removed); err != nil {
+	var removed contract.RemovedSaleKeys
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, removeOptions), contract.RemoveSaleKeys,
+		contract.RemoveSaleKeysInput{SKU: s.in.SKU, EndedAt: ended.EndedAt}).Get(ctx, &removed); err != nil {
 		return fmt.Errorf("remove the sale's keys: %w", err)
 	}
 	s.view.Ending, s.view.EndedAt = false, ended.EndedAt
@@ -225,10 +222,9 @@ func (s *saleRun) end(ctx workflow.Context) error {
 // refund refunds the paid orders of a voided sale and adds them to the
 // view.
 func (s *saleRun) refund(ctx workflow.Context) error {
-	var a *activities.Activities
-	var refunded activities.RefundedOrders
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), a.RefundSaleOrders,
-		activities.RefundSaleInput{SKU: s.in.SKU, Since: s.since, Reason: "sale voided"}).Get(ctx, &refunded); err != nil {
+	var refunded contract.RefundedOrders
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), contract.RefundSaleOrders,
+		contract.RefundSaleInput{SKU: s.in.SKU, Since: s.since, Reason: "sale voided"}).Get(ctx, &refunded); err != nil {
 		return fmt.Errorf("refund the sale's paid orders: %w", err)
 	}
 	s.view.Refunded += refunded.Refunded
@@ -241,13 +237,12 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if s.view.State != sale.Prequeue {
+	if s.view.State != flashsale.SaleStatePrequeue {
 		return nil
 	}
-	var a *activities.Activities
-	var opened sale.Opened
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.OpenSale,
-		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
+	var opened contract.OpenedSale
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.OpenSale,
+		contract.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
 		return fmt.Errorf("open sale: %w", err)
 	}
 	s.view.State, s.view.Seed, s.view.Entrants = opened.State, opened.Seed, opened.Entrants
@@ -277,15 +272,14 @@ func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
 	if err := s.voidAllowed(ctx, c); err != nil {
 		return s.view, err
 	}
-	if s.view.State != sale.Closed {
-		if err := s.write(ctx, c, sale.Closed, sale.Prequeue, sale.Open, sale.Paused); err != nil {
+	if s.view.State != flashsale.SaleStateClosed {
+		if err := s.write(ctx, c, flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused); err != nil {
 			return s.view, err
 		}
 	}
-	var a *activities.Activities
-	var voided activities.VoidedOrders
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), a.CancelSaleOrders,
-		activities.SaleRequest{SKU: s.in.SKU}).Get(ctx, &voided); err != nil {
+	var voided contract.VoidedOrders
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, voidStepOptions), contract.CancelSaleOrders,
+		contract.SaleRequest{SKU: s.in.SKU}).Get(ctx, &voided); err != nil {
 		return s.view, fmt.Errorf("cancel the sale's orders: %w", err)
 	}
 	s.view.Voided, s.view.Cancelled = true, voided.Cancelled
@@ -301,15 +295,15 @@ func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
 // voidAllowed is void's validator: a sale not closed yet, or closed and
 // still waiting for its orders to settle; once, and never once its end
 // has begun.
-func (s *saleRun) voidAllowed(ctx workflow.Context, c SaleControl) error {
-	if s.view.Voided || s.view.Ending || (s.view.State == sale.Closed && !s.view.Settling) {
+func (s *saleRun) voidAllowed(_ workflow.Context, _ SaleControl) error {
+	if s.view.Voided || s.view.Ending || (s.view.State == flashsale.SaleStateClosed && !s.view.Settling) {
 		return stateConflict(s.view.State)
 	}
 	return nil
 }
 
 // allowed is a validator: the Update is accepted only in these states.
-func (s *saleRun) allowed(states ...sale.State) func(workflow.Context, SaleControl) error {
+func (s *saleRun) allowed(states ...flashsale.SaleState) func(workflow.Context, SaleControl) error {
 	return func(workflow.Context, SaleControl) error {
 		for _, st := range states {
 			if s.view.State == st {
@@ -320,21 +314,21 @@ func (s *saleRun) allowed(states ...sale.State) func(workflow.Context, SaleContr
 	}
 }
 
-func stateConflict(st sale.State) error {
+func stateConflict(st flashsale.SaleState) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the sale is %s", st),
-		activities.TypeFor(flashsale.SaleStateConflict), nil)
+		contract.TypeFor(flashsale.SaleStateConflict), nil)
 }
 
 // open asks the main loop to open now and answers once it has.
 func (s *saleRun) open(ctx workflow.Context, _ SaleControl) (SaleView, error) {
 	s.openAsked = true
-	err := workflow.Await(ctx, func() bool { return s.view.State != sale.Prequeue })
+	err := workflow.Await(ctx, func() bool { return s.view.State != flashsale.SaleStatePrequeue })
 	return s.view, err
 }
 
 // move is an Update's handler: write state `to` to Redis if the sale is in
 // one of from, then answer the view.
-func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context, SaleControl) (SaleView, error) {
+func (s *saleRun) move(to flashsale.SaleState, from ...flashsale.SaleState) func(workflow.Context, SaleControl) (SaleView, error) {
 	return func(ctx workflow.Context, c SaleControl) (SaleView, error) {
 		if err := s.mu.Lock(ctx); err != nil {
 			return s.view, err
@@ -346,23 +340,22 @@ func (s *saleRun) move(to sale.State, from ...sale.State) func(workflow.Context,
 
 // write moves the sale to `to` if it is in one of from, writing it to
 // Redis first; the caller holds mu.
-func (s *saleRun) write(ctx workflow.Context, c SaleControl, to sale.State, from ...sale.State) error {
+func (s *saleRun) write(ctx workflow.Context, c SaleControl, to flashsale.SaleState, from ...flashsale.SaleState) error {
 	// Another Update may have moved the sale since this one was validated.
 	if err := s.allowed(from...)(ctx, c); err != nil {
 		return err
 	}
-	var a *activities.Activities
-	var st sale.State
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), a.SetSaleState,
-		activities.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
+	var st flashsale.SaleState
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.SetSaleState,
+		contract.SaleStateChange{SKU: s.in.SKU, To: to, From: from}).Get(ctx, &st)
 	if err != nil {
-		if code, ok := activities.CodeOf(err); ok && code == flashsale.SaleStateConflict {
+		if code, ok := contract.CodeOf(err); ok && code == flashsale.SaleStateConflict {
 			return stateConflict(st)
 		}
 		return fmt.Errorf("%s sale: %w", to, err)
 	}
 	s.view.State = to
-	if to == sale.Closed {
+	if to == flashsale.SaleStateClosed {
 		s.view.ClosedAt = workflow.Now(ctx)
 	}
 	s.logger.Info("sale "+string(to), "reason", c.Reason)

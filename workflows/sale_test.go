@@ -11,7 +11,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/sale"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 type saleSuite struct {
@@ -33,28 +33,28 @@ func (s *saleSuite) SetupTest() {
 func (s *saleSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
 func (s *saleSuite) expectPrepared(in SaleInput) {
-	s.env.OnActivity(a.PrepareSale, mock.Anything, mock.MatchedBy(func(p activities.PrepareSaleInput) bool {
-		return p.SKU == in.SKU && p.OpensAt.Equal(in.OpensAt) && p.PassTTL == sale.DefaultPassTTL && p.SaleID != ""
-	})).Return(activities.PreparedSale{SeedHash: "h"}, nil).Once()
+	s.env.OnActivity(contract.PrepareSale, mock.Anything, mock.MatchedBy(func(p contract.PrepareSaleInput) bool {
+		return p.SKU == in.SKU && p.OpensAt.Equal(in.OpensAt) && p.PassTTL == DefaultPassTTL && p.SaleID != ""
+	})).Return(contract.PreparedSale{SeedHash: "h"}, nil).Once()
 }
 
 func (s *saleSuite) expectOpened() {
-	s.env.OnActivity(a.OpenSale, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(func(context.Context, activities.SaleRequest) (sale.Opened, error) {
+	s.env.OnActivity(contract.OpenSale, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(func(context.Context, contract.SaleRequest) (contract.OpenedSale, error) {
 			s.openedAt = s.env.Now()
-			return sale.Opened{Entrants: 3, Seed: "seed", State: sale.Open}, nil
+			return contract.OpenedSale{Entrants: 3, Seed: "seed", State: flashsale.SaleStateOpen}, nil
 		}).Once()
 }
 
-func (s *saleSuite) expectState(to sale.State, from ...sale.State) {
-	s.env.OnActivity(a.SetSaleState, mock.Anything, activities.SaleStateChange{SKU: "1001", To: to, From: from}).
+func (s *saleSuite) expectState(to flashsale.SaleState, from ...flashsale.SaleState) {
+	s.env.OnActivity(contract.SetSaleState, mock.Anything, contract.SaleStateChange{SKU: "1001", To: to, From: from}).
 		Return(to, nil).Once()
 }
 
 // expectEnd expects the closed sale's end: its orders settle, MySQL and
 // Redis agree, the report, the mark in MySQL and the keys' removal, in
 // that order.
-func (s *saleSuite) expectEnd(report activities.SaleReport) {
+func (s *saleSuite) expectEnd(report contract.SaleReport) {
 	var step int
 	in := func(want int) func(mock.Arguments) {
 		return func(mock.Arguments) {
@@ -62,18 +62,18 @@ func (s *saleSuite) expectEnd(report activities.SaleReport) {
 			step++
 		}
 	}
-	s.env.OnActivity(a.AwaitSaleSettled, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(activities.SaleSettled{Looks: 2}, nil).Run(in(0)).Once()
-	s.env.OnActivity(a.CheckSaleStock, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(activities.StockObservation{SKU: "1001"}, nil).Run(in(1)).Once()
-	s.env.OnActivity(a.ReportSale, mock.Anything, mock.MatchedBy(func(in activities.SaleReportInput) bool {
+	s.env.OnActivity(contract.AwaitSaleSettled, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(contract.SaleSettled{Looks: 2}, nil).Run(in(0)).Once()
+	s.env.OnActivity(contract.CheckSaleStock, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(contract.StockObservation{SKU: "1001"}, nil).Run(in(1)).Once()
+	s.env.OnActivity(contract.ReportSale, mock.Anything, mock.MatchedBy(func(in contract.SaleReportInput) bool {
 		return in.SKU == "1001" && !in.Since.IsZero()
 	})).Return(report, nil).Run(in(2)).Once()
-	s.env.OnActivity(a.EndSale, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(activities.EndedSale{EndedAt: time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)}, nil).Run(in(3)).Once()
-	s.env.OnActivity(a.RemoveSaleKeys, mock.Anything, activities.RemoveSaleKeysInput{
+	s.env.OnActivity(contract.EndSale, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(contract.EndedSale{EndedAt: time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)}, nil).Run(in(3)).Once()
+	s.env.OnActivity(contract.RemoveSaleKeys, mock.Anything, contract.RemoveSaleKeysInput{
 		SKU: "1001", EndedAt: time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)}).
-		Return(activities.RemovedSaleKeys{Removed: 42}, nil).Run(in(4)).Once()
+		Return(contract.RemovedSaleKeys{Removed: 42}, nil).Run(in(4)).Once()
 }
 
 // control sends an operator Update after d and checks its answer; a
@@ -82,7 +82,7 @@ func (s *saleSuite) control(d time.Duration, name string, code flashsale.Code, c
 	s.env.RegisterDelayedCallback(func() {
 		s.env.UpdateWorkflow(name, name+d.String(), &testsuite.TestUpdateCallback{
 			OnReject: func(err error) {
-				got, _ := activities.CodeOf(err)
+				got, _ := contract.CodeOf(err)
 				s.Equal(code, got, "%s rejected: %v", name, err)
 			},
 			OnAccept: func() { s.Empty(code, "%s accepted", name) },
@@ -112,9 +112,9 @@ func (s *saleSuite) TestOpensOnItsTimer() {
 	in := SaleInput{SKU: "1001", OpensAt: start.Add(time.Hour)}
 	s.expectPrepared(in)
 	s.expectOpened()
-	s.expectState(sale.Paused, sale.Open)
-	s.expectState(sale.Open, sale.Paused)
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.expectState(flashsale.SaleStatePaused, flashsale.SaleStateOpen)
+	s.expectState(flashsale.SaleStateOpen, flashsale.SaleStatePaused)
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
 	s.control(30*time.Minute, UpdateSalePause, flashsale.SaleStateConflict, nil)
 	s.control(30*time.Minute, UpdateSaleResume, flashsale.SaleStateConflict, nil)
 	s.env.RegisterDelayedCallback(func() {
@@ -122,21 +122,21 @@ func (s *saleSuite) TestOpensOnItsTimer() {
 		s.Require().NoError(err)
 		var view SaleView
 		s.Require().NoError(v.Get(&view))
-		s.Equal(sale.Prequeue, view.State)
+		s.Equal(flashsale.SaleStatePrequeue, view.State)
 		s.Equal("h", view.SeedHash)
 		s.Empty(view.Seed, "the seed is not revealed before the open")
 	}, 59*time.Minute)
 	s.control(61*time.Minute, UpdateSaleOpen, flashsale.SaleStateConflict, nil)
-	s.control(62*time.Minute, UpdateSalePause, "", func(v SaleView) { s.Equal(sale.Paused, v.State) })
+	s.control(62*time.Minute, UpdateSalePause, "", func(v SaleView) { s.Equal(flashsale.SaleStatePaused, v.State) })
 	s.control(63*time.Minute, UpdateSalePause, flashsale.SaleStateConflict, nil)
-	s.control(64*time.Minute, UpdateSaleResume, "", func(v SaleView) { s.Equal(sale.Open, v.State) })
-	s.control(65*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
-	s.expectEnd(activities.SaleReport{UnitsSold: 3, Revenue: 300})
+	s.control(64*time.Minute, UpdateSaleResume, "", func(v SaleView) { s.Equal(flashsale.SaleStateOpen, v.State) })
+	s.control(65*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(flashsale.SaleStateClosed, v.State) })
+	s.expectEnd(contract.SaleReport{UnitsSold: 3, Revenue: 300})
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 
 	s.Equal(in.OpensAt, s.openedAt, "opened by the timer, at opens_at")
 	v := s.result()
-	s.Equal(sale.Closed, v.State)
+	s.Equal(flashsale.SaleStateClosed, v.State)
 	s.Require().NotNil(v.Report)
 	s.Equal(int64(3), v.Report.UnitsSold)
 	s.False(v.EndedAt.IsZero())
@@ -152,13 +152,13 @@ func (s *saleSuite) TestOpenUpdateOpensEarly() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Hour)}
 	s.expectPrepared(in)
 	s.expectOpened()
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
 	s.control(10*time.Minute, UpdateSaleOpen, "", func(v SaleView) {
-		s.Equal(sale.Open, v.State)
+		s.Equal(flashsale.SaleStateOpen, v.State)
 		s.Equal("seed", v.Seed)
 	})
-	s.control(20*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
-	s.expectEnd(activities.SaleReport{})
+	s.control(20*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(flashsale.SaleStateClosed, v.State) })
+	s.expectEnd(contract.SaleReport{})
 	start := s.env.Now()
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	s.Equal(start.Add(10*time.Minute), s.openedAt)
@@ -169,9 +169,9 @@ func (s *saleSuite) TestOpenUpdateOpensEarly() {
 func (s *saleSuite) TestCloseBeforeOpen() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Hour)}
 	s.expectPrepared(in)
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
-	s.control(time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
-	s.expectEnd(activities.SaleReport{})
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
+	s.control(time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(flashsale.SaleStateClosed, v.State) })
+	s.expectEnd(contract.SaleReport{})
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	v := s.result()
 	s.Empty(v.Seed)
@@ -182,7 +182,7 @@ func (s *saleSuite) TestCloseBeforeOpen() {
 func (s *saleSuite) TestInvalidInput() {
 	s.env.ExecuteWorkflow(SaleWorkflow, SaleInput{SKU: "bad sku", OpensAt: s.env.Now()})
 	s.Require().True(s.env.IsWorkflowCompleted())
-	code, _ := activities.CodeOf(s.env.GetWorkflowError())
+	code, _ := contract.CodeOf(s.env.GetWorkflowError())
 	s.Equal(flashsale.Invalid, code)
 }
 
@@ -194,19 +194,19 @@ func (s *saleSuite) TestVoid() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Minute)}
 	s.expectPrepared(in)
 	s.expectOpened()
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
-	s.env.OnActivity(a.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(activities.VoidedOrders{Cancelled: 2}, nil).Once()
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
+	s.env.OnActivity(contract.CancelSaleOrders, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(contract.VoidedOrders{Cancelled: 2}, nil).Once()
 	refunds := 0
-	s.env.OnActivity(a.RefundSaleOrders, mock.Anything, mock.MatchedBy(func(in activities.RefundSaleInput) bool {
+	s.env.OnActivity(contract.RefundSaleOrders, mock.Anything, mock.MatchedBy(func(in contract.RefundSaleInput) bool {
 		return in.SKU == "1001" && !in.Since.IsZero() && in.Reason != ""
-	})).Return(func(context.Context, activities.RefundSaleInput) (activities.RefundedOrders, error) {
+	})).Return(func(context.Context, contract.RefundSaleInput) (contract.RefundedOrders, error) {
 		refunds++
-		return activities.RefundedOrders{Refunded: map[int]int{1: 1, 2: 0}[refunds]}, nil
+		return contract.RefundedOrders{Refunded: map[int]int{1: 1, 2: 0}[refunds]}, nil
 	}).Twice()
-	s.expectEnd(activities.SaleReport{RefundedOrders: 1})
+	s.expectEnd(contract.SaleReport{RefundedOrders: 1})
 	s.control(2*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
-		s.Equal(sale.Closed, v.State)
+		s.Equal(flashsale.SaleStateClosed, v.State)
 		s.True(v.Voided)
 		s.Equal(2, v.Cancelled)
 		s.Equal(1, v.Refunded)
@@ -225,23 +225,23 @@ func (s *saleSuite) TestVoidWhileSettling() {
 	in := SaleInput{SKU: "1001", OpensAt: s.env.Now().Add(time.Minute)}
 	s.expectPrepared(in)
 	s.expectOpened()
-	s.expectState(sale.Closed, sale.Prequeue, sale.Open, sale.Paused)
+	s.expectState(flashsale.SaleStateClosed, flashsale.SaleStatePrequeue, flashsale.SaleStateOpen, flashsale.SaleStatePaused)
 	settled := false
-	s.env.OnActivity(a.AwaitSaleSettled, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(func(context.Context, activities.SaleRequest) (activities.SaleSettled, error) {
-			return activities.SaleSettled{}, nil
+	s.env.OnActivity(contract.AwaitSaleSettled, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(func(context.Context, contract.SaleRequest) (contract.SaleSettled, error) {
+			return contract.SaleSettled{}, nil
 		}).After(10 * time.Minute).Run(func(mock.Arguments) { settled = true }).Once()
-	s.env.OnActivity(a.CancelSaleOrders, mock.Anything, activities.SaleRequest{SKU: "1001"}).
-		Return(activities.VoidedOrders{Cancelled: 1}, nil).Once()
-	s.env.OnActivity(a.RefundSaleOrders, mock.Anything, mock.Anything).
-		Return(activities.RefundedOrders{Refunded: 3}, nil).Once()
-	s.env.OnActivity(a.RefundSaleOrders, mock.Anything, mock.Anything).
-		Return(activities.RefundedOrders{}, nil).Once()
-	s.env.OnActivity(a.CheckSaleStock, mock.Anything, mock.Anything).Return(activities.StockObservation{}, nil).Once()
-	s.env.OnActivity(a.ReportSale, mock.Anything, mock.Anything).Return(activities.SaleReport{RefundedOrders: 3}, nil).Once()
-	s.env.OnActivity(a.EndSale, mock.Anything, mock.Anything).Return(activities.EndedSale{EndedAt: time.Unix(1, 0)}, nil).Once()
-	s.env.OnActivity(a.RemoveSaleKeys, mock.Anything, mock.Anything).Return(activities.RemovedSaleKeys{}, nil).Once()
-	s.control(2*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(sale.Closed, v.State) })
+	s.env.OnActivity(contract.CancelSaleOrders, mock.Anything, contract.SaleRequest{SKU: "1001"}).
+		Return(contract.VoidedOrders{Cancelled: 1}, nil).Once()
+	s.env.OnActivity(contract.RefundSaleOrders, mock.Anything, mock.Anything).
+		Return(contract.RefundedOrders{Refunded: 3}, nil).Once()
+	s.env.OnActivity(contract.RefundSaleOrders, mock.Anything, mock.Anything).
+		Return(contract.RefundedOrders{}, nil).Once()
+	s.env.OnActivity(contract.CheckSaleStock, mock.Anything, mock.Anything).Return(contract.StockObservation{}, nil).Once()
+	s.env.OnActivity(contract.ReportSale, mock.Anything, mock.Anything).Return(contract.SaleReport{RefundedOrders: 3}, nil).Once()
+	s.env.OnActivity(contract.EndSale, mock.Anything, mock.Anything).Return(contract.EndedSale{EndedAt: time.Unix(1, 0)}, nil).Once()
+	s.env.OnActivity(contract.RemoveSaleKeys, mock.Anything, mock.Anything).Return(contract.RemovedSaleKeys{}, nil).Once()
+	s.control(2*time.Minute, UpdateSaleClose, "", func(v SaleView) { s.Equal(flashsale.SaleStateClosed, v.State) })
 	s.control(3*time.Minute, UpdateSaleVoid, "", func(v SaleView) {
 		s.False(settled, "voided while settling")
 		s.True(v.Voided)

@@ -3,8 +3,8 @@ package workflows
 import (
 	"time"
 
-	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/sale"
+	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // The contract of SaleWorkflow, one per SKU with a fair sale
@@ -35,6 +35,10 @@ const (
 	QuerySale = "sale"
 )
 
+// DefaultPassTTL is how long a pass may be spent after it was issued, for
+// a sale started without its own (SaleInput.PassTTL).
+const DefaultPassTTL = 60 * time.Second
+
 // SaleInput starts a SaleWorkflow.
 type SaleInput struct {
 	SKU string `json:"sku_id"`
@@ -42,7 +46,7 @@ type SaleInput struct {
 	// Temporal server's clock (the workflow's timer).
 	OpensAt time.Time `json:"opens_at"`
 	// PassTTL is how long a pass may be spent; zero means
-	// sale.DefaultPassTTL.
+	// DefaultPassTTL.
 	PassTTL time.Duration `json:"pass_ttl,omitempty"`
 }
 
@@ -55,9 +59,9 @@ type SaleControl struct {
 // SaleView is the sale as the workflow knows it: the answer of every
 // Update, QuerySale's, and the workflow's result.
 type SaleView struct {
-	SKU     string     `json:"sku_id"`
-	State   sale.State `json:"state"`
-	OpensAt time.Time  `json:"opens_at"`
+	SKU     string              `json:"sku_id"`
+	State   flashsale.SaleState `json:"state"`
+	OpensAt time.Time           `json:"opens_at"`
 	// OpenedAt is when the sale opened (the timer or an open Update).
 	OpenedAt time.Time `json:"opened_at,omitzero"`
 	ClosedAt time.Time `json:"closed_at,omitzero"`
@@ -79,6 +83,6 @@ type SaleView struct {
 	// EndedAt is when MySQL marked the sale ended (its Redis keys removed
 	// from then on), and Report its final report: both set once the sale
 	// has ended, the workflow's result.
-	EndedAt time.Time              `json:"ended_at,omitzero"`
-	Report  *activities.SaleReport `json:"report,omitempty"`
+	EndedAt time.Time            `json:"ended_at,omitzero"`
+	Report  *contract.SaleReport `json:"report,omitempty"`
 }

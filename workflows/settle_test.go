@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // Tests of settleInTask: an order settles inside the workflow task that
@@ -34,10 +34,10 @@ func (s *orderSuite) ranAs() map[string][]string {
 func (s *orderSuite) TestPaymentIsConfirmedInsideTheTask() {
 	ran := s.ranAs()
 	s.expectReserved()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
 	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(PaymentOutcome) {})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 	s.Equal(map[string][]string{
@@ -50,7 +50,7 @@ func (s *orderSuite) TestExpiryIsCompensatedInsideTheTask() {
 	s.expectReserved()
 	s.expectCompensation(flashsale.StatusExpired)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.Equal(map[string][]string{
@@ -67,17 +67,17 @@ func (s *orderSuite) TestCompensationFallsBackToAnActivity() {
 	start := s.env.Now()
 	payBy := s.expectReserved()
 	down := payBy.Add(arrivalGrace + time.Minute)
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.CloseOrderInput) (activities.CloseOrderResult, error) {
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(
+		func(context.Context, contract.CloseOrderInput) (contract.CloseOrderResult, error) {
 			if s.env.Now().Before(down) {
-				return activities.CloseOrderResult{}, errors.New("dial tcp: connection refused")
+				return contract.CloseOrderResult{}, errors.New("dial tcp: connection refused")
 			}
-			return activities.CloseOrderResult{}, nil
+			return contract.CloseOrderResult{}, nil
 		})
 	s.expectNobodyWaiting()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.GreaterOrEqual(s.env.Now().Sub(start), down.Sub(start))

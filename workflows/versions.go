@@ -19,15 +19,34 @@ import (
 // changed code, and a later version may imply earlier ones (settleInTask
 // implies bounded-payment and waitlist-offer without asking for them).
 //
-// Retiring a branch: once no open order started before the change (an
-// order lives at most PAYMENT_TIMEOUT plus a minute of compensation, 16
-// minutes by default; check with `temporal workflow list --query
-// "ExecutionStatus = 'Running' AND StartTime < '<deploy time>'"`), delete
-// the DefaultVersion side and the histories that pin only it, and keep the
+// OrderWorkflowV2 (issue 26) asks none of them: every predicate answers
+// its newest side at once (order.latest), so its histories carry no
+// version marker and no TemporalChangeVersion upsert (workflows/testdata/v2-*.json).
+// A change that would alter OrderWorkflowV2's histories gets a new type
+// (OrderWorkflowV3, started by the starters, the old one kept registered
+// until its orders are closed), or Worker Versioning with pinned workflows
+// once the cluster's server supports it as stable; not a branch here.
+//
+// Deploying OrderWorkflowV2: workers that register it before starters (the
+// API, the CLI) that start it. A task of a type no polling worker knows
+// fails its workflow task and is retried until one does, so the other
+// order only delays the first orders.
+//
+// How OrderWorkflow retires: since issue 26 nothing starts it (the
+// starters and the waitlist offers of OrderWorkflowV2 orders start
+// OrderWorkflowV2; an OrderWorkflow order's own offers stay OrderWorkflow,
+// as its history says). Once no OrderWorkflow runs (an order lives at most
+// PAYMENT_TIMEOUT plus a minute of compensation, 16 minutes by default;
+// `temporal workflow count --query "WorkflowType = 'OrderWorkflow' AND
+// ExecutionStatus = 'Running'"` says 0, and stays 0 for that long, since a
+// closing OrderWorkflow may start one offer), this whole file goes: the
+// predicates answer true, legacyOfferID and lengthsOnly go, OrderWorkflow
+// is unregistered, the histories that are not v2-*.json leave
+// workflows/testdata, and RunningOrdersQuery names OrderWorkflowV2 alone.
+// Until then, a branch of OrderWorkflow alone may retire as before: delete
+// its DefaultVersion side and the histories that pin only it, and keep the
 // GetVersion call with the minimum raised (workflow.GetVersion(ctx, id, 1, 1))
-// so histories that carry the marker still replay. New changes that alter
-// every order's history would be better served by Worker Versioning (pinned
-// workflows) than by another branch here.
+// so histories that carry the marker still replay.
 
 // boundedPaymentChangeID versions the bounds on an open order: payment
 // activities limited by pay_by (paymentOptions), so an order closes on time
@@ -51,7 +70,7 @@ const boundedPaymentChangeID = "bounded-payment"
 // bounded reports whether this order runs with boundedPaymentChangeID.
 // The first call records the version; later calls return the same answer.
 func (o *order) bounded(ctx workflow.Context) bool {
-	if o.rev >= settleInTask {
+	if o.latest || o.rev >= settleInTask {
 		return true // implied; see paymentArrivalChangeID
 	}
 	return workflow.GetVersion(ctx, boundedPaymentChangeID, workflow.DefaultVersion, 1) >= 1
@@ -95,6 +114,9 @@ const (
 // paymentVersion records or reads this order's paymentArrivalChangeID
 // version; called once, when the order starts waiting for money.
 func (o *order) paymentVersion(ctx workflow.Context) workflow.Version {
+	if o.latest {
+		return o.rev // settleInTask, set at the start
+	}
 	o.rev = workflow.GetVersion(ctx, paymentArrivalChangeID, workflow.DefaultVersion, settleInTask)
 	return o.rev
 }
@@ -111,7 +133,7 @@ const waitlistChangeID = "waitlist-offer"
 // offersToWaitlist reports whether this order offers released units to the
 // waitlist at all (waitlistChangeID).
 func (o *order) offersToWaitlist(ctx workflow.Context) bool {
-	if o.rev >= settleInTask {
+	if o.latest || o.rev >= settleInTask {
 		return true // implied: no marker, no visibility write
 	}
 	return workflow.GetVersion(ctx, waitlistChangeID, workflow.DefaultVersion, 1) >= 1
@@ -132,6 +154,9 @@ const validateChangeID = "validate-order"
 // validatesStrictly reports, for an order the new rules refuse and the old
 // accept, whether it is judged by the new ones.
 func (o *order) validatesStrictly(ctx workflow.Context) bool {
+	if o.latest {
+		return true
+	}
 	return workflow.GetVersion(ctx, validateChangeID, workflow.DefaultVersion, 1) >= 1
 }
 
@@ -161,6 +186,9 @@ const offerIDChangeID = "waitlist-offer-id"
 // offerIDChangeID. Asked only where an offer is made or a rejected offer
 // would pass its unit on.
 func (o *order) offersByDigest(ctx workflow.Context) bool {
+	if o.latest {
+		return true
+	}
 	return workflow.GetVersion(ctx, offerIDChangeID, workflow.DefaultVersion, 1) >= 1
 }
 

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // TestRecordedPayloadsKeepTheirShape decodes every recorded order's input
@@ -127,7 +127,7 @@ func TestOrderInputValidate(t *testing.T) {
 // A buyer's order under a waitlist offer's id is refused before any stock
 // moves: the stricter rule, recorded with its version marker.
 func (s *orderSuite) TestReservedPrefixIsRejected() {
-	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "wl-x", UserID: "u1",
+	s.env.ExecuteWorkflow(s.wf, OrderInput{OrderID: "wl-x", UserID: "u1",
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}})
 
 	v := s.result()
@@ -137,14 +137,15 @@ func (s *orderSuite) TestReservedPrefixIsRejected() {
 }
 
 // The same order started before the stricter rule (no marker in its
-// history) is judged as it was then: by lengths, so it reserves.
+// history) is judged as it was then: by lengths, so it reserves. Only an
+// OrderWorkflow can have been started then.
 func (s *orderSuite) TestReservedPrefixBeforeTheChangeGoesOn() {
 	s.env.OnGetVersion(validateChangeID, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
-		Return(activities.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
-		Return(activities.CreateOrderResult{}, temporal.NewNonRetryableApplicationError("sold out", activities.TypeFor(flashsale.SoldOut), nil)).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).Return(activities.ReleaseStockResult{}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
+		Return(contract.ReserveStockResult{}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
+		Return(contract.CreateOrderResult{}, temporal.NewNonRetryableApplicationError("sold out", contract.TypeFor(flashsale.SoldOut), nil)).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{}, nil).Once()
 
 	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "wl-x", UserID: "u1",
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}})

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // offerStart is the offer's id and how its start treats an id seen before.
@@ -74,9 +74,9 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		return false, nil
 	}
 	it := o.in.Items[0]
-	var offer activities.OfferToWaitlistResult
-	err := o.exec(ctx, "offer unit to waitlist", a.OfferToWaitlist,
-		activities.OfferToWaitlistInput{ReleasedOrderID: o.in.OrderID, SKU: it.SKU}, &offer)
+	var offer contract.OfferToWaitlistResult
+	err := o.exec(ctx, "offer unit to waitlist", contract.OfferToWaitlist,
+		contract.OfferToWaitlistInput{ReleasedOrderID: o.in.OrderID, SKU: it.SKU}, &offer)
 	if err != nil {
 		return false, fmt.Errorf("offer to waitlist: %w", err)
 	}
@@ -89,20 +89,25 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		OrderID: offerID, UserID: offer.UserID,
 		Items: []flashsale.Item{it}, PaymentTimeout: o.in.PaymentTimeout, FromOrder: o.in.OrderID,
 	}
+	// Set on start, like the starters do, so the offer is findable in the
+	// Web UI by buyer and SKU without an extra event. The offer runs this
+	// order's type: an OrderWorkflow's history names OrderWorkflow.
+	childType, attrs := any(OrderWorkflowV2), OrderSearchAttributes(child)
+	if !o.latest {
+		childType, attrs = OrderWorkflow, temporal.NewSearchAttributes(
+			UserIDKey.ValueSet(child.UserID), SKUIDsKey.ValueSet(sortedSKUs(child.Order())),
+			OrderStatusKey.ValueSet(string(flashsale.StatusReserving)),
+		)
+	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            OrderWorkflowID(child.OrderID),
 		WorkflowIDReusePolicy: reuse,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		// Set on start, like the starters do, so the offer is findable in
-		// the Web UI by buyer and SKU without an extra event.
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			UserIDKey.ValueSet(child.UserID), SKUIDsKey.ValueSet(sortedSKUs(child.Order())),
-			OrderStatusKey.ValueSet(string(flashsale.StatusReserving)),
-		),
-		StaticSummary: "waitlist offer of the unit released by order " + o.in.OrderID,
+		TypedSearchAttributes: attrs,
+		StaticSummary:         "waitlist offer of the unit released by order " + o.in.OrderID,
 	})
 	var exec workflow.Execution
-	err = workflow.ExecuteChildWorkflow(cctx, OrderWorkflow, child).GetChildWorkflowExecution().Get(ctx, &exec)
+	err = workflow.ExecuteChildWorkflow(cctx, childType, child).GetChildWorkflowExecution().Get(ctx, &exec)
 	if err != nil {
 		// Only an id used before can refuse the start (the id is a digest
 		// of this order's, so another run of this order made the offer).

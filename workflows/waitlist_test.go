@@ -10,28 +10,26 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
-// The offer's child is an OrderWorkflow too. The test environment applies
+// The offer's child is an order of the same type. The test environment applies
 // workflow mocks to the root as well, so the root is mocked to run the real
 // workflow and only the child (the one with FromOrder) is stubbed.
 func (s *orderSuite) mockOfferChild(child OrderInput) {
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, mock.MatchedBy(func(in OrderInput) bool {
+	s.env.OnWorkflow(s.wf, mock.Anything, mock.MatchedBy(func(in OrderInput) bool {
 		return in.FromOrder == ""
-	})).Return(OrderWorkflow)
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, child).
+	})).Return(s.wf)
+	s.env.OnWorkflow(s.wf, mock.Anything, child).
 		Return(OrderView{OrderID: child.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
 }
 
 func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 	s.expectReserved()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
-	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, contract.OfferToWaitlistInput{
 		ReleasedOrderID: testOrderID, SKU: "1001",
-	}).Return(activities.OfferToWaitlistResult{UserID: "u2"}, nil).Once()
+	}).Return(contract.OfferToWaitlistResult{UserID: "u2"}, nil).Once()
 	child := OrderInput{OrderID: flashsale.WaitlistOrderID(testOrderID), UserID: "u2", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID}
 	s.mockOfferChild(child)
 	var started workflow.Info
@@ -40,7 +38,7 @@ func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
 	})
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalCancel, CancelRequest{}) }, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
@@ -55,7 +53,7 @@ func (s *orderSuite) TestNobodyWaitingReleasesToOpenSale() {
 	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(SignalCancel, CancelRequest{}) }, time.Minute)
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusCancelled, v.Status)
@@ -65,16 +63,16 @@ func (s *orderSuite) TestNobodyWaitingReleasesToOpenSale() {
 // A waitlist join names no quantity, so a multi-unit release goes straight
 // back to open sale without popping a waiting buyer.
 func (s *orderSuite) TestMultiUnitReleaseSkipsWaitlist() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
-		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 2}}}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
-		Return(activities.CreateOrderResult{Amount: 2 * testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
-	s.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Return(activities.CloseOrderResult{}, nil).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
+		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 2}}}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
+		Return(contract.CreateOrderResult{Amount: 2 * testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 2}},
-	}).Return(activities.ReleaseStockResult{Released: 2}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 2}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input(flashsale.Item{SKU: "1001", Quantity: 2}))
+	s.env.ExecuteWorkflow(s.wf, input(flashsale.Item{SKU: "1001", Quantity: 2}))
 
 	s.Equal(flashsale.StatusExpired, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
@@ -91,21 +89,21 @@ func offerInput() OrderInput {
 // nobody waiting, releases it to open sale.
 func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	in := offerInput()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, activities.ReserveStockInput{
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, contract.ReserveStockInput{
 		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID, UserID: in.UserID,
-	}).Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
-	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+	}).Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("limit", contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, contract.OfferToWaitlistInput{
 		ReleasedOrderID: in.OrderID, SKU: "1001",
-	}).Return(activities.OfferToWaitlistResult{}, nil).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, activities.ReleaseStockInput{
+	}).Return(contract.OfferToWaitlistResult{}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID,
-	}).Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	}).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -119,20 +117,20 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 // buyers still waiting were passed over).
 func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
 	in := offerInput()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
-		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("limit", activities.TypeFor(flashsale.LimitExceeded), nil)).Once()
-	s.env.OnActivity(a.OfferToWaitlist, mock.Anything, activities.OfferToWaitlistInput{
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
+		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("limit", contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
+	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, contract.OfferToWaitlistInput{
 		ReleasedOrderID: in.OrderID, SKU: "1001",
-	}).Return(activities.OfferToWaitlistResult{UserID: "u3"}, nil).Once()
+	}).Return(contract.OfferToWaitlistResult{UserID: "u3"}, nil).Once()
 	next := OrderInput{OrderID: flashsale.WaitlistOrderID(in.OrderID), UserID: "u3",
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: in.OrderID}
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, in).Return(OrderWorkflow)
-	s.env.OnWorkflow(OrderWorkflow, mock.Anything, next).
+	s.env.OnWorkflow(s.wf, mock.Anything, in).Return(s.wf)
+	s.env.OnWorkflow(s.wf, mock.Anything, next).
 		Return(OrderView{OrderID: next.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -144,14 +142,14 @@ func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
 // A rejection for any other reason (here the id taken by another order)
 // is not a unit on its way to a waiting buyer: it goes back on open sale.
 func (s *orderSuite) TestOrderIDConflictReleasesUnits() {
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.Anything).
-		Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).Return(activities.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("taken", activities.TypeFor(flashsale.OrderIDConflict), nil)).Once()
-	s.env.OnActivity(a.ReleaseStock, mock.Anything, mock.Anything).
-		Return(activities.ReleaseStockResult{Released: 1}, nil).Once()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
+		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
+		temporal.NewNonRetryableApplicationError("taken", contract.TypeFor(flashsale.OrderIDConflict), nil)).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).
+		Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 
-	s.env.ExecuteWorkflow(OrderWorkflow, input())
+	s.env.ExecuteWorkflow(s.wf, input())
 
 	v := s.result()
 	s.Equal(flashsale.StatusRejected, v.Status)
@@ -162,16 +160,16 @@ func (s *orderSuite) TestOrderIDConflictReleasesUnits() {
 // The offer is paid like any order: nothing is released.
 func (s *orderSuite) TestWaitlistOrderPaid() {
 	in := offerInput()
-	s.env.OnActivity(a.ReserveStock, mock.Anything, mock.MatchedBy(func(r activities.ReserveStockInput) bool {
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.MatchedBy(func(r contract.ReserveStockInput) bool {
 		return r.FromOrder == testOrderID
-	})).Return(activities.ReserveStockResult{Reservations: []inventory.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
-	s.env.OnActivity(a.CreateOrder, mock.Anything, mock.Anything).
-		Return(activities.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute)}, nil).Once()
-	s.env.OnActivity(a.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(activities.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: orderdb.PaymentCaptured}, nil).Once()
+	})).Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
+		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute)}, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
 	s.pay(time.Minute, Payment{TransactionID: "t-wl", Amount: testAmount}, func(PaymentOutcome) {})
 
-	s.env.ExecuteWorkflow(OrderWorkflow, in)
+	s.env.ExecuteWorkflow(s.wf, in)
 
 	s.Equal(flashsale.StatusPaid, s.result().Status)
 	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)

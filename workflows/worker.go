@@ -7,24 +7,19 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-
-	"github.com/flashsale/flashsale/activities"
 )
 
-// Register puts every workflow of this package and the activities they
-// run on w: the order, the reconciler, the resync and the sale. The reconciler's
-// activities share the order activities' stores and logger. This file only
-// registers: acts is built, and the worker given its options, where the
-// process is assembled (internal/app), so workflows reaches no store.
-func Register(w worker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflow(OrderWorkflow)
-	w.RegisterActivity(acts)
+// Register puts every workflow of this package on w: the order (both
+// types), the reconciler, the resync and the sale. The workflows run their
+// activities by the names in package contract; the activities themselves
+// are built and registered under those names where the process is assembled
+// (internal/app), with the worker's options, so workflows reaches no store.
+func Register(w worker.Registry) {
+	w.RegisterWorkflow(OrderWorkflow) // orders in flight since before OrderWorkflowV2
+	w.RegisterWorkflow(OrderWorkflowV2)
 	w.RegisterWorkflow(ReconcileWorkflow)
 	w.RegisterWorkflow(ResyncWorkflow)
 	w.RegisterWorkflow(SaleWorkflow)
-	w.RegisterActivity(&activities.Reconciler{
-		Stock: acts.Stock, Orders: acts.Orders, Logger: acts.Logger, OrderWorkflowID: OrderWorkflowID,
-	})
 }
 
 // LongestTask is the longest a worker may be holding one task: the longest

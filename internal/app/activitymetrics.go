@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/metrics"
 )
 
@@ -120,7 +120,7 @@ func orderStatusOf(name string, args []any, res any, err error) flashsale.Status
 		// a timeout) rejects it.
 		if name == "ReserveStock" || name == "CreateOrder" {
 			app, isApp := errors.AsType[*temporal.ApplicationError](err)
-			if code, ok := activities.CodeOf(err); ok && isApp && app.NonRetryable() && rejects[code] {
+			if code, ok := contract.CodeOf(err); ok && isApp && app.NonRetryable() && rejects[code] {
 				return flashsale.StatusRejected
 			}
 		}
@@ -130,12 +130,12 @@ func orderStatusOf(name string, args []any, res any, err error) flashsale.Status
 	case "CreateOrder":
 		return flashsale.StatusPendingPayment
 	case "ConfirmPayment":
-		if r, ok := res.(activities.ConfirmPaymentResult); ok && !r.Duplicate && r.OrderStatus == flashsale.StatusPaid {
+		if r, ok := res.(contract.ConfirmPaymentResult); ok && !r.Duplicate && r.OrderStatus == flashsale.StatusPaid {
 			return flashsale.StatusPaid
 		}
 	case "CloseOrder":
 		if len(args) == 1 {
-			if in, ok := args[0].(activities.CloseOrderInput); ok && !in.Abandon {
+			if in, ok := args[0].(contract.CloseOrderInput); ok && !in.Abandon {
 				return in.Status
 			}
 		}
@@ -150,11 +150,11 @@ func correctionOf(res any, err error) (kind string, units int64) {
 		return "", 0
 	}
 	switch r := res.(type) {
-	case activities.CorrectStockResult:
+	case contract.CorrectStockResult:
 		if r.Claimed && r.Applied != 0 {
 			return "correct", max(r.Applied, -r.Applied)
 		}
-	case activities.RestoreStockResult:
+	case contract.RestoreStockResult:
 		if r.Restored {
 			return "restore", 0
 		}

@@ -61,9 +61,9 @@ func SaleStore(b *backend.Backend) *sale.Store {
 	})
 }
 
-// NewWorker returns a worker on b's task queue with every workflow and
-// activity registered (workflows.Register); the caller starts and stops
-// it. Interceptors wrap every workflow and activity, local ones included:
+// NewWorker returns a worker on b's task queue with every workflow
+// (workflows.Register) and activity (RegisterActivities) registered; the
+// caller starts and stops it. Interceptors wrap every workflow and activity, local ones included:
 // the worker process passes its activity metrics and, in the
 // fault-injection build, its fault injectors.
 func NewWorker(b *backend.Backend, interceptors ...interceptor.WorkerInterceptor) worker.Worker {
@@ -80,6 +80,18 @@ func NewWorker(b *backend.Backend, interceptors ...interceptor.WorkerInterceptor
 		// the other interceptors' log lines carry it too.
 		Interceptors: append([]interceptor.WorkerInterceptor{requestid.NewWorkerInterceptor()}, interceptors...),
 	})
-	workflows.Register(w, Activities(b))
+	workflows.Register(w)
+	RegisterActivities(w, Activities(b))
 	return w
+}
+
+// RegisterActivities puts acts and the reconciler's activities on w, each
+// method under its own name: the names the workflows run them by (package
+// contract) and that recorded histories carry. The reconciler shares the
+// order activities' stores and logger.
+func RegisterActivities(w worker.Registry, acts *activities.Activities) {
+	w.RegisterActivity(acts)
+	w.RegisterActivity(&activities.Reconciler{
+		Stock: acts.Stock, Orders: acts.Orders, Logger: acts.Logger, OrderWorkflowID: workflows.OrderWorkflowID,
+	})
 }

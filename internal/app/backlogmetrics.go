@@ -2,13 +2,13 @@ package app
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale/internal/metrics"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -37,36 +37,22 @@ const (
 	backlogTimeout = 2 * time.Second
 )
 
-// backlogCollector is a prometheus.Collector for the backlog gauges. A
+// newBacklogCollector is a prometheus.Collector for the backlog gauges. A
 // failed read leaves its gauge out (no stale number) and counts in
 // flashsale_backlog_read_errors.
-type backlogCollector struct {
+func newBacklogCollector(temporal client.Client, orders *orderdb.Store) prometheus.Collector {
+	c := backlog{temporal: temporal, orders: orders}
+	return &metrics.Cached{Descs: []*prometheus.Desc{stalledDesc, refundsDesc, backlogErrorsDesc},
+		Every: backlogCacheFor, Read: c.read}
+}
+
+// backlog reads the backlog gauges from where they are recorded.
+type backlog struct {
 	temporal client.Client
 	orders   *orderdb.Store
-
-	mu     sync.Mutex
-	at     time.Time
-	cached []prometheus.Metric
 }
 
-func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- stalledDesc
-	ch <- refundsDesc
-	ch <- backlogErrorsDesc
-}
-
-func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if now := time.Now(); c.cached == nil || now.Sub(c.at) >= backlogCacheFor {
-		c.cached, c.at = c.read(), now
-	}
-	for _, m := range c.cached {
-		ch <- m
-	}
-}
-
-func (c *backlogCollector) read() []prometheus.Metric {
+func (c backlog) read() []prometheus.Metric {
 	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
 	defer cancel()
 	var out []prometheus.Metric

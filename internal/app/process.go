@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os/signal"
@@ -24,10 +25,30 @@ func NewLogger(getenv func(string) string, w io.Writer) (*slog.Logger, error) {
 	return logger, nil
 }
 
-// SignalContext returns a copy of ctx that is done on SIGINT or SIGTERM:
-// the start of a graceful stop for both commands.
-func SignalContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+// Process is a command's running half, the worker (OpenWorker) or the API
+// (OpenAPI): Run until its context is done, then Close.
+type Process interface {
+	Run(ctx context.Context) error
+	Close()
+}
+
+// Run is the rest of a command once its flags are read: it loads the
+// configuration from the environment, opens the process, and runs it until
+// SIGINT or SIGTERM, the start of a graceful stop. open reads what only its
+// command needs, after the shared configuration, and connects.
+func Run(open func(ctx context.Context, cfg config.Config) (Process, error)) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return fmt.Errorf("load config: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	p, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return p.Run(ctx)
 }
 
 // process is what the worker and the API open the same way: the metrics

@@ -52,7 +52,7 @@ func OpenWorker(ctx context.Context, cfg config.Config, logger *slog.Logger, opt
 	interceptors := opts.Interceptors
 	if mx := p.metrics; mx != nil {
 		activityMetrics := NewActivityMetrics()
-		backlog := &backlogCollector{temporal: b.Temporal, orders: b.Orders}
+		backlog := newBacklogCollector(b.Temporal, b.Orders)
 		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(activityMetrics),
 			mx.Registry.Register(backlog)); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/workflows"
@@ -133,7 +134,7 @@ func (c *checker) checkSKU(ctx context.Context, sku string) error {
 			fmt.Sprintf("%s: redis resync pending (%d degraded moves); reservations are MySQL-only until resync-%s clears it", sku, inv.RedisResync, sku))
 	}
 
-	obs, err := c.recon.ObserveStock(ctx, activities.ObserveStockInput{SKUs: []string{sku}})
+	obs, err := c.recon.ObserveStock(ctx, contract.ObserveStockInput{SKUs: []string{sku}})
 	if err != nil {
 		return err
 	}

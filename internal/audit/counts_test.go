@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/audit"
 )
 
@@ -21,7 +21,7 @@ func TestOversoldAndUndersold(t *testing.T) {
 		"a unit left on sale":    {audit.SKUState{Total: 20, Sold: 19, Available: 1, PaidUnits: 19}, 0, 1},
 		"a unit lost":            {audit.SKUState{Total: 20, Sold: 19, PaidUnits: 19}, 0, 2},
 		"redis short of mysql": {audit.SKUState{Total: 20, Sold: 20, PaidUnits: 20,
-			Redis: activities.StockObservation{Drift: 2}}, 0, 2},
+			Redis: contract.StockObservation{Drift: 2}}, 0, 2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Equal(t, tc.over, tc.s.Oversold())

@@ -6,7 +6,7 @@ package audit
 import (
 	"time"
 
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // Kind names the invariant a violation breaks. Expected and Actual hold
@@ -93,8 +93,8 @@ type SKUState struct {
 	PendingUnits int64  `json:"pending_units"`
 	PaidUnits    int64  `json:"paid_units"`
 	// Redis is the reconciler's observation of the SKU.
-	Redis         activities.StockObservation `json:"redis"`
-	OpenWorkflows int                         `json:"open_workflows"`
+	Redis         contract.StockObservation `json:"redis"`
+	OpenWorkflows int                       `json:"open_workflows"`
 }
 
 // Oversold counts units sold beyond the stock or without a paid order to

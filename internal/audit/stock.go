@@ -6,7 +6,7 @@ package audit
 import (
 	"fmt"
 
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
@@ -63,7 +63,7 @@ func (c *checker) checkStock(a orderdb.SKUAudit) {
 }
 
 // checkRedis compares Redis with MySQL the way the reconciler does.
-func (c *checker) checkRedis(obs activities.StockObservation) {
+func (c *checker) checkRedis(obs contract.StockObservation) {
 	sku := obs.SKU
 	switch {
 	case obs.UnknownSKU:

@@ -3,11 +3,9 @@
 package backend
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,29 +15,12 @@ import (
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRedisLoggerWritesJSON makes go-redis log for real (a SET with an
 // expiry under a millisecond, which it truncates and warns about) against
 // the real Redis, and finds the line in the process's JSON log, with the
 // request id of the context that caused it.
 func TestRedisLoggerWritesJSON(t *testing.T) {
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	SetRedisLogger(slog.New(slog.NewJSONHandler(out, nil)))
 	t.Cleanup(func() { SetRedisLogger(slog.Default()) })
 

@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // Define and Preheat on the real MySQL and Redis; Temporal's answer to
@@ -35,7 +36,7 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	running := int64(0)
 	tc := mocks.NewClient(t)
 	tc.On("CountWorkflow", mock.Anything, mock.MatchedBy(func(r *workflowservice.CountWorkflowExecutionsRequest) bool {
-		return r.GetQuery() == "ExecutionStatus = 'Running' AND WorkflowType = 'OrderWorkflow' AND SkuIds = '"+sku+"'"
+		return r.GetQuery() == workflows.RunningOrdersQuery(sku)
 	})).Return(func(context.Context, *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
 		return &workflowservice.CountWorkflowExecutionsResponse{Count: running}, nil
 	}).Maybe()

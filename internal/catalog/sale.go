@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/sale"
@@ -142,7 +142,7 @@ func (s Sales) Control(ctx context.Context, sku, action, reason string) (workflo
 
 // saleError codes what the sale workflow or Temporal answered.
 func saleError(sku string, err error) error {
-	if code, ok := activities.CodeOf(err); ok {
+	if code, ok := contract.CodeOf(err); ok {
 		// The workflow's words ("the sale is OPEN") name no internals.
 		msg := "the sale's state does not allow this"
 		if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.Message() != "" {

@@ -175,14 +175,15 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	admitOne := func(ctx context.Context, it flashsale.Item) (admission, error) {
 		return g.admitItem(ctx, req.UserID, it)
 	}
-	// The permit before the window: refused by the limit, the request has
-	// taken no units of the window, whose give-back would make the stock
-	// reads of the requests beside it stale.
-	if err := t.hold(); err != nil {
+	// The window before the permit: a sold-out SKU is answered SOLD_OUT
+	// by its stock read, never BUSY because the requests reading it at
+	// the same moment held every permit. shedLocal has already refused
+	// what the limit would, so a give-back of the window here is rare.
+	if err := t.take(ctx, items, admitOne); err != nil {
 		return nil, err
 	}
-	if err := t.take(ctx, items, admitOne); err != nil {
-		t.Placed(false)
+	if err := t.hold(); err != nil {
+		t.release()
 		return nil, err
 	}
 

@@ -19,12 +19,12 @@ func (g *Gate) admitDegraded(ctx context.Context, items []flashsale.Item) (*Tick
 		return nil, err
 	}
 	t := &Ticket{g: g, window: g.degraded, Degraded: true}
-	// The permit first, as in admit.
-	if err := t.hold(); err != nil {
+	// The window before the permit, as in admit.
+	if err := t.take(ctx, items, g.admitDegradedItem); err != nil {
 		return nil, err
 	}
-	if err := t.take(ctx, items, g.admitDegradedItem); err != nil {
-		t.Placed(false)
+	if err := t.hold(); err != nil {
+		t.release()
 		return nil, err
 	}
 	g.stats.admitted.Add(1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/redisguard"
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // mysqlStock stands in for MySQL's available units on the degraded path,
@@ -40,11 +40,7 @@ func (m *mysqlStock) available(_ context.Context, sku string) (int64, error) {
 // address) and whose MySQL has units.
 func downGate(t *testing.T, units int64, opts Options) (*Gate, *mysqlStock) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.FreeAddr(t), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	m := &mysqlStock{known: true}
 	m.units.Store(units)

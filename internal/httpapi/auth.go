@@ -42,7 +42,7 @@ func (s *Server) authenticate(r *http.Request, allowAdmin bool) (caller, error) 
 // only repeat the token's subject.
 func (c caller) claimedUser(bodyUserID string) error {
 	if bodyUserID != "" && bodyUserID != c.buyer {
-		return &flashsale.Error{Code: flashsale.UserMismatch}
+		return &flashsale.Error{Code: UserMismatch}
 	}
 	return nil
 }
@@ -63,7 +63,7 @@ func (s *Server) isAdmin(token string) bool {
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.isAdmin(identity.BearerToken(r.Header.Get("Authorization"))) {
-			s.writeError(w, r, &flashsale.Error{Code: flashsale.Unauthorized})
+			s.writeError(w, r, &flashsale.Error{Code: Unauthorized})
 			return
 		}
 		h(w, r)

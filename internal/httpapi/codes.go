@@ -7,6 +7,10 @@ import "github.com/flashsale/flashsale"
 // body, signature), so they are declared here, beside the one table that
 // maps them (answers), and not in the domain's vocabulary.
 const (
+	// Unauthorized: an operator endpoint without the admin bearer token.
+	Unauthorized flashsale.Code = "UNAUTHORIZED"
+	// UserMismatch: a body's user_id names another buyer than the token.
+	UserMismatch flashsale.Code = "USER_MISMATCH"
 	// BadSignature: a payment callback whose X-Signature does not verify.
 	BadSignature flashsale.Code = "BAD_SIGNATURE"
 	// NotFound: no such route (or no such public page).

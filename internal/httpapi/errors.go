@@ -48,9 +48,9 @@ var answers = map[flashsale.Code]answer{
 	MethodNotAllowed: {status: http.StatusMethodNotAllowed, message: "method not allowed"},
 	flashsale.Unauthenticated: {status: http.StatusUnauthorized, message: "missing, expired or invalid buyer token",
 		challenge: `Bearer realm="flashsale"`},
-	flashsale.Unauthorized: {status: http.StatusUnauthorized, message: "missing or wrong admin bearer token",
+	Unauthorized: {status: http.StatusUnauthorized, message: "missing or wrong admin bearer token",
 		challenge: `Bearer realm="flashsale-admin"`},
-	flashsale.UserMismatch: {status: http.StatusForbidden,
+	UserMismatch: {status: http.StatusForbidden,
 		message: "user_id differs from the buyer the token names; leave it out or send your own"},
 	BadSignature: {status: http.StatusUnauthorized, message: "bad signature"},
 

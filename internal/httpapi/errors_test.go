@@ -141,7 +141,7 @@ func TestAnswersTable(t *testing.T) {
 	// A caller's token is refused with the scheme it must use (a payment
 	// provider's bad signature names none: it signs, it has no token).
 	require.NotEmpty(t, answers[flashsale.Unauthenticated].challenge)
-	require.NotEmpty(t, answers[flashsale.Unauthorized].challenge)
+	require.NotEmpty(t, answers[Unauthorized].challenge)
 	for _, code := range []flashsale.Code{flashsale.Internal, flashsale.Permanent, flashsale.AlreadyPaid,
 		flashsale.AlreadyReleased, flashsale.PaymentReceived, flashsale.PaymentTimeout, flashsale.CancelledByUser,
 		flashsale.UnknownOrder, flashsale.PaymentFailed, "SOMETHING_NEW"} {

@@ -28,6 +28,7 @@ import (
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // Test secrets: long enough for the API's minimum, never used elsewhere.
@@ -363,7 +364,8 @@ func (s *stack) countWorkflows(sku string) int64 {
 	s.t.Helper()
 	resp, err := s.b.Temporal.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
 		Namespace: s.cfg.TemporalNamespace,
-		Query:     fmt.Sprintf("WorkflowType = 'OrderWorkflow' AND SkuIds = '%s'", sku),
+		Query: fmt.Sprintf("WorkflowType IN ('%s') AND SkuIds = '%s'",
+			strings.Join(workflows.OrderWorkflowTypes, "', '"), sku),
 	})
 	require.NoError(s.t, err)
 	return resp.GetCount()

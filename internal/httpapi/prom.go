@@ -102,7 +102,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range append([]prometheus.Collector{
 		s.prom.requests, s.prom.duration, s.prom.buy, s.prom.placements, s.prom.started,
 		&edgeCollector{gate: s.gate},
-		&skuCollector{s: s},
+		newSKUCollector(s),
 	}, placementCollectors(s.placements)...) {
 		if err := reg.Register(c); err != nil {
 			return err
@@ -350,35 +350,20 @@ var (
 		"Reads for the per-SKU gauges that failed or timed out in the last scrape.", nil, nil)
 )
 
-// skuCollector reads the recent SKUs' stock at scrape time, within
+// newSKUCollector reads the recent SKUs' stock at scrape time, within
 // skuScrapeTimeout, at most once per skuCacheFor.
+func newSKUCollector(s *Server) prometheus.Collector {
+	c := skuCollector{s: s}
+	return &fsmetrics.Cached{Descs: []*prometheus.Desc{skuRedisAvailableDesc, skuRedisBucketDesc, skuSoldOutDesc,
+		skuDriftDesc, skuMySQLDesc, skuTotalDesc, skuReadErrorsDesc}, Every: skuCacheFor, Read: c.read}
+}
+
+// skuCollector reads the per-SKU gauges from Redis and MySQL.
 type skuCollector struct {
 	s *Server
-
-	mu     sync.Mutex
-	at     time.Time
-	cached []prometheus.Metric
 }
 
-func (c *skuCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{skuRedisAvailableDesc, skuRedisBucketDesc, skuSoldOutDesc, skuDriftDesc,
-		skuMySQLDesc, skuTotalDesc, skuReadErrorsDesc} {
-		ch <- d
-	}
-}
-
-func (c *skuCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if now := time.Now(); c.cached == nil || now.Sub(c.at) >= skuCacheFor {
-		c.cached, c.at = c.read(), now
-	}
-	for _, m := range c.cached {
-		ch <- m
-	}
-}
-
-func (c *skuCollector) read() []prometheus.Metric {
+func (c skuCollector) read() []prometheus.Metric {
 	ctx, cancel := context.WithTimeout(context.Background(), skuScrapeTimeout)
 	defer cancel()
 	var out []prometheus.Metric
@@ -424,7 +409,7 @@ func (c *skuCollector) read() []prometheus.Metric {
 // errRedisDown: the breaker is open, so the scrape does not ask Redis.
 var errRedisDown = errors.New("redis circuit breaker open")
 
-func (c *skuCollector) redisStock(ctx context.Context, sku string) (inventory.Stock, error) {
+func (c skuCollector) redisStock(ctx context.Context, sku string) (inventory.Stock, error) {
 	if !c.s.deps.Guard.Up() {
 		return inventory.Stock{}, errRedisDown
 	}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +21,10 @@ import (
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
-// lockedBuffer is a log sink shared by the API, the client and the worker.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines decodes every JSON log line written so far.
-func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
-	b.mu.Lock()
-	data := bytes.Clone(b.buf.Bytes())
-	b.mu.Unlock()
+// logLines decodes every JSON log line written to b so far.
+func logLines(t *testing.T, b *testenv.Buffer) []map[string]any {
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(bytes.NewReader(b.Bytes()))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var m map[string]any
@@ -57,7 +41,7 @@ func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 // propagated context). A buy without the header gets a minted id, echoed,
 // that reaches the worker the same way.
 func TestRequestIDReachesWorkerLogs(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sys := apptest.Start(t, apptest.Options{Name: "reqid-test", Logger: logger, API: &httpapi.Config{
 		WebhookSecrets: []string{testSecret}, AdminToken: testAdmin, Identity: identity.Config{Secret: []byte(testBuyerKey)},
@@ -97,7 +81,7 @@ func TestRequestIDReachesWorkerLogs(t *testing.T) {
 	for orderID, requestID := range requests {
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			var workflowLine, activityLine bool
-			for _, l := range logs.lines(t) {
+			for _, l := range logLines(t, logs) {
 				if l["request_id"] != requestID {
 					continue
 				}
@@ -118,7 +102,7 @@ func TestRequestIDReachesWorkerLogs(t *testing.T) {
 	}
 
 	// No other order's lines carry these ids: the id names one request.
-	for _, l := range logs.lines(t) {
+	for _, l := range logLines(t, logs) {
 		if l["request_id"] == given && l["order_id"] != nil {
 			require.Equal(t, first, l["order_id"], "%v", l)
 		}

@@ -6,27 +6,20 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/flashsale/internal/luascript"
 )
 
 // Every Lua script of the package, in one place. Each *.lua file documents
 // its KEYS and ARGV; every script touches the keys of one slot only, so a
 // cluster client can run it (keys.go). Scripts are embedded so the binary
-// and the Lua cannot drift apart, and wrapped in redis.Script so calls go
-// out as EVALSHA (the hash, not the source, on the wire) with a fallback to
-// EVAL after a NOSCRIPT.
+// and the Lua cannot drift apart, and loaded by luascript.Load (EVALSHA,
+// falling back to EVAL after a NOSCRIPT).
 //
 //go:embed *.lua
 var luaFiles embed.FS
 
-// script wraps the embedded file name; a missing file is a build mistake,
-// found by any test that loads the package.
-func script(name string) *redis.Script {
-	src, err := luaFiles.ReadFile(name)
-	if err != nil {
-		panic(fmt.Sprintf("inventory: embedded script %s: %v", name, err))
-	}
-	return redis.NewScript(string(src))
-}
+func script(name string) *redis.Script { return luascript.Load(luaFiles, name) }
 
 var (
 	// The buying path: a reservation, its give-back, the sold-out flag and

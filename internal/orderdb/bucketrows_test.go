@@ -5,6 +5,7 @@ package orderdb_test
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"testing"
 
 	"github.com/flashsale/flashsale"
@@ -179,6 +180,44 @@ func TestBucketRowsGather(t *testing.T) {
 	require.NoError(t, err)
 	createOrder(t, s, "all", item("thin", 6))
 	checkRows(t, s, "thin")
+}
+
+// A create takes the row of the bucket Redis took its units from
+// (NewOrder.Buckets), wherever crc32 of its id would have started; when
+// that row is empty it walks on from there, and a bucket past the rows (Redis
+// resized, MySQL not split yet) starts the same walk modulo the rows.
+func TestBucketRowsTakeTheRedisBucket(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	split := func(sku string, units int64) {
+		putSKU(t, s, sku, units, 100)
+		_, err := s.SplitStock(ctx, sku, 4)
+		require.NoError(t, err)
+	}
+	create := func(sku, id string, bucket int) int64 {
+		t.Helper()
+		o := newOrder(id, "user-"+id, item(sku, 1))
+		o.Buckets = map[string]int{sku: bucket}
+		_, err := s.CreateOrder(ctx, o)
+		require.NoError(t, err)
+		return count(t, s, `SELECT bucket FROM order_items WHERE order_id = ?`, id)
+	}
+
+	split("mirror", 8) // 2, 2, 2, 2
+	for _, id := range []string{"m-a", "m-b"} {
+		named := int(crc32.ChecksumIEEE([]byte(id))%4+1) % 4 // never where crc32 starts
+		require.Equal(t, int64(named), create("mirror", id, named), "%s took from the bucket Redis named", id)
+	}
+	checkRows(t, s, "mirror")
+
+	split("drained", 4) // 1, 1, 1, 1
+	require.Equal(t, int64(1), create("drained", "d-1", 1))
+	require.Equal(t, int64(2), create("drained", "d-2", 1), "an empty bucket row walks on to the next")
+	checkRows(t, s, "drained")
+
+	split("resized", 4)
+	require.Equal(t, int64(3), create("resized", "r-7", 7), "bucket 7 of 8 in Redis against 4 rows: row 3")
+	checkRows(t, s, "resized")
 }
 
 // A resize of the Redis buckets splits the rows anew: available units are

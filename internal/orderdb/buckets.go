@@ -73,8 +73,9 @@ func (bucketRow) TableName() string { return "inventory_buckets" }
 // truth (Inventory) stays the same: its row plus its bucket rows. Each
 // row's move is journaled (MOVE; the deltas sum to zero over the SKU).
 //
-// A create takes from the bucket row crc32(order id) % rows, where Redis
-// starts its walk too, then from any row with the units, then gathers
+// A create takes from the row of the bucket Redis took its units from
+// (NewOrder.Buckets; without one, crc32(order id) % rows, where Redis
+// starts its walk), then from any row with the units, then gathers
 // them onto the inventory row when no single row has enough. Units that
 // come back (releases) go back to the row they were frozen in; restocked
 // units land on the inventory row until the next SplitStock. With another
@@ -209,20 +210,26 @@ func readForCreate(tx *gorm.DB, skus []string) (map[string]inventoryRow, map[str
 }
 
 // pickRow chooses the row a line of qty units of a bucketed SKU takes from,
-// by what an unlocked read found: the bucket row crc32(order id) % rows,
-// where Redis starts its walk for the order, then the next bucket rows in
-// Redis's order, then the inventory row (nil). ok is false when no single
-// row has qty units.
-func pickRow(orderID string, inv inventoryRow, rows []bucketRow, qty int64) (bucket *int, ok bool) {
+// by what an unlocked read found: the bucket row start names (the bucket
+// Redis took the units from, NewOrder.Buckets), or without one
+// crc32(order id) % rows, where Redis starts its walk for the order; then
+// the next bucket rows in Redis's order, then the inventory row (nil). ok
+// is false when no single row has qty units.
+func pickRow(orderID string, start *int, inv inventoryRow, rows []bucketRow, qty int64) (bucket *int, ok bool) {
 	if len(rows) > 0 {
 		byBucket := make(map[int]bucketRow, len(rows))
 		for _, r := range rows {
 			byBucket[r.Bucket] = r
 		}
 		n := max(inv.BucketRows, rows[len(rows)-1].Bucket+1)
-		start := int(crc32.ChecksumIEEE([]byte(orderID)) % uint32(n))
+		first := int(crc32.ChecksumIEEE([]byte(orderID)) % uint32(n))
+		if start != nil && *start >= 0 {
+			// Redis may have more buckets than MySQL has rows (a resize
+			// not split yet): the same walk, from the same place.
+			first = *start % n
+		}
 		for k := range n {
-			if r, found := byBucket[(start+k)%n]; found && r.Available >= qty && r.SaleStartedAt.Equal(inv.SaleStartedAt) {
+			if r, found := byBucket[(first+k)%n]; found && r.Available >= qty && r.SaleStartedAt.Equal(inv.SaleStartedAt) {
 				b := r.Bucket
 				return &b, true
 			}

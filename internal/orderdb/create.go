@@ -174,7 +174,11 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 			// line no single row can serve gathers the units first (a
 			// rare path, at the end of a sale: it locks early).
 			var ok bool
-			if line.Bucket, ok = pickRow(o.OrderID, inv, buckets[it.SKU], it.Quantity); !ok {
+			var start *int
+			if b, named := o.Buckets[it.SKU]; named {
+				start = &b
+			}
+			if line.Bucket, ok = pickRow(o.OrderID, start, inv, buckets[it.SKU], it.Quantity); !ok {
 				if err := s.gatherFor(tx, inv, buckets[it.SKU], it, o.OrderID, ts); err != nil {
 					return err
 				}

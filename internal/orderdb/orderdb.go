@@ -87,6 +87,13 @@ type NewOrder struct {
 	// the buckets). Creating or closing it flags its SKUs for a Redis
 	// resync (Inventory.RedisResync).
 	Degraded bool `json:"degraded,omitempty"`
+	// Buckets names, per SKU, the Redis bucket the order's units came from
+	// (the one that gave the most): a line of a SKU split into bucket rows
+	// takes from that bucket's row first, so MySQL's rows mirror Redis's
+	// buckets and two orders Redis served from two buckets meet on two
+	// row locks. A SKU it does not name (a degraded order, an older
+	// caller) starts at crc32(order id) % rows, where Redis starts its walk.
+	Buckets map[string]int `json:"buckets,omitempty"`
 }
 
 // RestockResult is the outcome of Restock.

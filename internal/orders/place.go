@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -37,9 +36,6 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 	if in.PaymentTimeout < 0 {
 		return workflows.Reservation{}, flashsale.Errorf(flashsale.Invalid, "payment_timeout must not be negative")
 	}
-	skus := o.SKUs()
-	// The SkuIds search attribute holds them sorted.
-	slices.Sort(skus)
 	start := s.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:        workflows.OrderWorkflowID(in.OrderID),
 		TaskQueue: s.TaskQueue,
@@ -48,14 +44,11 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 		// REJECT_DUPLICATE: a finished order is never bought again.
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		// Set on start, so the Web UI can filter from the first event
-		// without costing the workflow an upsert.
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.OrderStatusKey.ValueSet(string(flashsale.StatusReserving)),
-			workflows.UserIDKey.ValueSet(in.UserID),
-			workflows.SKUIDsKey.ValueSet(skus),
-		),
-		StaticSummary: fmt.Sprintf("order %s by %s", in.OrderID, in.UserID),
-	}, workflows.OrderWorkflow, in)
+		// without costing the workflow an upsert; OrderStatus is already
+		// the PENDING_PAYMENT a reserved order keeps.
+		TypedSearchAttributes: workflows.OrderSearchAttributes(in),
+		StaticSummary:         fmt.Sprintf("order %s by %s", in.OrderID, in.UserID),
+	}, workflows.OrderWorkflowV2, in)
 
 	h, err := s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,

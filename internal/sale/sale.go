@@ -21,40 +21,27 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/luascript"
 )
 
-// State is where a sale stands.
-type State string
+// State is where a sale stands: the house's flashsale.SaleState, which
+// SaleWorkflow decides and this store keeps.
+type State = flashsale.SaleState
 
 // States of a sale, in the order a sale goes through them (PAUSED and OPEN
-// may alternate).
+// may alternate); see flashsale.SaleState.
 const (
-	// Prequeue: buyers enter; nobody may buy.
-	Prequeue State = "PREQUEUE"
-	// Shuffling: the entrants are frozen and being ranked; later arrivals
-	// are ranked after them.
-	Shuffling State = "SHUFFLING"
-	// Open: passes are issued and spent.
-	Open State = "OPEN"
-	// Paused: no pass is issued or spent; placed orders go on.
-	Paused State = "PAUSED"
-	// Closed: the sale is over.
-	Closed State = "CLOSED"
+	Prequeue  = flashsale.SaleStatePrequeue
+	Shuffling = flashsale.SaleStateShuffling
+	Open      = flashsale.SaleStateOpen
+	Paused    = flashsale.SaleStatePaused
+	Closed    = flashsale.SaleStateClosed
 )
-
-// DefaultPassTTL is how long a pass may be spent after it was issued.
-const DefaultPassTTL = 60 * time.Second
 
 //go:embed *.lua
 var luaFiles embed.FS
 
-func script(name string) *redis.Script {
-	src, err := luaFiles.ReadFile(name)
-	if err != nil {
-		panic(fmt.Sprintf("sale: embedded script %s: %v", name, err))
-	}
-	return redis.NewScript(string(src))
-}
+func script(name string) *redis.Script { return luascript.Load(luaFiles, name) }
 
 var (
 	prepareScript = script("sale_prepare.lua")

@@ -27,7 +27,8 @@ const (
 // PathCost is what one kind of order cost the server, read from
 // DescribeWorkflowExecution once its workflow had closed. Server CPU
 // follows state transitions (each one a mutable-state write); events are
-// the history's length.
+// the history's length; upserts are its search-attribute upserts, each a
+// visibility write on top of the start's and the close's.
 type PathCost struct {
 	Server    string `json:"server"`
 	Path      string `json:"path"`
@@ -42,16 +43,24 @@ type PathCost struct {
 	Events         int64 `json:"events"`
 	EventsMin      int64 `json:"events_min"`
 	EventsMax      int64 `json:"events_max"`
+	// Upserts is the median count of UpsertWorkflowSearchAttributes events.
+	Upserts    int64 `json:"upserts"`
+	UpsertsMin int64 `json:"upserts_min"`
+	UpsertsMax int64 `json:"upserts_max"`
+	// WorkflowType is the type the path's workflows ran as.
+	WorkflowType string `json:"workflow_type,omitempty"`
 }
 
 // WorkflowCost is one closed workflow's cost.
 type WorkflowCost struct {
-	Transitions, Events int64
-	Status              enums.WorkflowExecutionStatus
+	Transitions, Events, Upserts int64
+	Status                       enums.WorkflowExecutionStatus
+	Type                         string
 }
 
 // DescribeCost waits for the workflow to close (ctx bounds the wait) and
-// reads its state transitions and history length.
+// reads its state transitions, history length and type, then counts its
+// history's search-attribute upserts.
 func DescribeCost(ctx context.Context, c client.Client, workflowID string) (WorkflowCost, error) {
 	// The result (or failure) itself is not the question: only that the
 	// workflow has closed, so its counts are final.
@@ -64,7 +73,19 @@ func DescribeCost(ctx context.Context, c client.Client, workflowID string) (Work
 	if info.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return WorkflowCost{}, fmt.Errorf("describe %s: still running: %w", workflowID, ctx.Err())
 	}
-	return WorkflowCost{Transitions: info.GetStateTransitionCount(), Events: info.GetHistoryLength(), Status: info.GetStatus()}, nil
+	cost := WorkflowCost{Transitions: info.GetStateTransitionCount(), Events: info.GetHistoryLength(),
+		Status: info.GetStatus(), Type: info.GetType().GetName()}
+	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return WorkflowCost{}, fmt.Errorf("history of %s: %w", workflowID, err)
+		}
+		if e.GetEventType() == enums.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES {
+			cost.Upserts++
+		}
+	}
+	return cost, nil
 }
 
 // SummarizeCosts folds several workflows of one path into a PathCost.
@@ -75,11 +96,15 @@ func SummarizeCosts(server, path, status string, costs []WorkflowCost) PathCost 
 	}
 	tr := make([]int64, len(costs))
 	ev := make([]int64, len(costs))
+	up := make([]int64, len(costs))
 	for i, c := range costs {
-		tr[i], ev[i] = c.Transitions, c.Events
+		tr[i], ev[i], up[i] = c.Transitions, c.Events, c.Upserts
 	}
+	pc.WorkflowType = costs[0].Type
 	slices.Sort(tr)
 	slices.Sort(ev)
+	slices.Sort(up)
+	pc.Upserts, pc.UpsertsMin, pc.UpsertsMax = up[(len(up)-1)/2], up[0], up[len(up)-1]
 	// The lower middle for an even count: a count of writes, not a mean.
 	pc.Transitions, pc.TransitionsMin, pc.TransitionsMax = tr[(len(tr)-1)/2], tr[0], tr[len(tr)-1]
 	pc.Events, pc.EventsMin, pc.EventsMax = ev[(len(ev)-1)/2], ev[0], ev[len(ev)-1]

@@ -240,10 +240,11 @@ func (r *Report) Markdown() string {
 	}
 	if len(r.Paths) > 0 {
 		b.WriteString("\nWhat each path costs the server (DescribeWorkflowExecution after it closed; median, range when it varied):\n\n")
-		b.WriteString("| server | path | final status | state transitions | history events | workflows |\n|---|---|---|---:|---:|---:|\n")
+		b.WriteString("| server | path | workflow type | final status | state transitions | history events | search-attribute upserts | workflows |\n|---|---|---|---|---:|---:|---:|---:|\n")
 		for _, p := range r.Paths {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", p.Server, p.Path, p.Status,
-				rangeCell(p.Transitions, p.TransitionsMin, p.TransitionsMax), rangeCell(p.Events, p.EventsMin, p.EventsMax), p.Workflows)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", p.Server, p.Path, p.WorkflowType, p.Status,
+				rangeCell(p.Transitions, p.TransitionsMin, p.TransitionsMax), rangeCell(p.Events, p.EventsMin, p.EventsMax),
+				rangeCell(p.Upserts, p.UpsertsMin, p.UpsertsMax), p.Workflows)
 		}
 	}
 	if len(r.Settings) > 0 {

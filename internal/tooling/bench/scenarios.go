@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
@@ -93,12 +94,21 @@ func MySQLHotRow(ctx context.Context, db *sql.DB, run string, n, conc int) (Stat
 // is part of the whole order's time, and counted in Handoffs. Only an
 // outcome other than PAID is an error.
 func Orders(ctx context.Context, svc *orders.Service, sku string, amount int64, run string, n, conc int) (reserve, whole Stat) {
+	return OrdersPlacedBy(ctx, svc, svc.Place, sku, amount, run, n, conc)
+}
+
+// Place starts an order and answers its reservation: orders.Service.Place,
+// or PlaceOrderWorkflow.
+type Place func(context.Context, workflows.OrderInput) (workflows.Reservation, error)
+
+// OrdersPlacedBy is Orders with the orders started by place.
+func OrdersPlacedBy(ctx context.Context, svc *orders.Service, place Place, sku string, amount int64, run string, n, conc int) (reserve, whole Stat) {
 	reserveLat := make([]time.Duration, n)
 	var handoffs atomic.Int64
 	whole = Measure(ctx, "whole order (reserve + create + pay + confirm)", n, conc, func(ctx context.Context, i int) error {
 		id := fmt.Sprintf("%s-%s-%d", sku, run, i)
 		t0 := time.Now()
-		res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+		res, err := place(ctx, workflows.OrderInput{OrderID: id, UserID: id, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 		reserveLat[i] = time.Since(t0)
 		if err != nil {
 			return err
@@ -128,6 +138,32 @@ func Orders(ctx context.Context, svc *orders.Service, sku string, amount int64, 
 	reserve = Summarize("reservation answer (Update-with-Start)", reserveLat[:whole.Ops], time.Duration(whole.Seconds*float64(time.Second)))
 	reserve.PerSec = whole.PerSec
 	return reserve, whole
+}
+
+// PlaceOrderWorkflow places an order as the starters did before
+// OrderWorkflowV2: the first type, started RESERVING, so the two types'
+// whole orders can be measured side by side. Nothing else starts it.
+func PlaceOrderWorkflow(c client.Client, queue string) Place {
+	return func(ctx context.Context, in workflows.OrderInput) (workflows.Reservation, error) {
+		op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID: workflows.OrderWorkflowID(in.OrderID), TaskQueue: queue,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				workflows.OrderStatusKey.ValueSet(string(flashsale.StatusReserving)),
+				workflows.UserIDKey.ValueSet(in.UserID), workflows.SKUIDsKey.ValueSet(in.Order().SKUs())),
+		}, workflows.OrderWorkflow, in)
+		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: op,
+			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateReserve,
+				UpdateID: workflows.UpdateReserve + "-" + in.UserID, Args: []any{workflows.ReserveRequest{UserID: in.UserID}},
+				WaitForStage: client.WorkflowUpdateStageCompleted},
+		})
+		var res workflows.Reservation
+		if err == nil {
+			err = h.Get(ctx, &res)
+		}
+		return res, err
+	}
 }
 
 // Ceiling measures the cheapest durable order the server can run: a

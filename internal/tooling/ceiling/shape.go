@@ -27,6 +27,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -158,11 +159,11 @@ func (w *Work) ShapeReserve(ctx context.Context, in ShapeInput) (int64, error) {
 		return 0, nil
 	}
 	items := []flashsale.Item{{SKU: in.SKU, Quantity: 1}}
-	r, err := w.Acts.ReserveStock(ctx, activities.ReserveStockInput{OrderID: in.OrderID, UserID: in.UserID, Items: items})
+	r, err := w.Acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: in.OrderID, UserID: in.UserID, Items: items})
 	if err != nil {
 		return 0, err
 	}
-	c, err := w.Acts.CreateOrder(ctx, activities.CreateOrderInput{OrderID: in.OrderID, UserID: in.UserID, Items: items, Degraded: r.Degraded})
+	c, err := w.Acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: in.OrderID, UserID: in.UserID, Items: items, Degraded: r.Degraded})
 	if err != nil {
 		return 0, err
 	}
@@ -174,6 +175,6 @@ func (w *Work) ShapePay(ctx context.Context, in ShapeInput, p PayInput) error {
 	if !in.Physical {
 		return nil
 	}
-	_, err := w.Acts.ConfirmPayment(ctx, activities.ConfirmPaymentInput{OrderID: in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount})
+	_, err := w.Acts.ConfirmPayment(ctx, contract.ConfirmPaymentInput{OrderID: in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount})
 	return err
 }

@@ -119,6 +119,17 @@ func (c *Crowd) Each(fn func(o *Order)) {
 	}
 }
 
+// Start runs the crowd (Run) in the background, while a suite injects its
+// faults, and returns a channel closed once Run has returned.
+func (c *Crowd) Start(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	return done
+}
+
 // Run plays the sale until every unit is sold and none is held, or the
 // Deadline limit passes, and returns when every winner has paid, cancelled
 // or walked away.

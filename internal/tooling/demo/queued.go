@@ -15,7 +15,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/flashsale/flashsale/activities"
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
@@ -36,10 +36,10 @@ import (
 type QueueSummary struct {
 	// SaleWorkflow is the sale's workflow id, listed beside its orders in
 	// the Web UI (SkuIds).
-	SaleWorkflow string                 `json:"sale_workflow"`
-	SeedHash     string                 `json:"seed_hash"`
-	Seed         string                 `json:"seed"`
-	Report       *activities.SaleReport `json:"report"`
+	SaleWorkflow string               `json:"sale_workflow"`
+	SeedHash     string               `json:"seed_hash"`
+	Seed         string               `json:"seed"`
+	Report       *contract.SaleReport `json:"report"`
 	// LateArrivals entered after the open (ranked after the entrants).
 	LateArrivals int64 `json:"late_arrivals"`
 	// WinnerRanks are the ranks of the buyers who bought with a pass, in

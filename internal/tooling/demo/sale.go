@@ -154,7 +154,7 @@ func (st *Stack) summarize(ctx context.Context, o SaleOptions, res loadgen.Resul
 		P50: res.Percentile(0.50), P99: res.Percentile(0.99), P999: res.Percentile(0.999),
 		TimeToReserveAll: res.TimeToReserveAll, Elapsed: res.Elapsed, Load: res}
 	var rows []struct {
-		Status string
+		Status flashsale.Status
 		Orders int64
 		Units  int64
 	}
@@ -168,13 +168,13 @@ func (st *Stack) summarize(ctx context.Context, o SaleOptions, res loadgen.Resul
 	for _, r := range rows {
 		s.Reserved += r.Orders
 		switch r.Status {
-		case "PAID":
+		case flashsale.StatusPaid:
 			s.Paid = r.Units
-		case "CANCELLED":
+		case flashsale.StatusCancelled:
 			s.Cancelled = r.Units
-		case "EXPIRED":
+		case flashsale.StatusExpired:
 			s.Expired = r.Units
-		case "PENDING_PAYMENT":
+		case flashsale.StatusPendingPayment:
 			s.Pending = r.Units
 		}
 	}

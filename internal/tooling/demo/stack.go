@@ -5,7 +5,6 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,13 +20,13 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/internal/app"
-
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/tooling/ceiling"
 	"github.com/flashsale/flashsale/internal/tooling/devstack"
+	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
 // StackOptions chooses the services.
@@ -220,20 +219,13 @@ func (st *Stack) Admin(ctx context.Context, method, path string, in, out any) er
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, st.URL+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+st.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	status, b, err := loadgen.Do(ctx, http.DefaultClient, method, st.URL+path, body,
+		http.Header{"Authorization": {"Bearer " + st.AdminToken}})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	if status/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, status, b)
 	}
 	if out != nil {
 		return json.Unmarshal(b, out)

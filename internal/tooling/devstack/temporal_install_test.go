@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // The first run installs the CLI with go install; the person waiting sees
@@ -47,12 +49,12 @@ esac
 	buildTick = 100 * time.Millisecond
 
 	t.Setenv("STUB_FAIL", "1")
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	_, err := temporalBinary(context.Background(), "go", out)
 	require.ErrorContains(t, err, "no route to proxy", "the go command's last words are in the error")
 
 	t.Setenv("STUB_FAIL", "")
-	out = &syncBuffer{}
+	out = &testenv.Buffer{}
 	bin, err := temporalBinary(context.Background(), "go", out)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(gobin, "temporal"), bin)
@@ -65,7 +67,7 @@ esac
 	require.NotContains(t, got, "temporalcli/devserver", "package names are counted, not listed")
 
 	// Installed once, found from then on without building.
-	out = &syncBuffer{}
+	out = &testenv.Buffer{}
 	again, err := temporalBinary(context.Background(), "go", out)
 	require.NoError(t, err)
 	require.Equal(t, bin, again)

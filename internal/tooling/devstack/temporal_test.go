@@ -1,14 +1,12 @@
 package devstack
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // The flags are written twice, here and in scripts/temporal-dev.sh (for
@@ -57,7 +57,7 @@ func TestTemporalArgsMatchScript(t *testing.T) {
 func TestStartTemporal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var progress syncBuffer
+	var progress testenv.Buffer
 	tp, err := StartTemporal(ctx, TemporalOptions{Progress: &progress})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tp.Stop() })
@@ -107,22 +107,4 @@ func TestStartTemporalPortInUse(t *testing.T) {
 	defer l.Close()
 	_, err = StartTemporal(context.Background(), TemporalOptions{Port: l.Addr().(*net.TCPAddr).Port})
 	require.ErrorContains(t, err, "in use")
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutines under test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

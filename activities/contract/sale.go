@@ -1,0 +1,159 @@
+package contract
+
+import (
+	"time"
+
+	"github.com/flashsale/flashsale"
+)
+
+// A fair sale's activities (SaleWorkflow), as the worker registers them
+// (methods of activities.Activities).
+const (
+	PrepareSale      = "PrepareSale"
+	OpenSale         = "OpenSale"
+	SetSaleState     = "SetSaleState"
+	CancelSaleOrders = "CancelSaleOrders"
+)
+
+// PrepareSaleInput creates a sale.
+type PrepareSaleInput struct {
+	SKU     string        `json:"sku_id"`
+	SaleID  string        `json:"sale_id"`
+	OpensAt time.Time     `json:"opens_at"`
+	PassTTL time.Duration `json:"pass_ttl"`
+}
+
+// PreparedSale is the sale's published commitment.
+type PreparedSale struct {
+	SeedHash string `json:"seed_hash"`
+}
+
+// SaleRequest names a sale.
+type SaleRequest struct {
+	SKU string `json:"sku_id"`
+}
+
+// OpenedSale is what opening a sale did (OpenSale; internal/sale's
+// Opened, the same JSON).
+type OpenedSale struct {
+	// Entrants is how many buyers entered before the freeze.
+	Entrants int64 `json:"entrants"`
+	// Seed is the revealed seed: with the entrants' ids, sale.Ranks
+	// reproduces every rank.
+	Seed string `json:"seed"`
+	// State is the sale's state after the call: OPEN, or PAUSED or CLOSED
+	// for a sale opened before.
+	State flashsale.SaleState `json:"state"`
+}
+
+// SaleStateChange moves a sale from one of From to To.
+type SaleStateChange struct {
+	SKU  string                `json:"sku_id"`
+	To   flashsale.SaleState   `json:"to"`
+	From []flashsale.SaleState `json:"from"`
+}
+
+// VoidedOrders is what CancelSaleOrders did.
+type VoidedOrders struct {
+	// Cancelled is how many running orders of the SKU were sent a cancel.
+	Cancelled int `json:"cancelled"`
+}
+
+// The end of a fair sale (issue 23): a void's refunds, and a closed sale's
+// wait for its last order, check, report, mark and removal of its keys.
+const (
+	RefundSaleOrders = "RefundSaleOrders"
+	AwaitSaleSettled = "AwaitSaleSettled"
+	CheckSaleStock   = "CheckSaleStock"
+	ReportSale       = "ReportSale"
+	EndSale          = "EndSale"
+	RemoveSaleKeys   = "RemoveSaleKeys"
+)
+
+// RefundSaleInput names a voided sale's orders: those holding SKU created
+// since the sale started.
+type RefundSaleInput struct {
+	SKU    string    `json:"sku_id"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
+}
+
+// RefundedOrders is what RefundSaleOrders did.
+type RefundedOrders struct {
+	// Refunded is how many paid orders this call refunded.
+	Refunded int `json:"refunded"`
+}
+
+// SaleSettled is what AwaitSaleSettled saw last.
+type SaleSettled struct {
+	// Looks is how many times it looked.
+	Looks int `json:"looks"`
+}
+
+// SaleReportInput names a sale for its report: its SKU's orders created
+// since the sale started.
+type SaleReportInput struct {
+	SKU   string    `json:"sku_id"`
+	Since time.Time `json:"since"`
+}
+
+// SaleReport is a sale's final report, SaleWorkflow's result: what was
+// sold, for how much, what is owed back, and how fair it was.
+type SaleReport struct {
+	// UnitsSold are the units of the sale's PAID orders; Orders counts
+	// the sale's orders by status.
+	UnitsSold int64                      `json:"units_sold"`
+	Orders    map[flashsale.Status]int64 `json:"orders"`
+	// Revenue is the money captured for paid orders (minor units).
+	Revenue int64 `json:"revenue"`
+	// Refunds and RefundAmount are the payments recorded for refund (late
+	// money, second payments, and a void's refunds); RefundedOrders the
+	// paid orders a void refunded.
+	Refunds        int64 `json:"refunds"`
+	RefundAmount   int64 `json:"refund_amount"`
+	RefundedOrders int64 `json:"refunded_orders"`
+	// Available is the SKU's units left, in MySQL and Redis alike (the
+	// check before the report).
+	Available int64 `json:"available"`
+	// Fairness is the queue's figures; nil when the sale's queue was gone
+	// already.
+	Fairness *SaleFairness `json:"fairness,omitempty"`
+}
+
+// SaleFairness is the queue's account of a sale.
+type SaleFairness struct {
+	// Entrants were ranked by the shuffle; Queued is everyone in the
+	// queue (entrants and later arrivals, FIFO).
+	Entrants int64 `json:"entrants"`
+	Queued   int64 `json:"queued"`
+	// PassesIssued is the serving counter (one pass per rank served);
+	// PassesUsed bought their unit; PassesExpired ran out unused (their
+	// units went to the next rank); PassesUnused were still outstanding
+	// at the close.
+	PassesIssued  int64 `json:"passes_issued"`
+	PassesUsed    int64 `json:"passes_used"`
+	PassesExpired int64 `json:"passes_expired"`
+	PassesUnused  int64 `json:"passes_unused"`
+}
+
+// EndedSale is when a sale ended (EndSale).
+type EndedSale struct {
+	EndedAt time.Time `json:"ended_at"`
+}
+
+// RemoveSaleKeysInput is the sale whose keys go: its SKU and the end
+// EndSale recorded.
+type RemoveSaleKeysInput struct {
+	SKU     string    `json:"sku_id"`
+	EndedAt time.Time `json:"ended_at"`
+}
+
+// RemovedSaleKeys is what RemoveSaleKeys did.
+type RemovedSaleKeys struct {
+	// Removed counts the keys this attempt removed (an attempt cut short
+	// by a crash removed the others).
+	Removed int64 `json:"removed"`
+	// Reopened: the SKU went on sale again before every key was removed;
+	// the new sale's keys were left alone.
+	Reopened bool `json:"reopened,omitempty"`
+}
