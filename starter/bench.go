@@ -48,7 +48,8 @@ type benchParams struct {
 	SaleRounds   int           `json:"sale_rounds"`
 	Settings     bool          `json:"settings"`
 	Sweep        bool          `json:"sweep"`
-	// Only names the one section to run ("sale"); empty runs them all.
+	// Only names the one section to run ("sale", "fair", "settle"); empty
+	// runs them all.
 	Only string `json:"only,omitempty"`
 }
 
@@ -79,7 +80,7 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
-	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B); its report goes to --out only, never to the README")
+	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B); its report goes to --out only, never to the README")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -88,13 +89,13 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	}
 	switch p.Only {
 	case "":
-	case "sale":
+	case "sale", "fair", "settle":
 		// A section alone is a measurement for its own work, not the
 		// README's tables, which stand for one whole run.
 		*readme = ""
 		p.Settings = false
 	default:
-		return nil, invalid("--only: unknown section %q (known: sale)", p.Only)
+		return nil, invalid("--only: unknown section %q (known: sale, fair, settle)", p.Only)
 	}
 	// The external load generator is part of the measurement: without it
 	// the sold-out figure is partly the Go client measuring itself.

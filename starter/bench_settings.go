@@ -142,8 +142,11 @@ func (b *benchRun) server(ctx context.Context, i int, name, dbFile string) error
 	if _, w := bench.Orders(ctx, st.svc, sku, 100, "warm", 10, 4); w.Errors > 0 {
 		return fmt.Errorf("%s warm-up: %s", name, w.FirstError)
 	}
-	if b.p.Only == "sale" {
+	switch b.p.Only {
+	case "sale":
 		return b.sale(ctx, st)
+	case "fair":
+		return b.fair(ctx, st)
 	}
 
 	b.logf("%s: %d orders down each path (paid, expired, cancelled, rejected) and %d ceiling workflows", name, b.p.PathOrders, b.p.PathOrders)
@@ -240,5 +243,8 @@ func (b *benchRun) server(ctx context.Context, i int, name, dbFile string) error
 			return err
 		}
 	}
-	return b.sale(ctx, st)
+	if err := b.sale(ctx, st); err != nil {
+		return err
+	}
+	return b.fair(ctx, st)
 }

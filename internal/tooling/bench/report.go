@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/flashsale/flashsale/internal/tooling/fairness"
 )
 
 // Comparison is one measured path beside the path it is compared with.
@@ -189,7 +191,10 @@ type Report struct {
 	Sweep []SweepPoint `json:"sweep,omitempty"`
 	// SaleCap is the latency cap's A/B, in the order run.
 	SaleCap []SaleRound `json:"sale_cap,omitempty"`
-	Notes   []string    `json:"notes,omitempty"`
+	// Fair is the fairness benchmark (issue 23): the same crowd with the
+	// fair queue off (today's race), then on.
+	Fair []fairness.Result `json:"fair,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 	// Seconds is how long the whole run took.
 	Seconds float64 `json:"seconds"`
 }
@@ -353,6 +358,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "\nMedians: orders/s with the cap %.2fx without it; admitted p99 %.0f ms with, %.0f ms without.\n",
 			Ratio(on.OrdersPerSec, off.OrdersPerSec), on.AdmittedP99ms, off.AdmittedP99ms)
 	}
+	writeFair(&b, r.Fair)
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n- %s", n)
 	}

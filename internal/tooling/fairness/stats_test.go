@@ -87,3 +87,15 @@ func TestKendallTauB(t *testing.T) {
 		}
 	}
 }
+
+func TestAdmissionTau(t *testing.T) {
+	inf := math.Inf(1)
+	// Ranks 1-2 admitted together, 3 later, 4-5 never: rank order kept.
+	tau, tauB, maxB := admissionTau([]float64{1, 2, 3, 4, 5}, []float64{10, 10, 20, inf, inf})
+	near(t, "tau", tau, 1, 1e-12)
+	near(t, "tau-b at its bound", tauB, maxB, 1e-12)
+	near(t, "bound", maxB, math.Sqrt(8.0/10), 1e-12)
+	// Rank 4 admitted before rank 3: one discordant pair of the 9 untied.
+	tau, _, _ = admissionTau([]float64{1, 2, 3, 4, 5}, []float64{10, 10, 30, 20, inf})
+	near(t, "one swap", tau, (8.0-1)/(8+1), 1e-12)
+}

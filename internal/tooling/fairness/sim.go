@@ -1,0 +1,524 @@
+package fairness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/tooling/loadgen"
+)
+
+// Class is one kind of buyer. A buyer's requests follow an open-loop
+// schedule (a tick every 1/Rate, from a random phase): a tick sends one
+// request if one of the buyer's Conns connections is free and is dropped
+// (Skipped) otherwise, as a real client with that many connections would.
+// Every buyer is one identity with its own token, so the edge's per-buyer
+// limits and the per-user unit limit see them as the API would.
+type Class struct {
+	Name   string  `json:"name"`
+	Buyers int     `json:"buyers"`
+	Rate   float64 `json:"rate_per_s"`
+	Conns  int     `json:"connections"`
+	// Early is how long before the others this class starts.
+	Early time.Duration `json:"early_ns"`
+}
+
+// DefaultClasses are issue 23's crowd: 10,000 buyers. Polite buyers are
+// most of any real crowd; eager ones a tenth (a person clicking as fast as
+// they can, 10 a second); bots a hundred identities (a scalper's accounts),
+// each 100 requests a second over 10 connections, starting 2 s early. The
+// offered load, about 29,000 requests a second, is far beyond what this
+// 2-core box serves: that is the flash sale, and the schedules drop the
+// ticks a buyer's connections cannot carry.
+var DefaultClasses = []Class{
+	{Name: "polite", Buyers: 8900, Rate: 1, Conns: 1},
+	{Name: "eager", Buyers: 1000, Rate: 10, Conns: 1},
+	{Name: "bot", Buyers: 100, Rate: 100, Conns: 10, Early: 2 * time.Second},
+}
+
+// Options is one run against one API.
+type Options struct {
+	Base    string // the API's base URL
+	SKU     string // defined and preheated with Units before Run
+	Units   int64
+	Classes []Class
+	// Token mints user's buyer token.
+	Token func(user string) (string, error)
+	// Queue runs the sale through the fair queue: Run starts the SKU's
+	// sale (Admin) with its pre-queue open PreQueue before opens_at.
+	Queue    bool
+	PreQueue time.Duration
+	Admin    func(ctx context.Context, method, path string, in, out any) error
+	// Watch reads the SKU's units left, then the passes outstanding (in
+	// that order: see watch); queue on only. InFlightCap is the edge's
+	// units in flight per SKU.
+	Watch       func(ctx context.Context) (left, outstanding int64, err error)
+	InFlightCap int64
+	// Deadline bounds the run from the start of the first class.
+	Deadline time.Duration
+	Seed     uint64
+	// MaxConns bounds the client's connections to the API in all (the
+	// process has one file table; the API may share it).
+	MaxConns int
+}
+
+// ClassResult is one class's outcome.
+type ClassResult struct {
+	Class
+	Wins    int     `json:"wins"`
+	WinRate float64 `json:"win_rate"`
+	// Lo and Hi are the win rate's 95% Wilson interval.
+	Lo       float64 `json:"ci95_lo"`
+	Hi       float64 `json:"ci95_hi"`
+	Requests int64   `json:"requests"`
+	// Skipped are ticks dropped because every connection of the buyer
+	// was busy.
+	Skipped int64 `json:"skipped"`
+}
+
+// Result is one run.
+type Result struct {
+	Queue    bool             `json:"queue"`
+	Units    int64            `json:"units"`
+	Classes  []ClassResult    `json:"classes"`
+	Answers  map[string]int64 `json:"answers"`
+	Requests int64            `json:"requests"`
+	// Reserved counts 201s the buyers saw (one per winner).
+	Reserved int64 `json:"reserved"`
+	// Oversold and Undersold compare the database's reserved units with
+	// the units on sale once everyone was answered (set by the caller).
+	Oversold  int64   `json:"oversold"`
+	Undersold int64   `json:"undersold"`
+	LastUnitS float64 `json:"last_unit_s"`
+	Seconds   float64 `json:"seconds"`
+	// Queue on only.
+	//
+	// KendallTau is Kendall's tau between queue rank and admission (the
+	// moment the buyer's pass was issued, Redis's clock), over the pairs
+	// of queued buyers admitted at different moments or one admitted and
+	// one not; with ranks untied that is tau-b over the pairs the
+	// admission order distinguishes (Goodman and Kruskal's gamma). 1: no
+	// buyer was ever admitted before a better rank. KendallTauB is tau-b
+	// over every pair, whose maximum the ties bound (MaxTauB).
+	KendallTau  float64 `json:"kendall_tau"`
+	KendallTauB float64 `json:"kendall_tau_b"`
+	MaxTauB     float64 `json:"kendall_tau_b_max"`
+	Ranked      int     `json:"ranked"`
+	Admitted    int     `json:"admitted"`
+	// AdmissionMoments is how many distinct moments passes went out at.
+	AdmissionMoments int `json:"admission_moments"`
+	// MaxOutstanding and MaxOverCap: the most passes outstanding seen,
+	// and the most they exceeded units left + InFlightCap (<= 0 holds).
+	MaxOutstanding int64 `json:"max_outstanding"`
+	MaxOverCap     int64 `json:"max_over_cap"`
+	Samples        int   `json:"samples"`
+	InFlightCap    int64 `json:"in_flight_cap"`
+	// SoldOutLagMs: from the last unit's 201 to the last queued buyer's
+	// first SOLD_OUT answer; NotToldSoldOut counts queued buyers who
+	// never heard it before the deadline.
+	SoldOutLagMs   float64 `json:"sold_out_lag_ms"`
+	NotToldSoldOut int     `json:"not_told_sold_out"`
+	Entered        int64   `json:"entered"`
+}
+
+// buyer is one simulated identity.
+type buyer struct {
+	class int
+	user  string
+	auth  http.Header
+	conns chan struct{}
+
+	mu       sync.Mutex
+	entered  bool
+	pass     string
+	rank     int64
+	issuedMs int64 // pass issue time (Redis ms): expiry - ttl
+	won      bool
+	done     bool
+	soldOut  time.Time // first SOLD_OUT answer
+	buying   bool
+	requests int64
+	skipped  int64
+}
+
+type sim struct {
+	o       Options
+	client  *http.Client
+	start   time.Time // t0: the later classes' start
+	opensAt time.Time
+	ttlMs   int64
+
+	mu       sync.Mutex
+	answers  map[string]int64
+	lastUnit atomic.Int64 // ns since start of the last 201
+	reserved atomic.Int64
+	entered  atomic.Int64
+}
+
+// passTTL is the bench sale's pass lifetime: a pass is spent within a
+// few seconds here, and a short one would only add expiries to the noise.
+const passTTL = 60 * time.Second
+
+// Run plays the crowd once and reports. With Queue, it starts the sale:
+// the pre-queue opens at the later classes' start and buying PreQueue later.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 2048
+	}
+	s := &sim{o: o, answers: map[string]int64{}, ttlMs: passTTL.Milliseconds(),
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}}}
+	defer s.client.CloseIdleConnections()
+	var buyers []*buyer
+	for ci, c := range o.Classes {
+		for i := range c.Buyers {
+			user := fmt.Sprintf("%s-%s-%d", o.SKU, c.Name, i)
+			tok, err := o.Token(user)
+			if err != nil {
+				return Result{}, err
+			}
+			buyers = append(buyers, &buyer{class: ci, user: user, auth: http.Header{"Authorization": {"Bearer " + tok}},
+				conns: make(chan struct{}, max(c.Conns, 1))})
+		}
+	}
+	var early time.Duration
+	for _, c := range o.Classes {
+		early = max(early, c.Early)
+	}
+	// The earliest class starts now; the rest early later.
+	s.start = time.Now().Add(early)
+	if o.Queue {
+		s.opensAt = s.start.Add(o.PreQueue)
+		// The sale (and its pre-queue) begins at the later classes'
+		// start: an early class finds no queue to enter until then.
+		loadgen.Sleep(ctx, early)
+		if err := o.Admin(ctx, http.MethodPost, "/api/v1/admin/skus/"+o.SKU+"/sale",
+			map[string]any{"opens_at": s.opensAt, "pass_ttl_seconds": int(passTTL.Seconds())}, nil); err != nil {
+			return Result{}, fmt.Errorf("start the sale: %w", err)
+		}
+	}
+	runCtx, cancel := context.WithDeadline(ctx, s.start.Add(-early).Add(o.Deadline))
+	defer cancel()
+	var watch watchFigures
+	var wwg sync.WaitGroup
+	if o.Queue && o.Watch != nil {
+		wctx, wcancel := context.WithCancel(runCtx)
+		defer wcancel()
+		wwg.Go(func() { watch = s.watch(wctx) })
+		defer func() { wcancel(); wwg.Wait() }()
+	}
+	var wg sync.WaitGroup
+	for i, b := range buyers {
+		c := o.Classes[b.class]
+		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
+		period := time.Duration(float64(time.Second) / c.Rate)
+		first := s.start.Add(-c.Early).Add(time.Duration(rng.Int64N(int64(period))))
+		wg.Go(func() { s.play(runCtx, b, first, period) })
+	}
+	wg.Wait()
+	// Requests still in flight when the last buyer stopped.
+	for _, b := range buyers {
+		for range cap(b.conns) {
+			b.conns <- struct{}{}
+		}
+	}
+	cancel()
+	wwg.Wait()
+	return s.result(buyers, watch), nil
+}
+
+// play runs b's schedule until b is done or the run ends.
+func (s *sim) play(ctx context.Context, b *buyer, next time.Time, period time.Duration) {
+	for ctx.Err() == nil {
+		loadgen.Sleep(ctx, time.Until(next))
+		if ctx.Err() != nil {
+			return
+		}
+		b.mu.Lock()
+		done := b.done
+		b.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case b.conns <- struct{}{}:
+			go func() {
+				defer func() { <-b.conns }()
+				s.step(ctx, b)
+			}()
+		default:
+			b.mu.Lock()
+			b.skipped++
+			b.mu.Unlock()
+		}
+		next = next.Add(period)
+		// Ticks already past (the buyer's goroutine was late) are dropped.
+		if late := time.Since(next); late > period {
+			n := int64(late / period)
+			b.mu.Lock()
+			b.skipped += n
+			b.mu.Unlock()
+			next = next.Add(time.Duration(n) * period)
+		}
+	}
+}
+
+// step is one request: what the buyer does next.
+func (s *sim) step(ctx context.Context, b *buyer) {
+	b.mu.Lock()
+	b.requests++
+	entered, pass, buying := b.entered, b.pass, b.buying
+	if pass != "" && !buying {
+		b.buying = true
+	}
+	b.mu.Unlock()
+	switch {
+	case !s.o.Queue:
+		s.buy(ctx, b, "")
+	case !entered:
+		status, _ := s.do(ctx, http.MethodPost, "/api/v1/skus/"+s.o.SKU+"/queue", nil, b.auth)
+		if status == http.StatusCreated || status == http.StatusOK {
+			b.mu.Lock()
+			if !b.entered {
+				b.entered = true
+				s.entered.Add(1)
+			}
+			b.mu.Unlock()
+		}
+	case pass != "" && !buying:
+		s.buy(ctx, b, pass)
+		b.mu.Lock()
+		b.buying = false
+		b.mu.Unlock()
+	default:
+		s.look(ctx, b)
+	}
+}
+
+// buy places the buyer's order (with its pass when queued).
+func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
+	body, _ := json.Marshal(map[string]any{"items": []map[string]any{{"sku_id": s.o.SKU, "quantity": 1}}})
+	hdr := b.auth
+	if pass != "" {
+		hdr = http.Header{"Authorization": b.auth["Authorization"], "Sale-Pass": {pass}}
+	}
+	status, code := s.do(ctx, http.MethodPost, "/api/v1/orders", body, hdr)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case status == http.StatusCreated:
+		if !b.won {
+			b.won, b.done = true, true
+			s.reserved.Add(1)
+			s.lastUnit.Store(int64(time.Since(s.start)))
+		}
+	case s.o.Queue && status != http.StatusTooManyRequests && status != 0:
+		// The pass is spent, expired or refused: back to the queue,
+		// which says what is left.
+		b.pass = ""
+	case !s.o.Queue && code == "SOLD_OUT":
+		b.done = true
+		if b.soldOut.IsZero() {
+			b.soldOut = time.Now()
+		}
+	}
+}
+
+// look reads the buyer's place in the queue.
+func (s *sim) look(ctx context.Context, b *buyer) {
+	var p struct {
+		Rank          int64     `json:"rank"`
+		Pass          string    `json:"pass"`
+		PassExpiresAt time.Time `json:"pass_expires_at"`
+		Spent         bool      `json:"pass_spent"`
+		SoldOut       bool      `json:"sold_out"`
+	}
+	status, body := s.doBody(ctx, http.MethodGet, "/api/v1/skus/"+s.o.SKU+"/queue/me", nil, b.auth)
+	if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.Rank > 0 {
+		b.rank = p.Rank
+	}
+	if p.Pass != "" && b.issuedMs == 0 && !p.PassExpiresAt.IsZero() {
+		b.issuedMs = p.PassExpiresAt.UnixMilli() - s.ttlMs
+	}
+	switch {
+	case p.SoldOut && !b.won:
+		if b.soldOut.IsZero() {
+			b.soldOut = time.Now()
+		}
+		b.done = true
+	case p.Pass != "" && !p.Spent:
+		b.pass = p.Pass
+	}
+}
+
+func (s *sim) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, string) {
+	status, resp := s.doBody(ctx, method, path, body, hdr)
+	var e struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(resp, &e)
+	return status, e.Code
+}
+
+func (s *sim) doBody(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte) {
+	status, resp, err := loadgen.Do(ctx, s.client, method, s.o.Base+path, body, hdr)
+	key := strconv.Itoa(status)
+	if err != nil {
+		key = "error"
+		if ctx.Err() != nil {
+			return 0, nil // the run's end, not an answer
+		}
+	} else if status >= 400 {
+		var e struct {
+			Code string `json:"code"`
+		}
+		if json.Unmarshal(resp, &e) == nil && e.Code != "" {
+			key += " " + e.Code
+		}
+	}
+	s.mu.Lock()
+	s.answers[method+" "+key]++
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil
+	}
+	return status, resp
+}
+
+type watchFigures struct {
+	maxOutstanding, maxOver int64
+	samples                 int
+}
+
+// watch samples the passes outstanding against the units left every
+// 20 ms. Units left are read first: between the two reads a pass can only
+// be spent (fewer outstanding) or issued for a unit still left, so the
+// sample never shows an excess that was not there.
+func (s *sim) watch(ctx context.Context) watchFigures {
+	w := watchFigures{maxOver: math.MinInt64}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return w
+		case <-t.C:
+		}
+		left, out, err := s.o.Watch(ctx)
+		if err != nil {
+			continue
+		}
+		w.samples++
+		w.maxOutstanding = max(w.maxOutstanding, out)
+		w.maxOver = max(w.maxOver, out-(left+s.o.InFlightCap))
+	}
+}
+
+func (s *sim) result(buyers []*buyer, w watchFigures) Result {
+	r := Result{Queue: s.o.Queue, Units: s.o.Units, Answers: s.answers, Reserved: s.reserved.Load(),
+		Seconds: time.Since(s.start).Seconds(), LastUnitS: time.Duration(s.lastUnit.Load()).Seconds(),
+		Entered: s.entered.Load()}
+	for _, n := range s.answers {
+		r.Requests += n
+	}
+	for _, c := range s.o.Classes {
+		r.Classes = append(r.Classes, ClassResult{Class: c})
+	}
+	var ranks, admitted []float64
+	var lastTold time.Time
+	lastUnit := s.start.Add(time.Duration(s.lastUnit.Load()))
+	for _, b := range buyers {
+		cr := &r.Classes[b.class]
+		cr.Requests += b.requests
+		cr.Skipped += b.skipped
+		if b.won {
+			cr.Wins++
+		}
+		if !s.o.Queue || b.rank == 0 {
+			continue
+		}
+		ranks = append(ranks, float64(b.rank))
+		at := math.Inf(1)
+		if b.issuedMs > 0 {
+			at = float64(b.issuedMs)
+			r.Admitted++
+		}
+		admitted = append(admitted, at)
+		if !b.won {
+			if b.soldOut.IsZero() {
+				r.NotToldSoldOut++
+			} else if b.soldOut.After(lastTold) {
+				lastTold = b.soldOut
+			}
+		}
+	}
+	for i := range r.Classes {
+		c := &r.Classes[i]
+		c.WinRate = float64(c.Wins) / float64(max(c.Buyers, 1))
+		c.Lo, c.Hi = Wilson(c.Wins, c.Buyers, Z95)
+	}
+	if s.o.Queue {
+		r.Ranked = len(ranks)
+		// JSON has no NaN: an undefined tau (fewer than two ranked
+		// buyers, or none admitted) is reported as 0.
+		r.KendallTau, r.KendallTauB, r.MaxTauB = admissionTau(ranks, admitted)
+		r.KendallTau, r.KendallTauB, r.MaxTauB = finite(r.KendallTau), finite(r.KendallTauB), finite(r.MaxTauB)
+		moments := map[float64]bool{}
+		for _, a := range admitted {
+			if !math.IsInf(a, 1) {
+				moments[a] = true
+			}
+		}
+		r.AdmissionMoments = len(moments)
+		r.MaxOutstanding, r.MaxOverCap, r.Samples, r.InFlightCap = w.maxOutstanding, w.maxOver, w.samples, s.o.InFlightCap
+		if !lastTold.IsZero() {
+			r.SoldOutLagMs = float64(lastTold.Sub(lastUnit).Microseconds()) / 1000
+		}
+	}
+	return r
+}
+
+// admissionTau is Kendall's tau between rank and admission over the pairs
+// the admission order tells apart, tau-b over all pairs, and tau-b's
+// largest value under the admission's ties (NaN without ranks). Buyers
+// never admitted come after every admitted one (+Inf). Ranks are untied
+// (one per buyer), so tau-b = (C - D) / sqrt(n0 (n0 - n2)) and its bound
+// is sqrt((n0 - n2) / n0); their ratio, (C - D) / (C + D), is the tau of
+// the pairs untied in admission.
+func admissionTau(ranks, admitted []float64) (tau, tauB, maxB float64) {
+	tauB = KendallTauB(ranks, admitted)
+	n := len(ranks)
+	if n < 2 || math.IsNaN(tauB) {
+		return math.NaN(), tauB, math.NaN()
+	}
+	n0 := float64(n) * float64(n-1) / 2
+	counts := map[float64]int{}
+	for _, a := range admitted {
+		counts[a]++
+	}
+	var n2 float64
+	for _, c := range counts {
+		n2 += float64(c) * float64(c-1) / 2
+	}
+	maxB = math.Sqrt((n0 - n2) / n0)
+	return tauB / maxB, tauB, maxB
+}
+
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
