@@ -46,6 +46,7 @@ type benchParams struct {
 	SaleUnits    int64         `json:"sale_units"`
 	SaleBuyers   int           `json:"sale_buyers"`
 	SaleRounds   int           `json:"sale_rounds"`
+	SettlePays   int           `json:"settle_pays"`
 	Settings     bool          `json:"settings"`
 	Sweep        bool          `json:"sweep"`
 	// Only names the one section to run ("sale", "fair", "settle"); empty
@@ -78,14 +79,15 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.Int64Var(&p.SaleUnits, "sale-units", 1000, "units in the flash sale")
 	fs.IntVar(&p.SaleBuyers, "sale-buyers", 5000, "buyers in the flash sale")
 	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
+	fs.IntVar(&p.SettlePays, "settle-pays", 30, "payments per round of the settlement A/B, each under a backlog of ten times as many new reservations")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
 	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B); its report goes to --out only, never to the README")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 {
-		return nil, invalid("--rounds, --order-round, --concurrency and --sale-rounds must be positive")
+	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 || p.SettlePays < 1 {
+		return nil, invalid("--rounds, --order-round, --concurrency, --sale-rounds and --settle-pays must be positive")
 	}
 	switch p.Only {
 	case "":
@@ -124,7 +126,7 @@ func runBench(ctx context.Context, args []string) (any, error) {
 		"setting_round": p.SettingRound, "http_round": p.HTTPRound, "wrk_round_s": p.WrkRound.Seconds(),
 		"redis_round": p.RedisRound, "mysql_round": p.MySQLRound, "path_orders": p.PathOrders,
 		"expire_after_s": p.ExpireAfter.Seconds(), "sale_units": p.SaleUnits, "sale_buyers": p.SaleBuyers,
-		"sale_rounds": p.SaleRounds,
+		"sale_rounds": p.SaleRounds, "settle_pays": p.SettlePays,
 	}
 	if p.Only != "" {
 		b.r.Params["only"] = p.Only
@@ -140,10 +142,18 @@ func runBench(ctx context.Context, args []string) (any, error) {
 			return nil, err
 		}
 	}
+	if p.Only == "" || p.Only == "settle" {
+		if err := b.settle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for i, server := range []struct{ name, dbFile string }{
 		{"dev server in memory", ""},
 		{"dev server on a SQLite file (WAL)", filepath.Join(os.TempDir(), "flashsale-bench-"+b.run+".db")},
 	} {
+		if p.Only == "settle" {
+			break
+		}
 		if err := b.server(ctx, i, server.name, server.dbFile); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -29,6 +30,9 @@ type Service struct {
 	// Orders is the database, used for payments that reach an order whose
 	// workflow has already completed.
 	Orders *orderdb.Store
+	// Priority is the task-queue priority of the orders it starts (zero:
+	// the server's default). Every task of an order's workflow carries it.
+	Priority temporal.Priority
 	// Logger notes what a caller is not told (a receipt that could not be
 	// written); nil means slog.Default().
 	Logger *slog.Logger

@@ -48,6 +48,7 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 		// the PENDING_PAYMENT a reserved order keeps.
 		TypedSearchAttributes: workflows.OrderSearchAttributes(in),
 		StaticSummary:         fmt.Sprintf("order %s by %s", in.OrderID, in.UserID),
+		Priority:              s.Priority,
 	}, workflows.OrderWorkflowV2, in)
 
 	h, err := s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{

@@ -194,6 +194,8 @@ type Report struct {
 	// Fair is the fairness benchmark (issue 23): the same crowd with the
 	// fair queue off (today's race), then on.
 	Fair []fairness.Result `json:"fair,omitempty"`
+	// Settle is the settlement A/B under a backlog of reservations.
+	Settle *SettleResult `json:"settle,omitempty"`
 	Notes []string `json:"notes,omitempty"`
 	// Seconds is how long the whole run took.
 	Seconds float64 `json:"seconds"`
@@ -358,6 +360,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "\nMedians: orders/s with the cap %.2fx without it; admitted p99 %.0f ms with, %.0f ms without.\n",
 			Ratio(on.OrdersPerSec, off.OrdersPerSec), on.AdmittedP99ms, off.AdmittedP99ms)
 	}
+	writeSettle(&b, r.Settle)
 	writeFair(&b, r.Fair)
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n- %s", n)
