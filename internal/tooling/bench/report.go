@@ -196,7 +196,7 @@ type Report struct {
 	Fair []fairness.Result `json:"fair,omitempty"`
 	// Settle is the settlement A/B under a backlog of reservations.
 	Settle *SettleResult `json:"settle,omitempty"`
-	Notes []string `json:"notes,omitempty"`
+	Notes  []string      `json:"notes,omitempty"`
 	// Seconds is how long the whole run took.
 	Seconds float64 `json:"seconds"`
 }
