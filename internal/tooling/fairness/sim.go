@@ -170,7 +170,7 @@ const passTTL = 60 * time.Second
 // the pre-queue opens at the later classes' start and buying PreQueue later.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxConns <= 0 {
-		o.MaxConns = 2048
+		o.MaxConns = 1024
 	}
 	s := &sim{o: o, answers: map[string]int64{}, ttlMs: passTTL.Milliseconds(),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
@@ -234,39 +234,37 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return s.result(buyers, watch), nil
 }
 
-// play runs b's schedule until b is done or the run ends.
+// play runs b's schedule until b is done or the run ends. It waits for
+// a free connection first, then for the next tick: the ticks that passed
+// meanwhile are the ones a client with b's connections could not send
+// (counted, not woken for, which keeps 10,000 schedules cheap to run).
 func (s *sim) play(ctx context.Context, b *buyer, next time.Time, period time.Duration) {
 	for ctx.Err() == nil {
-		loadgen.Sleep(ctx, time.Until(next))
-		if ctx.Err() != nil {
+		select {
+		case b.conns <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
+		if now := time.Now(); now.After(next) {
+			missed := int64(now.Sub(next)/period) + 1
+			next = next.Add(time.Duration(missed) * period)
+			b.mu.Lock()
+			b.skipped += missed
+			b.mu.Unlock()
+		}
+		loadgen.Sleep(ctx, time.Until(next))
 		b.mu.Lock()
 		done := b.done
 		b.mu.Unlock()
-		if done {
+		if done || ctx.Err() != nil {
+			<-b.conns
 			return
 		}
-		select {
-		case b.conns <- struct{}{}:
-			go func() {
-				defer func() { <-b.conns }()
-				s.step(ctx, b)
-			}()
-		default:
-			b.mu.Lock()
-			b.skipped++
-			b.mu.Unlock()
-		}
+		go func() {
+			defer func() { <-b.conns }()
+			s.step(ctx, b)
+		}()
 		next = next.Add(period)
-		// Ticks already past (the buyer's goroutine was late) are dropped.
-		if late := time.Since(next); late > period {
-			n := int64(late / period)
-			b.mu.Lock()
-			b.skipped += n
-			b.mu.Unlock()
-			next = next.Add(time.Duration(n) * period)
-		}
 	}
 }
 
