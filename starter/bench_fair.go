@@ -51,7 +51,7 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 				board, err := sales.BoardOf(ctx, sku)
 				return av.Units, board.Outstanding, err
 			},
-			InFlightCap: inFlight, Deadline: 90 * time.Second, Seed: 23,
+			InFlightCap: inFlight, Deadline: b.p.FairDeadline, Seed: 23,
 		})
 		if err != nil {
 			return fmt.Errorf("fair: %w", err)
