@@ -48,6 +48,7 @@ type benchParams struct {
 	SaleRounds   int           `json:"sale_rounds"`
 	SettlePays   int           `json:"settle_pays"`
 	FairDeadline time.Duration `json:"fair_deadline"`
+	FairPreQueue time.Duration `json:"fair_prequeue"`
 	Settings     bool          `json:"settings"`
 	Sweep        bool          `json:"sweep"`
 	// Only names the one section to run ("sale", "fair", "settle"); empty
@@ -82,14 +83,15 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
 	fs.IntVar(&p.SettlePays, "settle-pays", 30, "payments per round of the settlement A/B, each under a backlog of ten times as many new reservations")
 	fs.DurationVar(&p.FairDeadline, "fair-deadline", 90*time.Second, "longest run of each side of the fairness benchmark (a sale that has not sold out by then is reported undersold)")
+	fs.DurationVar(&p.FairPreQueue, "fair-prequeue", 20*time.Second, "how long the fairness benchmark's pre-queue is open before buying starts (every buyer must get in before it)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
 	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B); its report goes to --out only, never to the README")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 || p.SettlePays < 1 || p.FairDeadline <= 0 {
-		return nil, invalid("--rounds, --order-round, --concurrency, --sale-rounds, --settle-pays and --fair-deadline must be positive")
+	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 || p.SettlePays < 1 || p.FairDeadline <= 0 || p.FairPreQueue <= 0 {
+		return nil, invalid("--rounds, --order-round, --concurrency, --sale-rounds, --settle-pays, --fair-deadline and --fair-prequeue must be positive")
 	}
 	switch p.Only {
 	case "":
@@ -128,7 +130,7 @@ func runBench(ctx context.Context, args []string) (any, error) {
 		"setting_round": p.SettingRound, "http_round": p.HTTPRound, "wrk_round_s": p.WrkRound.Seconds(),
 		"redis_round": p.RedisRound, "mysql_round": p.MySQLRound, "path_orders": p.PathOrders,
 		"expire_after_s": p.ExpireAfter.Seconds(), "sale_units": p.SaleUnits, "sale_buyers": p.SaleBuyers,
-		"sale_rounds": p.SaleRounds, "settle_pays": p.SettlePays, "fair_deadline_s": p.FairDeadline.Seconds(),
+		"sale_rounds": p.SaleRounds, "settle_pays": p.SettlePays, "fair_deadline_s": p.FairDeadline.Seconds(), "fair_prequeue_s": p.FairPreQueue.Seconds(),
 	}
 	if p.Only != "" {
 		b.r.Params["only"] = p.Only

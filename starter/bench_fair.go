@@ -42,7 +42,7 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 		res, err := fairness.Run(ctx, fairness.Options{
 			Base: api.URL, SKU: sku, Units: fairUnits, Classes: fairness.DefaultClasses,
 			Token: func(user string) (string, error) { return api.Buyers.Token(user, time.Hour) },
-			Queue: queue, PreQueue: 3 * time.Second, Admin: api.Admin,
+			Queue: queue, PreQueue: b.p.FairPreQueue, Admin: api.Admin,
 			Watch: func(ctx context.Context) (int64, int64, error) {
 				av, err := st.Backend.Stock.AvailableTo(ctx, sku, "")
 				if err != nil {
@@ -67,9 +67,9 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 			b.logf("  %s: %d of %d won (%.3f, 95%% CI %.3f-%.3f), %d requests, %d ticks dropped",
 				c.Name, c.Wins, c.Buyers, c.WinRate, c.Lo, c.Hi, c.Requests, c.Skipped)
 		}
-		b.logf("  reserved %d (MySQL %d), oversold %d, undersold %d, last unit after %.1f s, %d requests in %.0f s; tau %.3f (tau-b %.3f of max %.3f, %d admitted at %d moments), passes outstanding max %d (over left+cap: %d in %d samples), sold-out lag %.0f ms, %d never told",
+		b.logf("  reserved %d (MySQL %d), oversold %d, undersold %d, last unit after %.1f s, %d requests in %.0f s; tau %.3f (tau-b %.3f of max %.3f, %d admitted at %d moments), passes outstanding max %d (over left+cap: %d in %d samples), sold-out lag %.0f ms, %d never told; %d of %d entered after the open",
 			res.Reserved, taken, res.Oversold, res.Undersold, res.LastUnitS, res.Requests, res.Seconds, res.KendallTau, res.KendallTauB, res.MaxTauB,
-			res.Admitted, res.AdmissionMoments, res.MaxOutstanding, res.MaxOverCap, res.Samples, res.SoldOutLagMs, res.NotToldSoldOut)
+			res.Admitted, res.AdmissionMoments, res.MaxOutstanding, res.MaxOverCap, res.Samples, res.SoldOutLagMs, res.NotToldSoldOut, res.EnteredLate, res.Entered)
 		b.r.Fair = append(b.r.Fair, res)
 	}
 	return nil

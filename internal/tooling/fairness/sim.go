@@ -126,6 +126,9 @@ type Result struct {
 	SoldOutLagMs   float64 `json:"sold_out_lag_ms"`
 	NotToldSoldOut int     `json:"not_told_sold_out"`
 	Entered        int64   `json:"entered"`
+	// EnteredLate counts buyers whose entry was answered after opens_at
+	// (the client's clock): ranked after every entrant, in arrival order.
+	EnteredLate int64 `json:"entered_late"`
 }
 
 // buyer is one simulated identity.
@@ -160,6 +163,7 @@ type sim struct {
 	lastUnit atomic.Int64 // ns since start of the last 201
 	reserved atomic.Int64
 	entered  atomic.Int64
+	late     atomic.Int64 // entered after opens_at (client clock)
 }
 
 // passTTL is the bench sale's pass lifetime: a pass is spent within a
@@ -287,6 +291,9 @@ func (s *sim) step(ctx context.Context, b *buyer) {
 			if !b.entered {
 				b.entered = true
 				s.entered.Add(1)
+				if time.Now().After(s.opensAt) {
+					s.late.Add(1)
+				}
 			}
 			b.mu.Unlock()
 		}
@@ -427,7 +434,7 @@ func (s *sim) watch(ctx context.Context) watchFigures {
 func (s *sim) result(buyers []*buyer, w watchFigures) Result {
 	r := Result{Queue: s.o.Queue, Units: s.o.Units, Answers: s.answers, Reserved: s.reserved.Load(),
 		Seconds: time.Since(s.start).Seconds(), LastUnitS: time.Duration(s.lastUnit.Load()).Seconds(),
-		Entered: s.entered.Load()}
+		Entered: s.entered.Load(), EnteredLate: s.late.Load()}
 	for _, n := range s.answers {
 		r.Requests += n
 	}
