@@ -156,6 +156,17 @@ func (s Status) Closed() bool {
 	return false
 }
 
+// PaymentStatus says what happened to money that arrived for an order: the
+// store records it, the payment activity answers it, the audit reads it.
+type PaymentStatus string
+
+// Payment outcomes: CAPTURED paid the order; REFUND_REQUIRED money must be
+// returned to the payer (order closed, already paid, or unknown).
+const (
+	PaymentCaptured       PaymentStatus = "CAPTURED"
+	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
+)
+
 // SaleState is where a fair sale stands (docs/design/fair-sale.md).
 // SaleWorkflow decides it and internal/sale keeps it in Redis for the
 // requests that read it.

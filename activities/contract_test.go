@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
@@ -34,6 +34,6 @@ func TestContractCopiesOfStoreTypes(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), string(got))
 
-	require.Equal(t, string(orderdb.PaymentCaptured), string(contract.PaymentCaptured))
-	require.Equal(t, string(orderdb.PaymentRefundRequired), string(contract.PaymentRefundRequired))
+	require.Equal(t, string(flashsale.PaymentCaptured), string(flashsale.PaymentCaptured))
+	require.Equal(t, string(flashsale.PaymentRefundRequired), string(flashsale.PaymentRefundRequired))
 }

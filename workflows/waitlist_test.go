@@ -166,7 +166,7 @@ func (s *orderSuite) TestWaitlistOrderPaid() {
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
 		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute)}, nil).Once()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 	s.pay(time.Minute, Payment{TransactionID: "t-wl", Amount: testAmount}, func(PaymentOutcome) {})
 
 	s.env.ExecuteWorkflow(s.wf, in)
