@@ -156,6 +156,22 @@ func (s Status) Closed() bool {
 	return false
 }
 
+// Reservation is the Redis stock one item of an order holds: Quantity units
+// of SKU, and the buckets they came from (Parts, in the order the buckets
+// were probed; only buckets that gave units appear). internal/inventory
+// takes it and the order's activities carry it in their results.
+type Reservation struct {
+	SKU      string
+	Quantity int64
+	Parts    []Part
+}
+
+// Part is the units of a Reservation taken from one bucket.
+type Part struct {
+	Bucket   int   `json:"bucket"`
+	Quantity int64 `json:"quantity"`
+}
+
 // PaymentStatus says what happened to money that arrived for an order: the
 // store records it, the payment activity answers it, the audit reads it.
 type PaymentStatus string

@@ -58,7 +58,7 @@ func input(items ...flashsale.Item) OrderInput {
 func (s *orderSuite) expectReserved() time.Time {
 	payBy := s.env.Now().Add(15 * time.Minute).UTC()
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
-		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+		Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
 		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
 	return payBy
@@ -485,7 +485,7 @@ func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
 // them from that bucket's row.
 func (s *orderSuite) TestCreateOrderIsToldTheRedisBucket() {
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{
-		Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1, Parts: []contract.Part{{Bucket: 2, Quantity: 1}}}},
+		Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1, Parts: []flashsale.Part{{Bucket: 2, Quantity: 1}}}},
 	}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, contract.CreateOrderInput{
 		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Buckets: map[string]int{"1001": 2},

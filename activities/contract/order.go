@@ -36,27 +36,13 @@ type ReserveStockInput struct {
 
 // ReserveStockResult lists, per item, the buckets the units came from.
 type ReserveStockResult struct {
-	Reservations []Reservation `json:"reservations"`
+	Reservations []flashsale.Reservation `json:"reservations"`
 	// Degraded: Redis could not be used (unreachable, or the SKU awaits a
 	// resync), so nothing was taken from it; the order is reserved in
 	// MySQL alone (CreateOrderInput.Degraded). See activities/degraded.go.
 	Degraded bool `json:"degraded,omitempty"`
 	// DegradedReason says why, for the order's history.
 	DegradedReason string `json:"degraded_reason,omitempty"`
-}
-
-// Reservation is the Redis stock one item of the order holds: its units
-// and the buckets they came from (inventory.Reservation, the same JSON).
-type Reservation struct {
-	SKU      string
-	Quantity int64
-	Parts    []Part
-}
-
-// Part is the units of a Reservation taken from one bucket.
-type Part struct {
-	Bucket   int   `json:"bucket"`
-	Quantity int64 `json:"quantity"`
 }
 
 // ReleaseStockInput names the order whose Redis units go back on sale.
