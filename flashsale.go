@@ -204,6 +204,19 @@ const (
 	SaleStateClosed SaleState = "CLOSED"
 )
 
+// OpenedSale is what opening a fair sale did: internal/sale opens it in
+// Redis, SaleWorkflow records it from the OpenSale activity.
+type OpenedSale struct {
+	// Entrants is how many buyers entered before the freeze.
+	Entrants int64 `json:"entrants"`
+	// Seed is the revealed seed: with the entrants' ids, sale.Ranks
+	// reproduces every rank.
+	Seed string `json:"seed"`
+	// State is the sale's state after the call: OPEN, or PAUSED or CLOSED
+	// for a sale opened before.
+	State SaleState `json:"state"`
+}
+
 // SKU is a product on sale: Total units at Price (minor currency units),
 // spread over Buckets Redis keys, at most PerUserLimit units per buyer.
 type SKU struct {
