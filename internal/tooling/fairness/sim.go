@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/jsoncall"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
@@ -378,7 +379,8 @@ func (s *sim) do(ctx context.Context, method, path string, body []byte, hdr http
 }
 
 func (s *sim) doBody(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte) {
-	status, resp, err := loadgen.Do(ctx, s.client, method, s.o.Base+path, body, hdr)
+	res, err := jsoncall.Do(ctx, s.client, method, s.o.Base+path, body, hdr)
+	status, resp := res.Status, res.Body
 	key := strconv.Itoa(status)
 	if err != nil {
 		key = "error"
