@@ -46,6 +46,13 @@ type benchParams struct {
 	SaleUnits    int64         `json:"sale_units"`
 	SaleBuyers   int           `json:"sale_buyers"`
 	SaleRounds   int           `json:"sale_rounds"`
+	// SaleTarget, when set, adds a third side to the sale's A/B: the
+	// latency cap with this target instead of the production default.
+	SaleTarget time.Duration `json:"sale_target"`
+	// SaleRetryMax, when set, adds a side with the production default but
+	// BUSY answers' Retry-After at most this long (1s: as before
+	// 2026-12-03).
+	SaleRetryMax time.Duration `json:"sale_retry_max"`
 	Settings     bool          `json:"settings"`
 	Sweep        bool          `json:"sweep"`
 	// Only names the one section to run ("sale"); empty runs them all.
@@ -77,6 +84,8 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.Int64Var(&p.SaleUnits, "sale-units", 1000, "units in the flash sale")
 	fs.IntVar(&p.SaleBuyers, "sale-buyers", 5000, "buyers in the flash sale")
 	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
+	fs.DurationVar(&p.SaleTarget, "sale-target", 0, "also run the sale with the latency cap at this target (a third side, interleaved); 0: only on and off")
+	fs.DurationVar(&p.SaleRetryMax, "sale-retry-max", 0, "also run the sale with BUSY's Retry-After at most this long (1s: fixed, as before 2026-12-03; a side of its own, interleaved)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
 	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B); its report goes to --out only, never to the README")
