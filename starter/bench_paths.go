@@ -267,9 +267,11 @@ func (b *benchRun) sale(ctx context.Context, st *stack) error {
 // sale i into the output directory, sale-<i>-<side>-cpu.pprof; the
 // crowd's goroutines carry the label role=crowd (saleOn), so
 // `go tool pprof -tagignore role=crowd` is the server's share and
-// `-tagfocus role=crowd` the crowd's. Nothing without an output directory.
+// `-tagfocus role=crowd` the crowd's. Only for a run of the sale alone
+// (--only sale), whose output is a directory of its own: a whole run's
+// output is committed, and a profile per sale has no place there.
 func (b *benchRun) profileSale(i int, label string) (stop func(), err error) {
-	if b.out == "" {
+	if b.out == "" || b.p.Only != "sale" {
 		return func() {}, nil
 	}
 	side := strings.NewReplacer(" ", "-", "(", "", ")", "", ",", "").Replace(label)
