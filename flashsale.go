@@ -156,6 +156,33 @@ func (s Status) Closed() bool {
 	return false
 }
 
+// Reservation is the Redis stock one item of an order holds: Quantity units
+// of SKU, and the buckets they came from (Parts, in the order the buckets
+// were probed; only buckets that gave units appear). internal/inventory
+// takes it and the order's activities carry it in their results.
+type Reservation struct {
+	SKU      string
+	Quantity int64
+	Parts    []Part
+}
+
+// Part is the units of a Reservation taken from one bucket.
+type Part struct {
+	Bucket   int   `json:"bucket"`
+	Quantity int64 `json:"quantity"`
+}
+
+// PaymentStatus says what happened to money that arrived for an order: the
+// store records it, the payment activity answers it, the audit reads it.
+type PaymentStatus string
+
+// Payment outcomes: CAPTURED paid the order; REFUND_REQUIRED money must be
+// returned to the payer (order closed, already paid, or unknown).
+const (
+	PaymentCaptured       PaymentStatus = "CAPTURED"
+	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
+)
+
 // SaleState is where a fair sale stands (docs/design/fair-sale.md).
 // SaleWorkflow decides it and internal/sale keeps it in Redis for the
 // requests that read it.
@@ -176,6 +203,19 @@ const (
 	// SaleStateClosed: the sale is over.
 	SaleStateClosed SaleState = "CLOSED"
 )
+
+// OpenedSale is what opening a fair sale did: internal/sale opens it in
+// Redis, SaleWorkflow records it from the OpenSale activity.
+type OpenedSale struct {
+	// Entrants is how many buyers entered before the freeze.
+	Entrants int64 `json:"entrants"`
+	// Seed is the revealed seed: with the entrants' ids, sale.Ranks
+	// reproduces every rank.
+	Seed string `json:"seed"`
+	// State is the sale's state after the call: OPEN, or PAUSED or CLOSED
+	// for a sale opened before.
+	State SaleState `json:"state"`
+}
 
 // SKU is a product on sale: Total units at Price (minor currency units),
 // spread over Buckets Redis keys, at most PerUserLimit units per buyer.

@@ -209,7 +209,7 @@ func TestCompensationRoundTrip(t *testing.T) {
 	// A payment after the close is recorded for refund, never sold.
 	res, err := f.acts.ConfirmPayment(ctx, contract.ConfirmPaymentInput{OrderID: orderID, TransactionID: "late", Amount: 1000})
 	require.NoError(t, err)
-	require.Equal(t, contract.PaymentRefundRequired, res.PaymentStatus)
+	require.Equal(t, flashsale.PaymentRefundRequired, res.PaymentStatus)
 	inv, err = f.orders.Inventory(ctx, sku)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), inv.Sold)

@@ -6,34 +6,27 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flashsale/flashsale/activities/contract"
-	"github.com/flashsale/flashsale/internal/inventory"
-	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/sale"
 )
 
-// The contract's copies of store types are written into histories with the
-// JSON the store's own types had before the contract existed: a reservation
-// recorded by an older worker decodes the same, and the other way round.
-func TestContractCopiesOfStoreTypes(t *testing.T) {
-	for _, r := range []inventory.Reservation{
-		{SKU: "a", Quantity: 3, Parts: []inventory.Part{{Bucket: 1, Quantity: 1}, {Bucket: 5, Quantity: 2}}},
-		{SKU: "b", Quantity: 1},
-	} {
-		want, err := json.Marshal(r)
+// The types the activities share with the stores are written into
+// histories: a reservation, a sale's opening and a payment's status
+// recorded by an older worker decode the same, and the other way round
+// (arrival-expired.json holds the reservation below).
+func TestContractTypesKeepTheirRecordedJSON(t *testing.T) {
+	requireJSON := func(want string, v any) {
+		t.Helper()
+		got, err := json.Marshal(v)
 		require.NoError(t, err)
-		got, err := json.Marshal(reservation(r))
-		require.NoError(t, err)
-		require.JSONEq(t, string(want), string(got))
+		require.JSONEq(t, want, string(got))
 	}
+	requireJSON(`{"SKU":"a","Quantity":3,"Parts":[{"bucket":1,"quantity":1},{"bucket":5,"quantity":2}]}`,
+		flashsale.Reservation{SKU: "a", Quantity: 3, Parts: []flashsale.Part{{Bucket: 1, Quantity: 1}, {Bucket: 5, Quantity: 2}}})
+	requireJSON(`{"SKU":"b","Quantity":1,"Parts":null}`, flashsale.Reservation{SKU: "b", Quantity: 1})
 
-	opened := sale.Opened{Entrants: 3, Seed: "seed", State: sale.Open}
-	want, err := json.Marshal(opened)
-	require.NoError(t, err)
-	got, err := json.Marshal(contract.OpenedSale{Entrants: opened.Entrants, Seed: opened.Seed, State: opened.State})
-	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got))
+	requireJSON(`{"entrants":3,"seed":"seed","state":"OPEN"}`, flashsale.OpenedSale{Entrants: 3, Seed: "seed", State: sale.Open})
 
-	require.Equal(t, string(orderdb.PaymentCaptured), string(contract.PaymentCaptured))
-	require.Equal(t, string(orderdb.PaymentRefundRequired), string(contract.PaymentRefundRequired))
+	require.Equal(t, "CAPTURED", string(flashsale.PaymentCaptured))
+	require.Equal(t, "REFUND_REQUIRED", string(flashsale.PaymentRefundRequired))
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
-	"github.com/flashsale/flashsale/internal/inventory"
 )
 
 // Redis-down degradation.
@@ -145,10 +144,10 @@ func (a *Activities) forgetFlags(skus []string) {
 var errRedisDown = errors.New("redis unreachable")
 
 // guardedReserve is reserveItem behind the guard.
-func (a *Activities) guardedReserve(ctx context.Context, in contract.ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
+func (a *Activities) guardedReserve(ctx context.Context, in contract.ReserveStockInput, it flashsale.Item) (flashsale.Reservation, error) {
 	done, ok := a.Guard.Allow()
 	if !ok {
-		return inventory.Reservation{}, errRedisDown
+		return flashsale.Reservation{}, errRedisDown
 	}
 	res, err := a.reserveItem(ctx, in, it)
 	done(err)

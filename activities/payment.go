@@ -28,7 +28,7 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in contract.ConfirmPaym
 		return contract.ConfirmPaymentResult{}, paymentError(fmt.Sprintf("confirm payment %s of order %s", in.TransactionID, in.OrderID), err)
 	}
 	return contract.ConfirmPaymentResult{
-		OrderStatus: r.Order.Status, PaymentStatus: contract.PaymentStatus(r.Payment.Status),
+		OrderStatus: r.Order.Status, PaymentStatus: flashsale.PaymentStatus(r.Payment.Status),
 		Reason: flashsale.Code(r.Payment.Reason), Duplicate: r.Duplicate,
 	}, nil
 }
@@ -40,7 +40,7 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in contract.ConfirmPaym
 func (a *Activities) RecordRefund(ctx context.Context, in contract.RecordRefundInput) (contract.RecordRefundResult, error) {
 	p, err := a.Orders.RecordRefund(ctx, orderdb.Payment{
 		TransactionID: in.TransactionID, OrderID: in.OrderID, Amount: in.Amount,
-		Status: orderdb.PaymentRefundRequired, Reason: string(in.Reason),
+		Status: flashsale.PaymentRefundRequired, Reason: string(in.Reason),
 	})
 	if err != nil {
 		if flashsale.ErrorCode(err) == flashsale.Permanent {
@@ -49,7 +49,7 @@ func (a *Activities) RecordRefund(ctx context.Context, in contract.RecordRefundI
 		}
 		return contract.RecordRefundResult{}, paymentError(fmt.Sprintf("record refund %s of order %s", in.TransactionID, in.OrderID), err)
 	}
-	return contract.RecordRefundResult{PaymentStatus: contract.PaymentStatus(p.Status), OrderID: p.OrderID}, nil
+	return contract.RecordRefundResult{PaymentStatus: flashsale.PaymentStatus(p.Status), OrderID: p.OrderID}, nil
 }
 
 // paymentError gives the store's refusals of a payment as business answers;

@@ -80,11 +80,11 @@ func TestRecordRefundReportsStoredStatus(t *testing.T) {
 
 	res, err := f.acts.RecordRefund(ctx, contract.RecordRefundInput{OrderID: paid, TransactionID: "t-paid", Amount: created.Amount, Reason: "ALREADY_PAID"})
 	require.NoError(t, err)
-	require.Equal(t, contract.RecordRefundResult{PaymentStatus: contract.PaymentCaptured, OrderID: paid}, res)
+	require.Equal(t, contract.RecordRefundResult{PaymentStatus: flashsale.PaymentCaptured, OrderID: paid}, res)
 
 	res, err = f.acts.RecordRefund(ctx, contract.RecordRefundInput{OrderID: paid, TransactionID: "t-second", Amount: created.Amount, Reason: "ALREADY_PAID"})
 	require.NoError(t, err)
-	require.Equal(t, contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: paid}, res)
+	require.Equal(t, contract.RecordRefundResult{PaymentStatus: flashsale.PaymentRefundRequired, OrderID: paid}, res)
 }
 
 // A database answer that no retry can change (here the inventory row breaks

@@ -29,12 +29,12 @@ func (a *Activities) PrepareSale(ctx context.Context, in contract.PrepareSaleInp
 
 // OpenSale freezes the entrants, ranks them by the seed, opens the sale
 // and reveals the seed (sale.Store.Open).
-func (a *Activities) OpenSale(ctx context.Context, in contract.SaleRequest) (contract.OpenedSale, error) {
+func (a *Activities) OpenSale(ctx context.Context, in contract.SaleRequest) (flashsale.OpenedSale, error) {
 	o, err := a.Sales.Open(ctx, in.SKU)
 	if err != nil {
-		return contract.OpenedSale{}, a.saleAnswer("open sale", err)
+		return flashsale.OpenedSale{}, a.saleAnswer("open sale", err)
 	}
-	return contract.OpenedSale{Entrants: o.Entrants, Seed: o.Seed, State: o.State}, nil
+	return o, nil
 }
 
 // SetSaleState writes a sale's new state, which every API instance reads

@@ -97,5 +97,5 @@ func TestRefundSaleOrders(t *testing.T) {
 	o, err := f.orders.Order(ctx, f.prefix+"o1")
 	require.NoError(t, err)
 	require.Equal(t, flashsale.StatusCancelled, o.Status)
-	require.Equal(t, orderdb.PaymentRefundRequired, o.Payments[0].Status)
+	require.Equal(t, flashsale.PaymentRefundRequired, o.Payments[0].Status)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
-	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
@@ -41,7 +40,7 @@ func (a *Activities) ReserveStock(ctx context.Context, in contract.ReserveStockI
 			return a.degrade(ctx, in, err.Error()), nil
 		}
 		if err == nil {
-			res.Reservations = append(res.Reservations, reservation(r))
+			res.Reservations = append(res.Reservations, r)
 			continue
 		}
 		op := fmt.Sprintf("reserve %s for order %s", it.SKU, in.OrderID)
@@ -94,13 +93,4 @@ func (a *Activities) ReleaseStock(ctx context.Context, in contract.ReleaseStockI
 func (a *Activities) release(ctx context.Context, orderID string, items []flashsale.Item) error {
 	_, err := a.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: orderID, Items: items})
 	return err
-}
-
-// reservation is r as the workflow records it.
-func reservation(r inventory.Reservation) contract.Reservation {
-	var parts []contract.Part
-	for _, p := range r.Parts {
-		parts = append(parts, contract.Part{Bucket: p.Bucket, Quantity: p.Quantity})
-	}
-	return contract.Reservation{SKU: r.SKU, Quantity: r.Quantity, Parts: parts}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
-	"github.com/flashsale/flashsale/internal/inventory"
 )
 
 // reserveItem takes one item's units: from the buckets, or, for a waitlist
@@ -14,12 +13,12 @@ import (
 // no bucket stock, so the released unit is never on open sale between the
 // two orders; its errors are the same as Reserve's (ErrSoldOut when the
 // released order holds nothing any more), so ReserveStock maps them alike.
-func (a *Activities) reserveItem(ctx context.Context, in contract.ReserveStockInput, it flashsale.Item) (inventory.Reservation, error) {
+func (a *Activities) reserveItem(ctx context.Context, in contract.ReserveStockInput, it flashsale.Item) (flashsale.Reservation, error) {
 	if in.FromOrder == "" {
 		return a.Stock.ReserveFor(ctx, in.UserID, in.OrderID, it.SKU, it.Quantity)
 	}
 	if len(in.Items) != 1 {
-		return inventory.Reservation{}, fmt.Errorf("order %s: %w: a waitlist offer has exactly one item",
+		return flashsale.Reservation{}, fmt.Errorf("order %s: %w: a waitlist offer has exactly one item",
 			in.OrderID, &flashsale.Error{Code: flashsale.Invalid})
 	}
 	return a.Stock.TransferTo(ctx, in.UserID, in.FromOrder, in.OrderID, it.SKU, it.Quantity)

@@ -27,7 +27,6 @@ import (
 
 	"github.com/flashsale/flashsale/internal/app"
 	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/metrics"
@@ -74,42 +73,22 @@ func main() {
 	// -help prints usage and exits 0 (flag.ExitOnError), before anything
 	// is read or connected.
 	flag.Parse()
-	if *version {
-		if err := buildinfo.Read().Print(os.Stdout, "api"); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	logger, err := app.NewLogger(os.Getenv, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "api:", err)
-		os.Exit(2)
-	}
-	if *healthcheck {
-		if err := checkHealth(os.Getenv("HTTP_ADDR")); err != nil {
-			fmt.Fprintln(os.Stderr, "unhealthy:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	if err := run(logger); err != nil {
-		logger.Error("api stopped", "error", err)
-		os.Exit(1)
-	}
+	app.Main("api", *version, *healthcheck, checkHealth, open)
 }
 
-func run(logger *slog.Logger) error {
-	return app.Run(func(ctx context.Context, cfg config.Config) (app.Process, error) {
-		apiCfg, err := httpapi.LoadConfig(os.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("load api config: %w", err)
-		}
-		return app.OpenAPI(ctx, cfg, apiCfg, logger, app.APIOptions{MetricsAddr: os.Getenv(metrics.AddrEnv)})
-	})
+// open reads the API's own configuration, after the shared one, and opens
+// the API.
+func open(ctx context.Context, cfg config.Config, logger *slog.Logger) (app.Process, error) {
+	apiCfg, err := httpapi.LoadConfig(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("load api config: %w", err)
+	}
+	return app.OpenAPI(ctx, cfg, apiCfg, logger, app.APIOptions{MetricsAddr: os.Getenv(metrics.AddrEnv)})
 }
 
 // checkHealth asks the local api whether it is ready.
-func checkHealth(addr string) error {
+func checkHealth() error {
+	addr := os.Getenv("HTTP_ADDR")
 	if addr == "" {
 		addr = httpapi.DefaultAddr
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -65,12 +66,8 @@ func start(t *testing.T, env []string, name string, args ...string) *exec.Cmd {
 }
 
 func runBin(env []string, name string, args ...string) (stdout, stderr string, err error) {
-	cmd := exec.Command(filepath.Join(bin, name), args...)
-	cmd.Env = env
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	return o.String(), e.String(), err
+	o, e, err := testenv.RunCommand(context.Background(), env, bin, name, args...)
+	return string(o), string(e), err
 }
 
 func TestRefusesToStartWithoutSecrets(t *testing.T) {

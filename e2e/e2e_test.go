@@ -108,12 +108,7 @@ func (s *stack) starter(out any, args ...string) {
 }
 
 func (s *stack) run(args ...string) (stdout, stderr []byte, err error) {
-	cmd := exec.Command(filepath.Join(bin, "starter"), args...)
-	cmd.Env = s.env
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	return o.Bytes(), e.Bytes(), err
+	return testenv.RunCommand(context.Background(), s.env, bin, "starter", args...)
 }
 
 type stockOut struct {

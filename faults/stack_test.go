@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -276,15 +275,11 @@ func (s *stack) createSKU(sku string, units int64, price int64, buckets int) {
 
 // starter runs the starter CLI with the stack's environment.
 func (s *stack) starter(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "starter"), args...)
-	cmd.Env = s.env
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
+	o, e, err := testenv.RunCommand(ctx, s.env, bin, "starter", args...)
 	if err != nil {
-		return o.String(), fmt.Errorf("starter %s: %w: %s", strings.Join(args, " "), err, e.String())
+		return string(o), fmt.Errorf("starter %s: %w: %s", strings.Join(args, " "), err, e)
 	}
-	return o.String(), nil
+	return string(o), nil
 }
 
 // deps opens fresh connections for the checker (the services may have been

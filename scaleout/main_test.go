@@ -128,14 +128,11 @@ func cluster(t *testing.T, args ...string) string {
 
 // starter runs the cluster's starter binary with the cluster's environment.
 func starter(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(stateDir, "bin", "starter"), args...)
-	cmd.Env = clusterEnv
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	if err := cmd.Run(); err != nil {
-		return o.String(), fmt.Errorf("starter %s: %w: %s%s", strings.Join(args, " "), err, o.String(), e.String())
+	o, e, err := testenv.RunCommand(ctx, clusterEnv, filepath.Join(stateDir, "bin"), "starter", args...)
+	if err != nil {
+		return string(o), fmt.Errorf("starter %s: %w: %s%s", strings.Join(args, " "), err, o, e)
 	}
-	return o.String(), nil
+	return string(o), nil
 }
 
 // createSKU defines the SKU and preheats its buckets through the admin API.

@@ -573,21 +573,17 @@ func (p *probe) run(ctx context.Context) {
 			r := probeResult{sent: time.Now()}
 			// Like a buyer: no answer or a 5xx means the same order id again.
 			for {
-				status, resp, err := (&crowd.Crowd{Client: p.client, Base: apiURL}).Do(context.WithoutCancel(ctx), http.MethodPost, "/api/v1/orders", body, buyerAuth(user))
+				res, err := (&crowd.Crowd{Client: p.client, Base: apiURL}).Do(context.WithoutCancel(ctx), http.MethodPost, "/api/v1/orders", body, buyerAuth(user))
 				r.answered = time.Now()
-				if err == nil && status < 500 {
-					r.ok = status == http.StatusCreated && r.answered.Sub(r.sent) <= 2*time.Second
-					var e struct {
-						Code string `json:"code"`
-					}
-					_ = json.Unmarshal(resp, &e)
-					r.what = fmt.Sprintf("%d %s", status, e.Code)
-					if status == http.StatusCreated {
+				if err == nil && res.Status < 500 {
+					r.ok = res.Status == http.StatusCreated && r.answered.Sub(r.sent) <= 2*time.Second
+					r.what = fmt.Sprintf("%d %s", res.Status, res.Code())
+					if res.Status == http.StatusCreated {
 						r.what = "201 slow"
 					}
 					break
 				}
-				r.what = fmt.Sprint(status, err)
+				r.what = fmt.Sprint(res.Status, err)
 				if time.Since(r.sent) > 60*time.Second {
 					break
 				}

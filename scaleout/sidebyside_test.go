@@ -27,6 +27,7 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/jsoncall"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
@@ -266,8 +267,8 @@ func soldOutFlood(t *testing.T, tg sbsTarget, sku string, n int) float64 {
 	for w := range 64 {
 		wg.Go(func() {
 			for i := w; i < n; i += 64 {
-				status, _, err := loadgen.Do(context.Background(), hc, http.MethodPost, tg.apis[i%len(tg.apis)]+"/api/v1/orders", body, auth[w])
-				if err == nil && status == http.StatusConflict {
+				res, err := jsoncall.Do(context.Background(), hc, http.MethodPost, tg.apis[i%len(tg.apis)]+"/api/v1/orders", body, auth[w])
+				if err == nil && res.Status == http.StatusConflict {
 					soldOut.Add(1)
 				}
 			}

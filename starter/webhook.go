@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/jsoncall"
 )
 
 // callback is the payment provider's webhook body (see internal/httpapi).
@@ -53,32 +52,23 @@ func payViaAPI(ctx context.Context, base string, cb callback) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, webhookTimeout)
 	defer cancel()
 	endpoint := strings.TrimRight(u.String(), "/") + "/api/v1/payments/callback"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("build callback request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(httpapi.SignatureHeader, httpapi.Sign(secrets[0], time.Now(), body))
-	resp, err := http.DefaultClient.Do(req)
+	res, err := jsoncall.Do(ctx, http.DefaultClient, http.MethodPost, endpoint, body,
+		http.Header{httpapi.SignatureHeader: {httpapi.Sign(secrets[0], time.Now(), body)}})
 	if err != nil {
 		return nil, fmt.Errorf("post callback to %s: %w", endpoint, err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read callback answer: %w", err)
-	}
-	if resp.StatusCode >= 300 {
+	status := fmt.Sprintf("%d %s", res.Status, http.StatusText(res.Status))
+	if res.Status >= 300 {
 		// The API's {code, message}, passed on as the coded error it is.
 		var apiErr flashsale.Error
-		if err := json.Unmarshal(raw, &apiErr); err != nil || apiErr.Code == "" {
-			return nil, fmt.Errorf("callback answered %s: %q", resp.Status, raw)
+		if err := json.Unmarshal(res.Body, &apiErr); err != nil || apiErr.Code == "" {
+			return nil, fmt.Errorf("callback answered %s: %q", status, res.Body)
 		}
-		return nil, fmt.Errorf("callback answered %s: %w", resp.Status, &apiErr)
+		return nil, fmt.Errorf("callback answered %s: %w", status, &apiErr)
 	}
 	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, errors.Join(fmt.Errorf("callback answered %s with non-JSON %q", resp.Status, raw), err)
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		return nil, errors.Join(fmt.Errorf("callback answered %s with non-JSON %q", status, res.Body), err)
 	}
 	return out, nil
 }

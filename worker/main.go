@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -23,7 +24,6 @@ import (
 
 	"github.com/flashsale/flashsale/internal/app"
 	"github.com/flashsale/flashsale/internal/backend"
-	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/metrics"
 )
@@ -57,39 +57,21 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if *version {
-		if err := buildinfo.Read().Print(os.Stdout, "worker"); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	if *healthcheck {
-		addr := os.Getenv(metrics.AddrEnv)
-		if addr == "" {
-			fmt.Fprintln(os.Stderr, "unhealthy: METRICS_ADDR is not set, so the worker serves no /readyz")
-			os.Exit(1)
-		}
-		if err := app.CheckReady(addr); err != nil {
-			fmt.Fprintln(os.Stderr, "unhealthy:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	logger, err := app.NewLogger(os.Getenv, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		os.Exit(2)
-	}
-	if err := run(logger); err != nil {
-		logger.Error("worker stopped", "error", err)
-		os.Exit(1)
-	}
+	app.Main("worker", *version, *healthcheck, checkHealth, open)
 }
 
-func run(logger *slog.Logger) error {
-	return app.Run(func(ctx context.Context, cfg config.Config) (app.Process, error) {
-		return app.OpenWorker(ctx, cfg, logger, app.WorkerOptions{
-			MetricsAddr: os.Getenv(metrics.AddrEnv), Interceptors: extraInterceptors,
-		})
+// checkHealth asks the running worker's metrics listener whether it is
+// ready.
+func checkHealth() error {
+	addr := os.Getenv(metrics.AddrEnv)
+	if addr == "" {
+		return errors.New("METRICS_ADDR is not set, so the worker serves no /readyz")
+	}
+	return app.CheckReady(addr)
+}
+
+func open(ctx context.Context, cfg config.Config, logger *slog.Logger) (app.Process, error) {
+	return app.OpenWorker(ctx, cfg, logger, app.WorkerOptions{
+		MetricsAddr: os.Getenv(metrics.AddrEnv), Interceptors: extraInterceptors,
 	})
 }

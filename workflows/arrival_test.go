@@ -65,7 +65,7 @@ func (s *orderSuite) TestPaymentReceivedAfterDeadlineClosesTheOrderAtOnce() {
 	s.expectExpiry(&closedAt)
 	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "late", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: flashsale.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var out PaymentOutcome
 	s.pay(payBy.Sub(start)+time.Second,
 		Payment{TransactionID: "late", Amount: testAmount, ReceivedAt: payBy.Add(time.Second)},
@@ -163,7 +163,7 @@ func (s *orderSuite) TestPaymentFoundAtCloseButNotAppliedStillCloses() {
 	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Once()
 	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t-stuck", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: flashsale.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 
 	s.env.ExecuteWorkflow(s.wf, input())
 

@@ -16,7 +16,7 @@ import (
 // however it fails, holds an order past its deadline, and compensation that
 // cannot finish shows the order STALLED instead of hiding.
 
-var captured = contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}
+var captured = contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}
 
 func conflictErr(txn, recordedFor string) error {
 	return temporal.NewNonRetryableApplicationError("transaction "+txn+" is recorded for order "+recordedFor,
@@ -144,7 +144,7 @@ func (s *orderSuite) TestStuckPaymentStillExpiresOnTime() {
 	s.expectExpiry(&closedAt)
 	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: flashsale.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+59*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
@@ -171,7 +171,7 @@ func (s *orderSuite) TestStuckPaymentThatCommittedLateIsPaid() {
 		temporal.NewNonRetryableApplicationError("order already paid", contract.TypeFor(flashsale.AlreadyPaid), nil)).Once()
 	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.AlreadyPaid,
-	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentCaptured, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: flashsale.PaymentCaptured, OrderID: testOrderID}, nil).Once()
 	var outcome PaymentOutcome
 	s.pay(14*time.Minute+30*time.Second, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { outcome = o })
 
@@ -195,7 +195,7 @@ func (s *orderSuite) TestPermanentPaymentFailureIsRefundedAndOrderStaysOpen() {
 		temporal.NewNonRetryableApplicationError("permanent database error: Error 4025", contract.TypeFor(flashsale.Invalid), nil)).Once()
 	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.PaymentFailed,
-	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: flashsale.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t2")).Return(captured, nil).Once()
 	var first PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { first = o })
@@ -289,7 +289,7 @@ func (s *orderSuite) TestCancelDuringStuckPayment() {
 	s.expectCompensation(flashsale.StatusCancelled)
 	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.OrderClosed,
-	}).Return(contract.RecordRefundResult{PaymentStatus: contract.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	}).Return(contract.RecordRefundResult{PaymentStatus: flashsale.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, 14*time.Minute)

@@ -46,7 +46,7 @@ func (s *orderSuite) TestDegradedOrderExpires() {
 func (s *orderSuite) TestDegradedOrderPaid() {
 	s.expectDegraded(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute).UTC()}, nil)
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)

@@ -58,7 +58,7 @@ func input(items ...flashsale.Item) OrderInput {
 func (s *orderSuite) expectReserved() time.Time {
 	payBy := s.env.Now().Add(15 * time.Minute).UTC()
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
-		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+		Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
 		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
 	return payBy
@@ -124,7 +124,7 @@ func (s *orderSuite) TestPaidOrder() {
 	payBy := s.expectReserved()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, contract.ConfirmPaymentInput{
 		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount,
-	}).Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+	}).Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 
 	var answered Reservation
 	s.reserve(func(r Reservation) { answered = r })
@@ -186,7 +186,7 @@ func (s *orderSuite) TestOperatorCancelsWorkflow() {
 func (s *orderSuite) TestPaymentRacesDeadline() {
 	s.expectReserved()
 	confirm := s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Maybe()
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Maybe()
 	closeOrder := s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{}, nil).Maybe()
 	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, mock.Anything).Return(contract.OfferToWaitlistResult{}, nil).Maybe()
 	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{Released: 1}, nil).Maybe()
@@ -218,7 +218,7 @@ func (s *orderSuite) TestPaymentRacesDeadline() {
 func (s *orderSuite) TestDuplicateAndSecondPayment() {
 	s.expectReserved()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
 		OrderID: testOrderID, TransactionID: "t2", Amount: testAmount, Reason: flashsale.AlreadyPaid,
 	}).Return(contract.RecordRefundResult{}, nil).Once()
@@ -243,7 +243,7 @@ func (s *orderSuite) TestAmountMismatchIsRefundedAndOrderStaysOpen() {
 		OrderID: testOrderID, TransactionID: "short", Amount: 1, Reason: flashsale.AmountMismatch,
 	}).Return(contract.RecordRefundResult{}, nil).Once()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 
 	var first PaymentOutcome
 	s.pay(time.Minute, Payment{TransactionID: "short", Amount: 1}, func(o PaymentOutcome) { first = o })
@@ -364,7 +364,7 @@ func (s *orderSuite) TestTransientFailuresAreRetried() {
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).Return(contract.ConfirmPaymentResult{}, errors.New("deadlock")).Once()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(SignalPayment, Payment{TransactionID: "t1", Amount: testAmount})
 	}, time.Minute)
@@ -460,7 +460,7 @@ func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
 		s.SetupTest()
 		payBy := s.expectReserved()
 		s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-			Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+			Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 		require.NoError(t, s.env.SetTypedSearchAttributesOnStart(OrderSearchAttributes(input())))
 		var wrote []flashsale.Status
 		s.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
@@ -485,7 +485,7 @@ func TestOrderWorkflowV2UpsertsOnlyAChangedStatus(t *testing.T) {
 // them from that bucket's row.
 func (s *orderSuite) TestCreateOrderIsToldTheRedisBucket() {
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{
-		Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1, Parts: []contract.Part{{Bucket: 2, Quantity: 1}}}},
+		Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1, Parts: []flashsale.Part{{Bucket: 2, Quantity: 1}}}},
 	}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, contract.CreateOrderInput{
 		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Buckets: map[string]int{"1001": 2},

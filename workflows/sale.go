@@ -240,7 +240,7 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 	if s.view.State != flashsale.SaleStatePrequeue {
 		return nil
 	}
-	var opened contract.OpenedSale
+	var opened flashsale.OpenedSale
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.OpenSale,
 		contract.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
 		return fmt.Errorf("open sale: %w", err)

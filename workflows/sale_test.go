@@ -40,9 +40,9 @@ func (s *saleSuite) expectPrepared(in SaleInput) {
 
 func (s *saleSuite) expectOpened() {
 	s.env.OnActivity(contract.OpenSale, mock.Anything, contract.SaleRequest{SKU: "1001"}).
-		Return(func(context.Context, contract.SaleRequest) (contract.OpenedSale, error) {
+		Return(func(context.Context, contract.SaleRequest) (flashsale.OpenedSale, error) {
 			s.openedAt = s.env.Now()
-			return contract.OpenedSale{Entrants: 3, Seed: "seed", State: flashsale.SaleStateOpen}, nil
+			return flashsale.OpenedSale{Entrants: 3, Seed: "seed", State: flashsale.SaleStateOpen}, nil
 		}).Once()
 }
 

@@ -64,7 +64,7 @@ func (s *orderSuite) TestNobodyWaitingReleasesToOpenSale() {
 // back to open sale without popping a waiting buyer.
 func (s *orderSuite) TestMultiUnitReleaseSkipsWaitlist() {
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
-		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 2}}}, nil).Once()
+		Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 2}}}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
 		Return(contract.CreateOrderResult{Amount: 2 * testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
 	s.env.OnActivity(contract.CloseOrder, mock.Anything, mock.Anything).Return(contract.CloseOrderResult{}, nil).Once()
@@ -91,7 +91,7 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 	in := offerInput()
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, contract.ReserveStockInput{
 		OrderID: in.OrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: testOrderID, UserID: in.UserID,
-	}).Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	}).Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("limit", contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
 	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, contract.OfferToWaitlistInput{
@@ -118,7 +118,7 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
 	in := offerInput()
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
-		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+		Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("limit", contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
 	s.env.OnActivity(contract.OfferToWaitlist, mock.Anything, contract.OfferToWaitlistInput{
@@ -143,7 +143,7 @@ func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
 // is not a unit on its way to a waiting buyer: it goes back on open sale.
 func (s *orderSuite) TestOrderIDConflictReleasesUnits() {
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
-		Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+		Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
 		temporal.NewNonRetryableApplicationError("taken", contract.TypeFor(flashsale.OrderIDConflict), nil)).Once()
 	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).
@@ -162,11 +162,11 @@ func (s *orderSuite) TestWaitlistOrderPaid() {
 	in := offerInput()
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.MatchedBy(func(r contract.ReserveStockInput) bool {
 		return r.FromOrder == testOrderID
-	})).Return(contract.ReserveStockResult{Reservations: []contract.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	})).Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
 		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(15 * time.Minute)}, nil).Once()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
-		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: contract.PaymentCaptured}, nil).Once()
+		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
 	s.pay(time.Minute, Payment{TransactionID: "t-wl", Amount: testAmount}, func(PaymentOutcome) {})
 
 	s.env.ExecuteWorkflow(s.wf, in)

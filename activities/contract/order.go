@@ -36,27 +36,13 @@ type ReserveStockInput struct {
 
 // ReserveStockResult lists, per item, the buckets the units came from.
 type ReserveStockResult struct {
-	Reservations []Reservation `json:"reservations"`
+	Reservations []flashsale.Reservation `json:"reservations"`
 	// Degraded: Redis could not be used (unreachable, or the SKU awaits a
 	// resync), so nothing was taken from it; the order is reserved in
 	// MySQL alone (CreateOrderInput.Degraded). See activities/degraded.go.
 	Degraded bool `json:"degraded,omitempty"`
 	// DegradedReason says why, for the order's history.
 	DegradedReason string `json:"degraded_reason,omitempty"`
-}
-
-// Reservation is the Redis stock one item of the order holds: its units
-// and the buckets they came from (inventory.Reservation, the same JSON).
-type Reservation struct {
-	SKU      string
-	Quantity int64
-	Parts    []Part
-}
-
-// Part is the units of a Reservation taken from one bucket.
-type Part struct {
-	Bucket   int   `json:"bucket"`
-	Quantity int64 `json:"quantity"`
 }
 
 // ReleaseStockInput names the order whose Redis units go back on sale.
@@ -139,17 +125,6 @@ type CloseOrderInput struct {
 // CloseOrderResult is empty; it exists so fields can be added.
 type CloseOrderResult struct{}
 
-// PaymentStatus is a payment as the database stores it
-// (orderdb.PaymentStatus, the same values).
-type PaymentStatus string
-
-// Payment outcomes: CAPTURED paid the order; REFUND_REQUIRED money must be
-// returned to the payer.
-const (
-	PaymentCaptured       PaymentStatus = "CAPTURED"
-	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
-)
-
 // ConfirmPaymentInput is a payment to apply to an order.
 type ConfirmPaymentInput struct {
 	OrderID       string `json:"order_id"`
@@ -159,17 +134,17 @@ type ConfirmPaymentInput struct {
 
 // ConfirmPaymentResult says what the database made of the payment.
 type ConfirmPaymentResult struct {
-	OrderStatus   flashsale.Status `json:"order_status"`
-	PaymentStatus PaymentStatus    `json:"payment_status"`
-	Reason        flashsale.Code   `json:"reason,omitempty"`
-	Duplicate     bool             `json:"duplicate,omitempty"`
+	OrderStatus   flashsale.Status        `json:"order_status"`
+	PaymentStatus flashsale.PaymentStatus `json:"payment_status"`
+	Reason        flashsale.Code          `json:"reason,omitempty"`
+	Duplicate     bool                    `json:"duplicate,omitempty"`
 }
 
 // RefundRequired reports whether the database recorded the payment for
 // refund instead of capturing it (the order had closed, or was paid by
 // another transaction).
 func (r ConfirmPaymentResult) RefundRequired() bool {
-	return r.PaymentStatus == PaymentRefundRequired
+	return r.PaymentStatus == flashsale.PaymentRefundRequired
 }
 
 // RecordRefundInput is money that arrived for an order that cannot take it.
@@ -187,7 +162,7 @@ type RecordRefundResult struct {
 	// PaymentStatus is REFUND_REQUIRED, or CAPTURED when the transaction
 	// had already paid this very order (a ConfirmPayment that committed
 	// after the workflow stopped waiting for it): the money is kept.
-	PaymentStatus PaymentStatus `json:"payment_status,omitempty"`
+	PaymentStatus flashsale.PaymentStatus `json:"payment_status,omitempty"`
 	// OrderID is the order the stored payment belongs to: always the
 	// input's, since another order's transaction is a TransactionConflict.
 	OrderID string `json:"order_id,omitempty"`
@@ -196,7 +171,7 @@ type RecordRefundResult struct {
 // Captured reports whether the transaction turned out to have paid this
 // very order: the money is kept, nothing is owed back.
 func (r RecordRefundResult) Captured() bool {
-	return r.PaymentStatus == PaymentCaptured
+	return r.PaymentStatus == flashsale.PaymentCaptured
 }
 
 // OfferToWaitlistInput names the released order and its SKU.

@@ -33,19 +33,6 @@ type SaleRequest struct {
 	SKU string `json:"sku_id"`
 }
 
-// OpenedSale is what opening a sale did (OpenSale; internal/sale's
-// Opened, the same JSON).
-type OpenedSale struct {
-	// Entrants is how many buyers entered before the freeze.
-	Entrants int64 `json:"entrants"`
-	// Seed is the revealed seed: with the entrants' ids, sale.Ranks
-	// reproduces every rank.
-	Seed string `json:"seed"`
-	// State is the sale's state after the call: OPEN, or PAUSED or CLOSED
-	// for a sale opened before.
-	State flashsale.SaleState `json:"state"`
-}
-
 // SaleStateChange moves a sale from one of From to To.
 type SaleStateChange struct {
 	SKU  string                `json:"sku_id"`

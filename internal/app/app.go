@@ -2,7 +2,7 @@
 // backend: the worker (NewWorker, OpenWorker) and the HTTP API (NewHTTPAPI,
 // OpenAPI). worker/main.go, api/main.go, the demo and the tests that need
 // the whole system build them here, so they run the same registrations and
-// settings, and the two commands share one start-up (Start).
+// settings, and the two commands share one start-up (Main, Run).
 package app
 
 import (

@@ -26,7 +26,7 @@ func (c *checker) checkPayments(ctx context.Context, skuFilter string) error {
 	}
 	for _, a := range p.BadStatus {
 		c.add(Violation{SKU: sku(a), OrderID: a.OrderID, TransactionID: a.TransactionID, Kind: KindPaymentStatus,
-			Expected: string(orderdb.PaymentCaptured) + "|" + string(orderdb.PaymentRefundRequired), Actual: a.PaymentStatus,
+			Expected: string(flashsale.PaymentCaptured) + "|" + string(flashsale.PaymentRefundRequired), Actual: a.PaymentStatus,
 			Detail: "payment status is neither captured nor marked for refund"})
 	}
 	for _, a := range p.AmountMismatch {

@@ -160,14 +160,14 @@ func bucketMasters(ctx context.Context, t *testing.T, rdb *redis.ClusterClient, 
 // sale is what a crowd of buyers got.
 type sale struct {
 	mu      sync.Mutex
-	won     map[string]inventory.Reservation
+	won     map[string]flashsale.Reservation
 	soldOut int
 	errs    []error
 	// onRetry, if set, sees each error a retrying buyer retries.
 	onRetry func(error)
 }
 
-func newSale() *sale { return &sale{won: make(map[string]inventory.Reservation)} }
+func newSale() *sale { return &sale{won: make(map[string]flashsale.Reservation)} }
 
 func (s *sale) units() int64 {
 	s.mu.Lock()

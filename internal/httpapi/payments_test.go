@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/orderdb"
 )
@@ -103,14 +104,14 @@ func TestPaymentCallback(t *testing.T) {
 	inv := api.inventory(sku)
 	require.Equal(t, int64(1), inv.Sold)
 	require.Equal(t, int64(0), inv.Frozen)
-	byTxn := map[string]orderdb.PaymentStatus{}
+	byTxn := map[string]flashsale.PaymentStatus{}
 	for _, p := range s.payments(id) {
 		byTxn[p.TransactionID] = p.Status
 	}
-	require.Equal(t, map[string]orderdb.PaymentStatus{
-		s.name("tx-short"): orderdb.PaymentRefundRequired,
-		s.name("tx-1"):     orderdb.PaymentCaptured,
-		s.name("tx-2"):     orderdb.PaymentRefundRequired,
+	require.Equal(t, map[string]flashsale.PaymentStatus{
+		s.name("tx-short"): flashsale.PaymentRefundRequired,
+		s.name("tx-1"):     flashsale.PaymentCaptured,
+		s.name("tx-2"):     flashsale.PaymentRefundRequired,
 	}, byTxn)
 	require.Equal(t, "REQUIRED", api.order(id)["refund"])
 
@@ -153,7 +154,7 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 
 		pays := s.payments(id)
 		require.Len(t, pays, 1, "recorded once: %+v", pays)
-		require.Equal(t, orderdb.PaymentRefundRequired, pays[0].Status)
+		require.Equal(t, flashsale.PaymentRefundRequired, pays[0].Status)
 		require.Equal(t, int64(700), pays[0].Amount)
 		o := api.order(id)
 		require.Equal(t, "EXPIRED", o["status"])
@@ -226,10 +227,10 @@ func TestCallbackAtTheDeadline(t *testing.T) {
 				paid++
 				require.Nil(t, res.refund)
 				require.Equal(t, "PAID", api.order(res.id)["status"])
-				require.Equal(t, orderdb.PaymentCaptured, pays[0].Status)
+				require.Equal(t, flashsale.PaymentCaptured, pays[0].Status)
 			case "EXPIRED":
 				require.Equal(t, "REQUIRED", res.refund)
-				require.Equal(t, orderdb.PaymentRefundRequired, pays[0].Status)
+				require.Equal(t, flashsale.PaymentRefundRequired, pays[0].Status)
 			default:
 				t.Fatalf("offset %v: answered %q", offsets[i], res.status)
 			}
@@ -314,8 +315,8 @@ func TestPaymentWhileNoWorkerCanAnswer(t *testing.T) {
 			api.order(late)["refund"] == "REQUIRED"
 	}, 30*time.Second, 100*time.Millisecond, "in time %v, late %v", api.order(inTime), api.order(late))
 	require.Nil(t, api.order(inTime)["refund"])
-	require.Equal(t, []orderdb.PaymentStatus{orderdb.PaymentCaptured}, paymentStatuses(s.payments(inTime)))
-	require.Equal(t, []orderdb.PaymentStatus{orderdb.PaymentRefundRequired}, paymentStatuses(s.payments(late)))
+	require.Equal(t, []flashsale.PaymentStatus{flashsale.PaymentCaptured}, paymentStatuses(s.payments(inTime)))
+	require.Equal(t, []flashsale.PaymentStatus{flashsale.PaymentRefundRequired}, paymentStatuses(s.payments(late)))
 
 	// The provider's retry of either now gets the settled answer at once.
 	r := api.pay(callback{OrderID: inTime, TransactionID: inTime + "-tx", Amount: 900, Status: "SUCCESS"})
@@ -329,8 +330,8 @@ func TestPaymentWhileNoWorkerCanAnswer(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond, "%+v", api.inventory(sku))
 }
 
-func paymentStatuses(pays []orderdb.Payment) []orderdb.PaymentStatus {
-	out := make([]orderdb.PaymentStatus, len(pays))
+func paymentStatuses(pays []orderdb.Payment) []flashsale.PaymentStatus {
+	out := make([]flashsale.PaymentStatus, len(pays))
 	for i, p := range pays {
 		out[i] = p.Status
 	}
@@ -369,7 +370,7 @@ func TestPaymentReceivedButNeverDeliveredIsApplied(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return api.order(kept)["status"] == "PAID" && api.order(late)["status"] == "EXPIRED"
 	}, 30*time.Second, 100*time.Millisecond, "kept %v, late %v", api.order(kept), api.order(late))
-	require.Equal(t, []orderdb.PaymentStatus{orderdb.PaymentCaptured}, paymentStatuses(s.payments(kept)))
+	require.Equal(t, []flashsale.PaymentStatus{flashsale.PaymentCaptured}, paymentStatuses(s.payments(kept)))
 	require.Empty(t, s.payments(late), "a late receipt is not a payment: the provider's callback, when it comes, is answered as late money")
 	require.Eventually(t, func() bool {
 		return api.inventory(sku) == inventoryOut{SKU: sku, Total: 2, Available: 1, DBAvailable: 1, Sold: 1, BucketCount: 2}

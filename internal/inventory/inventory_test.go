@@ -144,7 +144,7 @@ func TestReserveFallsBackToOtherBuckets(t *testing.T) {
 
 			r, err := s.Reserve(ctx, order, sku, 1)
 			require.NoError(t, err)
-			require.Equal(t, []Part{{Bucket: 0, Quantity: 1}}, r.Parts)
+			require.Equal(t, []flashsale.Part{{Bucket: 0, Quantity: 1}}, r.Parts)
 
 			_, err = s.Reserve(ctx, order+"-next", sku, 1)
 			require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
@@ -159,7 +159,7 @@ func TestReserveFallsBackToOtherBuckets(t *testing.T) {
 
 		r, err := s.Reserve(ctx, order, sku, 9)
 		require.NoError(t, err)
-		require.Equal(t, Reservation{SKU: sku, Quantity: 9, Parts: []Part{
+		require.Equal(t, flashsale.Reservation{SKU: sku, Quantity: 9, Parts: []flashsale.Part{
 			{Bucket: 2, Quantity: 2}, {Bucket: 3, Quantity: 2}, {Bucket: 0, Quantity: 3}, {Bucket: 1, Quantity: 2},
 		}}, r)
 		require.Equal(t, []int64{0, 1, 0, 0}, stock(t, s, sku).PerBucket)
@@ -192,7 +192,7 @@ func TestReserveIdempotent(t *testing.T) {
 		require.NoError(t, err)
 
 		const attempts = 50
-		results := make([]Reservation, attempts)
+		results := make([]flashsale.Reservation, attempts)
 		errs := make([]error, attempts)
 		var wg sync.WaitGroup
 		for i := range attempts {

@@ -129,7 +129,7 @@ func TestRetryAfterResizeWalksFirstAttemptsBuckets(t *testing.T) {
 	order := orderStartingAt(t, "before-resize", 1, 4)
 	first, err := a.Reserve(ctx, order, sku, 3) // 2 from bucket 1, 1 from 2
 	require.NoError(t, err)
-	require.Equal(t, []Part{{Bucket: 1, Quantity: 2}, {Bucket: 2, Quantity: 1}}, first.Parts)
+	require.Equal(t, []flashsale.Part{{Bucket: 1, Quantity: 2}, {Bucket: 2, Quantity: 1}}, first.Parts)
 	requireCached(t, a, sku, 4)
 
 	_, err = b.Resize(ctx, sku, 16)

@@ -8,24 +8,10 @@ import (
 	"github.com/flashsale/flashsale"
 )
 
-// Part is what one bucket contributed to a reservation.
-type Part struct {
-	Bucket   int   `json:"bucket"`
-	Quantity int64 `json:"quantity"`
-}
-
-// Reservation is the stock one order holds in Redis. Parts are listed in the
-// order the buckets were probed and only buckets that gave units appear.
-type Reservation struct {
-	SKU      string
-	Quantity int64
-	Parts    []Part
-}
-
 // Reserve is ReserveFor with no buyer: nothing is counted against a
 // per-buyer limit. For callers that reserve on nobody's behalf (benchmarks,
 // tests of the buckets); orders use ReserveFor.
-func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (_ Reservation, err error) {
+func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (_ flashsale.Reservation, err error) {
 	defer codeOutage(&err)
 	return s.ReserveFor(ctx, "", orderID, sku, qty)
 }
@@ -64,13 +50,13 @@ func (s *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (_ 
 //
 // Reserve ignores the sold-out flag on purpose: the flag may be set while a
 // retried order already holds its units, and the retry must get them.
-func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty int64) (_ Reservation, err error) {
+func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty int64) (_ flashsale.Reservation, err error) {
 	defer codeOutage(&err)
 	if err := validateOrder(orderID, sku); err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
+		return flashsale.Reservation{}, fmt.Errorf("reserve %s: %w", sku, err)
 	}
 	if qty <= 0 {
-		return Reservation{}, fmt.Errorf("reserve %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
+		return flashsale.Reservation{}, fmt.Errorf("reserve %s: %w", sku, invalidf("quantity must be positive, got %d", qty))
 	}
 	tookCached := false
 	if c, ok := s.layouts.get(sku); ok {
@@ -86,7 +72,7 @@ func (s *Store) ReserveFor(ctx context.Context, userID, orderID, sku string, qty
 	}
 	c, err := s.readLayout(ctx, sku)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve %s: read layout: %w", sku, err)
+		return flashsale.Reservation{}, fmt.Errorf("reserve %s: read layout: %w", sku, err)
 	}
 	res, _, err := s.reserveUnder(ctx, userID, orderID, sku, qty, c, false, tookCached)
 	return res, err
@@ -100,13 +86,13 @@ var errStaleLayout = errors.New("stale layout")
 // or just read (no check). took reports whether this walk took units
 // before an errStaleLayout; mayHold says an earlier walk of this call
 // did, so a limit refusal must give them back.
-func (s *Store) reserveUnder(ctx context.Context, userID, orderID, sku string, qty int64, c *cachedLayout, cached, mayHold bool) (_ Reservation, took bool, _ error) {
+func (s *Store) reserveUnder(ctx context.Context, userID, orderID, sku string, qty int64, c *cachedLayout, cached, mayHold bool) (_ flashsale.Reservation, took bool, _ error) {
 	lay := c.lay
 	// After a resize a retry must walk the buckets its first attempt
 	// walked (layout.go); for a SKU never resized this is the plain walk.
 	walk, err := s.walkFor(ctx, sku, orderID, lay)
 	if err != nil {
-		return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, err)
+		return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, err)
 	}
 	// The limit first: an order over it must hold nothing, not take units
 	// other buyers are turned away from while MySQL has yet to refuse it.
@@ -116,16 +102,16 @@ func (s *Store) reserveUnder(ctx context.Context, userID, orderID, sku string, q
 				// Only when the limit appeared while a cached walk (one
 				// that knew none) was taking; that walk's units go back.
 				if _, _, gerr := s.giveBack(ctx, orderID, sku, lay, modeSoldOut); gerr != nil {
-					return Reservation{}, false, fmt.Errorf("reserve %s: %w (giving back: %v)", sku, err, gerr)
+					return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: %w (giving back: %v)", sku, err, gerr)
 				}
 			}
-			return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, err)
+			return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, err)
 		}
 	}
 
 	epoch := epochArg(lay, cached)
 	need := qty
-	var parts []Part
+	var parts []flashsale.Part
 	for _, b := range walk {
 		if need == 0 {
 			break
@@ -134,55 +120,55 @@ func (s *Store) reserveUnder(ctx context.Context, userID, orderID, sku string, q
 			[]string{stockKey(sku, b), orderKey(sku, b, orderID), stampKey(sku, b)},
 			need, s.heldMs, s.zeroMs, epoch).Int64Slice()
 		if err != nil {
-			return Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: %w", sku, b, err)
+			return flashsale.Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: %w", sku, b, err)
 		}
 		if len(res) < 2 {
-			return Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: unexpected reply %v", sku, b, res)
+			return flashsale.Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: unexpected reply %v", sku, b, res)
 		}
 		switch res[0] {
 		case -4:
 			if cached {
-				return Reservation{}, need < qty, errStaleLayout
+				return flashsale.Reservation{}, need < qty, errStaleLayout
 			}
-			return Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: refused a layout read just now", sku, b)
+			return flashsale.Reservation{}, need < qty, fmt.Errorf("reserve %s: take from bucket %d: refused a layout read just now", sku, b)
 		case -2:
 			// Released while (or before) we probed. Release visits every
 			// bucket, but run it again so nothing this call took can outlive
 			// the release even if the two interleaved.
 			if _, _, err := s.giveBack(ctx, orderID, sku, lay, modeRelease); err != nil {
-				return Reservation{}, false, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
+				return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: give back after release: %w", sku, err)
 			}
-			return Reservation{}, false, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
+			return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: order %s: %w", sku, orderID, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
 		case -3:
 			// An earlier attempt of this order ended sold out; repeat that.
 			if _, _, err := s.giveBack(ctx, orderID, sku, lay, modeSoldOut); err != nil {
-				return Reservation{}, false, fmt.Errorf("reserve %s: give back: %w", sku, err)
+				return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: give back: %w", sku, err)
 			}
-			return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+			return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, flashsale.Errorf(flashsale.SoldOut, "sold out"))
 		}
 		got := res[0]
 		if got > need {
 			// Only a replay can return more than asked: the first attempt of
 			// this order wanted more. The markers cannot say which quantity
 			// is right, so refuse rather than guess; the units stay held.
-			return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, invalidf(
+			return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, invalidf(
 				"order %s already holds %d units in bucket %d but only %d are still wanted: retried with a different quantity",
 				orderID, got, b, need))
 		}
 		if got > 0 {
-			parts = append(parts, Part{Bucket: b, Quantity: got})
+			parts = append(parts, flashsale.Part{Bucket: b, Quantity: got})
 			need -= got
 		}
 	}
 	if need == 0 {
-		return Reservation{SKU: sku, Quantity: qty, Parts: parts}, false, nil
+		return flashsale.Reservation{SKU: sku, Quantity: qty, Parts: parts}, false, nil
 	}
 
 	// Not enough in all buckets together: give back every take so the
 	// reservation is all or nothing, and remember the outcome in the markers.
 	_, held, err := s.giveBack(ctx, orderID, sku, lay, modeSoldOut)
 	if err != nil {
-		return Reservation{}, false, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
+		return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: give back partial take: %w", sku, err)
 	}
 	soldOut := flashsale.Errorf(flashsale.SoldOut, "sold out")
 	// If this order held units, giving them back bumped gen, so the SKU is
@@ -190,10 +176,10 @@ func (s *Store) reserveUnder(ctx context.Context, userID, orderID, sku string, q
 	if !held {
 		if err := s.flagSoldOut(ctx, sku); err != nil {
 			// The flag is only an optimisation; the answer stays sold out.
-			return Reservation{}, false, fmt.Errorf("reserve %s: %w (setting sold-out flag: %v)", sku, soldOut, err)
+			return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: %w (setting sold-out flag: %v)", sku, soldOut, err)
 		}
 	}
-	return Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, soldOut)
+	return flashsale.Reservation{}, false, fmt.Errorf("reserve %s: %w", sku, soldOut)
 }
 
 // flagSoldOut sets the sold-out flag if every bucket is empty now. gen is

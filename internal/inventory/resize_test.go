@@ -101,7 +101,7 @@ func TestResizeShrinkSweepsRemovedBucketsAndLateReleases(t *testing.T) {
 	order := orderStartingAt(t, "late", 40, 64)
 	r, err := s.Reserve(ctx, order, sku, 1)
 	require.NoError(t, err)
-	require.Equal(t, []Part{{Bucket: 40, Quantity: 1}}, r.Parts)
+	require.Equal(t, []flashsale.Part{{Bucket: 40, Quantity: 1}}, r.Parts)
 
 	res, err := s.Resize(ctx, sku, 4)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestResizeReserveRetryAfterExpansion(t *testing.T) {
 	require.NotEmpty(t, order)
 	first, err := s.Reserve(ctx, order, sku, 6)
 	require.NoError(t, err)
-	require.Equal(t, []Part{{Bucket: 1, Quantity: 5}, {Bucket: 0, Quantity: 1}}, first.Parts)
+	require.Equal(t, []flashsale.Part{{Bucket: 1, Quantity: 5}, {Bucket: 0, Quantity: 1}}, first.Parts)
 
 	_, err = s.Resize(ctx, sku, 16)
 	require.NoError(t, err)

@@ -142,7 +142,7 @@ func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (_ Waitli
 //
 // Transfer probes the current N buckets. Markers in buckets a shrink
 // removed are not handed over; the failed hand-over then releases them.
-func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qty int64) (_ Reservation, err error) {
+func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qty int64) (_ flashsale.Reservation, err error) {
 	defer codeOutage(&err)
 	return s.TransferTo(ctx, "", fromOrder, toOrder, sku, qty)
 }
@@ -152,26 +152,26 @@ func (s *Store) Transfer(ctx context.Context, fromOrder, toOrder, sku string, qt
 // waiting buyer who holds it by now is refused by MySQL, and the offer's
 // compensation hands the unit on to the next waiting buyer. After the hand-over the released order's count is given back
 // to its own buyer, so its units are counted once, for the new holder.
-func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku string, qty int64) (_ Reservation, err error) {
+func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku string, qty int64) (_ flashsale.Reservation, err error) {
 	defer codeOutage(&err)
 	if err := validateOrder(fromOrder, sku); err != nil {
-		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
 	if err := validateOrder(toOrder, sku); err != nil {
-		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
 	if fromOrder == toOrder || qty <= 0 {
-		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, invalidf("transfer %d units from %s to %s", qty, fromOrder, toOrder))
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: %w", sku, invalidf("transfer %d units from %s to %s", qty, fromOrder, toOrder))
 	}
 	n, err := s.bucketCount(ctx, sku)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
 	// Counted even past the limit: the unit is on its way to this buyer,
 	// and MySQL's refusal of the offer (LimitExceeded) passes it on to the
 	// next waiting buyer, where a refusal here would drop it to open sale.
 	if err := s.claim(ctx, userID, toOrder, sku, qty, true); err != nil {
-		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
 	calls := make([]scriptCall, n)
 	for b := range calls {
@@ -182,24 +182,24 @@ func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku 
 	}
 	cmds, err := s.evalPipelined(ctx, transferScript, calls)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: %w", sku, err)
 	}
 	var got int64
-	var parts []Part
+	var parts []flashsale.Part
 	released := false
 	for b, cmd := range cmds {
 		res, err := cmd.Int64Slice()
 		if err != nil {
-			return Reservation{}, fmt.Errorf("transfer %s: bucket %d: %w", sku, b, err)
+			return flashsale.Reservation{}, fmt.Errorf("transfer %s: bucket %d: %w", sku, b, err)
 		}
 		if len(res) != 2 {
-			return Reservation{}, fmt.Errorf("transfer %s: bucket %d: unexpected reply %v", sku, b, res)
+			return flashsale.Reservation{}, fmt.Errorf("transfer %s: bucket %d: unexpected reply %v", sku, b, res)
 		}
 		switch status, k := res[0], res[1]; status {
 		case 1, 2:
 			if k > 0 {
 				got += k
-				parts = append(parts, Part{Bucket: b, Quantity: k})
+				parts = append(parts, flashsale.Part{Bucket: b, Quantity: k})
 			}
 		case -2:
 			released = true
@@ -209,9 +209,9 @@ func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku 
 		// The units are toOrder's now; the released order's buyer holds
 		// them no more. Idempotent, so a retried hand-over repeats it.
 		if _, err := s.unclaim(ctx, fromOrder, sku, modeRelease); err != nil {
-			return Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, fromOrder, err)
+			return flashsale.Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, fromOrder, err)
 		}
-		return Reservation{SKU: sku, Quantity: qty, Parts: parts}, nil
+		return flashsale.Reservation{SKU: sku, Quantity: qty, Parts: parts}, nil
 	}
 	// The hand-over failed: the receiving order was released meanwhile,
 	// or the giving order held another quantity or nothing here (markers
@@ -221,15 +221,15 @@ func (s *Store) TransferTo(ctx context.Context, userID, fromOrder, toOrder, sku 
 	// units go back on open sale (Release clears the sold-out flag) rather
 	// than to a waiting buyer with a wrong quantity.
 	if _, err := s.Release(ctx, toOrder, sku); err != nil {
-		return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, toOrder, err)
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, toOrder, err)
 	}
 	if _, err := s.Release(ctx, fromOrder, sku); err != nil {
-		return Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, fromOrder, err)
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: give back order %s: %w", sku, fromOrder, err)
 	}
 	if released {
-		return Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, toOrder, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
+		return flashsale.Reservation{}, fmt.Errorf("transfer %s: order %s: %w", sku, toOrder, flashsale.Errorf(flashsale.AlreadyReleased, "reservation already released"))
 	}
-	return Reservation{}, fmt.Errorf("transfer %s: order %s held %d of %d units: %w", sku, fromOrder, got, qty, flashsale.Errorf(flashsale.SoldOut, "sold out"))
+	return flashsale.Reservation{}, fmt.Errorf("transfer %s: order %s held %d of %d units: %w", sku, fromOrder, got, qty, flashsale.Errorf(flashsale.SoldOut, "sold out"))
 }
 
 // CloseWaitlist empties sku's waitlist: nobody waits from now on, so a unit

@@ -271,9 +271,9 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 			where string
 			args  []any
 		}{
-			{&out.CapturedNotPaid, "p.status = ? AND (o.status IS NULL OR o.status <> ?)", []any{PaymentCaptured, flashsale.StatusPaid}},
-			{&out.BadStatus, "p.status NOT IN (?, ?)", []any{PaymentCaptured, PaymentRefundRequired}},
-			{&out.AmountMismatch, "p.status = ? AND o.status = ? AND p.amount <> o.amount", []any{PaymentCaptured, flashsale.StatusPaid}},
+			{&out.CapturedNotPaid, "p.status = ? AND (o.status IS NULL OR o.status <> ?)", []any{flashsale.PaymentCaptured, flashsale.StatusPaid}},
+			{&out.BadStatus, "p.status NOT IN (?, ?)", []any{flashsale.PaymentCaptured, flashsale.PaymentRefundRequired}},
+			{&out.AmountMismatch, "p.status = ? AND o.status = ? AND p.amount <> o.amount", []any{flashsale.PaymentCaptured, flashsale.StatusPaid}},
 		}
 		for _, q := range queries {
 			if err := tx.Raw(payments+q.where+filter+" ORDER BY p.id", append(q.args, args...)...).Scan(q.dst).Error; err != nil {
@@ -299,7 +299,7 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 			FROM orders o LEFT JOIN payments p ON p.order_id = o.order_id AND p.status = ?
 			WHERE o.status = ?`+orderFilter+`
 			GROUP BY o.order_id, o.status, o.amount HAVING COUNT(p.id) <> 1 ORDER BY o.order_id`,
-			append([]any{PaymentCaptured, flashsale.StatusPaid}, args...)...).Scan(&out.PaidCaptures).Error
+			append([]any{flashsale.PaymentCaptured, flashsale.StatusPaid}, args...)...).Scan(&out.PaidCaptures).Error
 	})
 	if err != nil {
 		return PaymentAudit{}, fmt.Errorf("payment audit: %w", err)

@@ -134,9 +134,9 @@ func TestFlashSaleConcurrency(t *testing.T) {
 				firstSeen[c.txn]++
 			}
 			switch c.res.Payment.Status {
-			case orderdb.PaymentCaptured:
+			case flashsale.PaymentCaptured:
 				captured[c.txn] = true
-			case orderdb.PaymentRefundRequired:
+			case flashsale.PaymentRefundRequired:
 				require.NotEqual(t, flashsale.StatusPendingPayment, final.Status)
 			default:
 				t.Fatalf("order %s: payment status %q", id, c.res.Payment.Status)

@@ -47,7 +47,7 @@ func TestConfirmPaymentTransactionOfAnotherOrder(t *testing.T) {
 
 	res, err := s.ConfirmPayment(ctx, "b", "t2", b.Amount)
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentCaptured, res.Payment.Status)
+	require.Equal(t, flashsale.PaymentCaptured, res.Payment.Status)
 	require.Equal(t, flashsale.StatusPaid, res.Order.Status)
 	checkInvariants(t, s, "sku")
 }
@@ -79,7 +79,7 @@ func TestRecordRefundTransactionOfAnotherOrder(t *testing.T) {
 	pays, err = s.Payments(ctx, "a")
 	require.NoError(t, err)
 	require.Len(t, pays, 1)
-	require.Equal(t, orderdb.PaymentCaptured, pays[0].Status, "a's capture untouched")
+	require.Equal(t, flashsale.PaymentCaptured, pays[0].Status, "a's capture untouched")
 
 	// The same through ConfirmPayment on the closed order.
 	_, err = s.ConfirmPayment(ctx, "b", "t1", a.Amount)

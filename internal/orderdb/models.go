@@ -156,7 +156,7 @@ func (r paymentRow) toPayment() Payment {
 		TransactionID: r.TransactionID,
 		OrderID:       r.OrderID,
 		Amount:        r.Amount,
-		Status:        PaymentStatus(r.Status),
+		Status:        flashsale.PaymentStatus(r.Status),
 		Reason:        r.Reason,
 		CreatedAt:     r.CreatedAt.UTC(),
 	}

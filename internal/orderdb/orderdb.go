@@ -18,16 +18,6 @@ import (
 	"github.com/flashsale/flashsale"
 )
 
-// PaymentStatus says what happened to money that arrived.
-type PaymentStatus string
-
-// Payment outcomes: CAPTURED paid the order; REFUND_REQUIRED money must be
-// returned to the payer (order closed, already paid, or unknown).
-const (
-	PaymentCaptured       PaymentStatus = "CAPTURED"
-	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
-)
-
 // Inventory is the current stock of a SKU. Available+Frozen+Sold == Total.
 type Inventory struct {
 	SKU          string `json:"sku_id"`
@@ -50,12 +40,12 @@ type Inventory struct {
 
 // Payment is money received for an order.
 type Payment struct {
-	TransactionID string        `json:"transaction_id"`
-	OrderID       string        `json:"order_id"`
-	Amount        int64         `json:"amount"`
-	Status        PaymentStatus `json:"status"`
-	Reason        string        `json:"reason,omitempty"`
-	CreatedAt     time.Time     `json:"created_at"`
+	TransactionID string                  `json:"transaction_id"`
+	OrderID       string                  `json:"order_id"`
+	Amount        int64                   `json:"amount"`
+	Status        flashsale.PaymentStatus `json:"status"`
+	Reason        string                  `json:"reason,omitempty"`
+	CreatedAt     time.Time               `json:"created_at"`
 }
 
 // Order is an order with its items (by sku) and payments (in arrival order).

@@ -89,7 +89,7 @@ func (s *Store) Head(ctx context.Context, orderID string) (OrderHead, error) {
 // read at most every few seconds by a metrics collector.
 func (s *Store) RefundsRequired(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.WithContext(ctx).Model(&paymentRow{}).Where("status = ?", PaymentRefundRequired).Count(&n).Error
+	err := s.db.WithContext(ctx).Model(&paymentRow{}).Where("status = ?", flashsale.PaymentRefundRequired).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("count payments to refund: %w", err)
 	}

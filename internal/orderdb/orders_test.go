@@ -204,7 +204,7 @@ func TestConfirmPayment(t *testing.T) {
 		res, err := s.ConfirmPayment(ctx, "pay", "txn-1", o.Amount)
 		require.NoError(t, err)
 		require.False(t, res.Duplicate)
-		require.Equal(t, orderdb.PaymentCaptured, res.Payment.Status)
+		require.Equal(t, flashsale.PaymentCaptured, res.Payment.Status)
 		require.Equal(t, "txn-1", res.Payment.TransactionID)
 		require.Equal(t, int64(1000), res.Payment.Amount)
 		require.Equal(t, flashsale.StatusPaid, res.Order.Status)
@@ -222,7 +222,7 @@ func TestConfirmPayment(t *testing.T) {
 			res, err := s.ConfirmPayment(ctx, "pay", "txn-1", 1000)
 			require.NoError(t, err)
 			require.True(t, res.Duplicate)
-			require.Equal(t, orderdb.PaymentCaptured, res.Payment.Status)
+			require.Equal(t, flashsale.PaymentCaptured, res.Payment.Status)
 			require.Equal(t, flashsale.StatusPaid, res.Order.Status)
 		}
 		// Even with a different amount: the transaction was already settled.
@@ -238,7 +238,7 @@ func TestConfirmPayment(t *testing.T) {
 		res, err := s.ConfirmPayment(ctx, "pay", "txn-2", 1000)
 		require.NoError(t, err)
 		require.False(t, res.Duplicate)
-		require.Equal(t, orderdb.PaymentRefundRequired, res.Payment.Status)
+		require.Equal(t, flashsale.PaymentRefundRequired, res.Payment.Status)
 		require.Contains(t, res.Payment.Reason, "txn-1")
 		require.Equal(t, flashsale.StatusPaid, res.Order.Status)
 		require.Len(t, res.Order.Payments, 2)
@@ -246,7 +246,7 @@ func TestConfirmPayment(t *testing.T) {
 		res, err = s.ConfirmPayment(ctx, "pay", "txn-2", 1000)
 		require.NoError(t, err)
 		require.True(t, res.Duplicate)
-		require.Equal(t, orderdb.PaymentRefundRequired, res.Payment.Status)
+		require.Equal(t, flashsale.PaymentRefundRequired, res.Payment.Status)
 		require.Equal(t, int64(2), inventory(t, s, "sku").Sold)
 	})
 
@@ -263,7 +263,7 @@ func TestConfirmPayment(t *testing.T) {
 		// The right amount later still works.
 		res, err := s.ConfirmPayment(ctx, "mismatch", "txn-m2", o.Amount)
 		require.NoError(t, err)
-		require.Equal(t, orderdb.PaymentCaptured, res.Payment.Status)
+		require.Equal(t, flashsale.PaymentCaptured, res.Payment.Status)
 	})
 
 	t.Run("payment after close is refunded once", func(t *testing.T) {
@@ -278,14 +278,14 @@ func TestConfirmPayment(t *testing.T) {
 				res, err := s.ConfirmPayment(ctx, id, "txn-"+id, o.Amount)
 				require.NoError(t, err)
 				require.Equal(t, i > 0, res.Duplicate)
-				require.Equal(t, orderdb.PaymentRefundRequired, res.Payment.Status)
+				require.Equal(t, flashsale.PaymentRefundRequired, res.Payment.Status)
 				require.Contains(t, res.Payment.Reason, string(to))
 				require.Equal(t, to, res.Order.Status)
 			}
 			// RecordRefund for the same transaction is the same single row.
 			p, err := s.RecordRefund(ctx, orderdb.Payment{TransactionID: "txn-" + id, OrderID: id, Amount: o.Amount})
 			require.NoError(t, err)
-			require.Equal(t, orderdb.PaymentRefundRequired, p.Status)
+			require.Equal(t, flashsale.PaymentRefundRequired, p.Status)
 			require.Equal(t, int64(1), count(t, s, `SELECT COUNT(*) FROM payments WHERE order_id = ?`, id))
 			require.Equal(t, avail, inventory(t, s, "sku"), "refunds never touch inventory")
 		}
@@ -397,10 +397,10 @@ func TestRecordRefund(t *testing.T) {
 	var first orderdb.Payment
 	for i := range 4 {
 		p, err := s.RecordRefund(ctx, orderdb.Payment{
-			TransactionID: "txn-x", OrderID: "ghost", Amount: 1234, Status: orderdb.PaymentCaptured, Reason: "unknown order",
+			TransactionID: "txn-x", OrderID: "ghost", Amount: 1234, Status: flashsale.PaymentCaptured, Reason: "unknown order",
 		})
 		require.NoError(t, err)
-		require.Equal(t, orderdb.PaymentRefundRequired, p.Status, "forced to REFUND_REQUIRED")
+		require.Equal(t, flashsale.PaymentRefundRequired, p.Status, "forced to REFUND_REQUIRED")
 		require.Equal(t, "unknown order", p.Reason)
 		require.WithinDuration(t, time.Now(), p.CreatedAt, time.Minute)
 		if i == 0 {
@@ -418,7 +418,7 @@ func TestRecordRefund(t *testing.T) {
 	require.NoError(t, err)
 	p, err := s.RecordRefund(ctx, orderdb.Payment{TransactionID: "txn-o1", OrderID: "o1", Amount: o.Amount})
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentCaptured, p.Status)
+	require.Equal(t, flashsale.PaymentCaptured, p.Status)
 
 	_, err = s.RecordRefund(ctx, orderdb.Payment{TransactionID: "", OrderID: "o1"})
 	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Invalid})
@@ -441,6 +441,6 @@ func TestPaymentsForOrderWithoutRow(t *testing.T) {
 	pays, err := s.Payments(ctx, "rejected-1")
 	require.NoError(t, err)
 	require.Len(t, pays, 1)
-	require.Equal(t, orderdb.PaymentRefundRequired, pays[0].Status)
+	require.Equal(t, flashsale.PaymentRefundRequired, pays[0].Status)
 	require.Equal(t, "UNKNOWN_ORDER", pays[0].Reason)
 }

@@ -86,7 +86,7 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 			if amount != ord.Amount {
 				return fmt.Errorf("paid %d, order amount %d: %w", amount, ord.Amount, flashsale.Errorf(flashsale.AmountMismatch, "amount mismatch"))
 			}
-			pay.Status = string(PaymentCaptured)
+			pay.Status = string(flashsale.PaymentCaptured)
 			if err := tx.Create(&pay).Error; err != nil {
 				return err
 			}
@@ -107,16 +107,16 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 			}
 			ord.Status, ord.UpdatedAt = string(flashsale.StatusPaid), ts
 		case flashsale.StatusPaid:
-			pay.Status = string(PaymentRefundRequired)
+			pay.Status = string(flashsale.PaymentRefundRequired)
 			pay.Reason = "order already paid"
 			for _, p := range pays {
-				if p.Status == string(PaymentCaptured) {
+				if p.Status == string(flashsale.PaymentCaptured) {
 					pay.Reason = "order already paid by transaction " + p.TransactionID
 					break
 				}
 			}
 		case flashsale.StatusExpired, flashsale.StatusCancelled:
-			pay.Status = string(PaymentRefundRequired)
+			pay.Status = string(flashsale.PaymentRefundRequired)
 			pay.Reason = "order " + ord.Status
 			if ord.Reason != "" {
 				pay.Reason += ": " + ord.Reason
@@ -125,7 +125,7 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 			return fmt.Errorf("order has unknown status %q", ord.Status)
 		}
 		pay.Reason = truncate(pay.Reason, flashsale.MaxReasonLength)
-		if pay.Status == string(PaymentRefundRequired) {
+		if pay.Status == string(flashsale.PaymentRefundRequired) {
 			if err := tx.Create(&pay).Error; err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ func (s *Store) RecordRefund(ctx context.Context, p Payment) (Payment, error) {
 		TransactionID: p.TransactionID,
 		OrderID:       p.OrderID,
 		Amount:        p.Amount,
-		Status:        string(PaymentRefundRequired),
+		Status:        string(flashsale.PaymentRefundRequired),
 		Reason:        truncate(p.Reason, flashsale.MaxReasonLength),
 		CreatedAt:     now(),
 	}

@@ -47,7 +47,7 @@ func TestCloseOrderRespectsReceipts(t *testing.T) {
 	o2 := createOrder(t, s, "answered", item("r", 1))
 	require.NoError(t, s.RecordReceipt(ctx, orderdb.Receipt{TransactionID: "tx-answered", OrderID: "answered", Amount: 1, ReceivedAt: o2.PayBy.Add(-time.Second)}))
 	_, err = s.RecordRefund(ctx, orderdb.Payment{TransactionID: "tx-answered", OrderID: "answered", Amount: 1,
-		Status: orderdb.PaymentRefundRequired, Reason: "AMOUNT_MISMATCH"})
+		Status: flashsale.PaymentRefundRequired, Reason: "AMOUNT_MISMATCH"})
 	require.NoError(t, err)
 	_, err = s.CloseOrder(ctx, "answered", flashsale.StatusExpired, "pay-by passed")
 	require.NoError(t, err)

@@ -68,8 +68,8 @@ func (s *Store) RefundOrder(ctx context.Context, orderID, reason string) (Order,
 			return fmt.Errorf("order changed under lock")
 		}
 		if err := tx.Model(&paymentRow{}).
-			Where("order_id = ? AND status = ?", orderID, PaymentCaptured).
-			UpdateColumns(map[string]any{"status": PaymentRefundRequired,
+			Where("order_id = ? AND status = ?", orderID, flashsale.PaymentCaptured).
+			UpdateColumns(map[string]any{"status": flashsale.PaymentRefundRequired,
 				"reason": truncate("captured, then refunded: "+reason, flashsale.MaxReasonLength)}).Error; err != nil {
 			return err
 		}
@@ -182,14 +182,14 @@ func (s *Store) SaleLedger(ctx context.Context, sku string, since time.Time) (Sa
 			FROM payments p JOIN orders o ON o.order_id = p.order_id
 			JOIN order_items i ON i.order_id = p.order_id AND i.sku_id = ?
 			WHERE o.created_at >= ? AND (p.status <> ? OR o.status = ?) GROUP BY p.status`,
-			sku, since, PaymentCaptured, flashsale.StatusPaid).Scan(&pays).Error; err != nil {
+			sku, since, flashsale.PaymentCaptured, flashsale.StatusPaid).Scan(&pays).Error; err != nil {
 			return fmt.Errorf("payments: %w", err)
 		}
 		for _, p := range pays {
-			switch PaymentStatus(p.Status) {
-			case PaymentCaptured:
+			switch flashsale.PaymentStatus(p.Status) {
+			case flashsale.PaymentCaptured:
 				out.Revenue = p.Amount
-			case PaymentRefundRequired:
+			case flashsale.PaymentRefundRequired:
 				out.Refunds, out.RefundAmount = p.N, p.Amount
 			}
 		}

@@ -46,7 +46,7 @@ func TestRefundOrder(t *testing.T) {
 	require.True(t, refunded)
 	require.Equal(t, flashsale.StatusCancelled, o.Status)
 	require.Len(t, o.Payments, 1)
-	require.Equal(t, orderdb.PaymentRefundRequired, o.Payments[0].Status)
+	require.Equal(t, flashsale.PaymentRefundRequired, o.Payments[0].Status)
 	_, again, err := s.RefundOrder(ctx, paid.OrderID, "sale voided")
 	require.NoError(t, err)
 	require.False(t, again, "once")

@@ -148,7 +148,7 @@ func (s *Service) payByUpdate(ctx context.Context, orderID string, p workflows.P
 func (s *Service) recordRefund(ctx context.Context, orderID string, p workflows.Payment, reason string) (orderdb.Payment, error) {
 	pay, err := s.Orders.RecordRefund(ctx, orderdb.Payment{
 		TransactionID: p.TransactionID, OrderID: orderID, Amount: p.Amount,
-		Status: orderdb.PaymentRefundRequired, Reason: reason,
+		Status: flashsale.PaymentRefundRequired, Reason: reason,
 	})
 	if err != nil {
 		return orderdb.Payment{}, fmt.Errorf("record late payment %s for order %s: %w", p.TransactionID, orderID, err)

@@ -72,7 +72,7 @@ func viewOf(o orderdb.Order) workflows.OrderView {
 	}
 	for _, p := range o.Payments {
 		out := workflows.PaymentOutcome{OrderID: o.OrderID, TransactionID: p.TransactionID, Status: view.Status}
-		if p.Status == orderdb.PaymentRefundRequired {
+		if p.Status == flashsale.PaymentRefundRequired {
 			out.Refund, out.Reason = workflows.RefundRequired, flashsale.Code(p.Reason)
 		} else {
 			out.Status = flashsale.StatusPaid
@@ -108,7 +108,7 @@ func (s *Service) Status(ctx context.Context, orderID string) (workflows.OrderVi
 		known[p.TransactionID] = true
 	}
 	for _, p := range late {
-		if known[p.TransactionID] || p.Status != orderdb.PaymentRefundRequired {
+		if known[p.TransactionID] || p.Status != flashsale.PaymentRefundRequired {
 			continue
 		}
 		view.Payments = append(view.Payments, workflows.PaymentOutcome{

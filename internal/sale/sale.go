@@ -105,58 +105,46 @@ func SeedHash(seed string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Opened is what opening a sale did.
-type Opened struct {
-	// Entrants is how many buyers entered before the freeze.
-	Entrants int64 `json:"entrants"`
-	// Seed is the revealed seed: with the entrants' ids, Ranks reproduces
-	// every rank.
-	Seed string `json:"seed"`
-	// State is the sale's state after the call: OPEN, or PAUSED or CLOSED
-	// for a sale opened before.
-	State State `json:"state"`
-}
-
 // Open freezes the pre-queue, ranks the entrants by the seed and opens the
 // sale, revealing the seed. It is idempotent: a retry after a crash reads
 // the same frozen entrants and the same seed, so it writes the same ranks;
 // on a sale already open it changes nothing.
-func (s *Store) Open(ctx context.Context, sku string) (Opened, error) {
+func (s *Store) Open(ctx context.Context, sku string) (flashsale.OpenedSale, error) {
 	if err := checkSKU(sku); err != nil {
-		return Opened{}, err
+		return flashsale.OpenedSale{}, err
 	}
 	ks := keys(sku)
 	res, err := freezeScript.Run(ctx, s.rdb, ks).Slice()
 	if err != nil {
-		return Opened{}, fmt.Errorf("freeze queue of %s: %w", sku, err)
+		return flashsale.OpenedSale{}, fmt.Errorf("freeze queue of %s: %w", sku, err)
 	}
 	state, entrants := State(res[0].(string)), res[1].(int64)
 	if state == "" {
-		return Opened{}, noSale(sku)
+		return flashsale.OpenedSale{}, noSale(sku)
 	}
 	if state == Shuffling {
 		users, err := s.rdb.HKeys(ctx, ks[kEntered]).Result()
 		if err != nil {
-			return Opened{}, fmt.Errorf("read entrants of %s: %w", sku, err)
+			return flashsale.OpenedSale{}, fmt.Errorf("read entrants of %s: %w", sku, err)
 		}
 		seed, err := s.rdb.Get(ctx, ks[kSeed]).Result()
 		if err != nil {
-			return Opened{}, fmt.Errorf("read seed of %s: %w", sku, err)
+			return flashsale.OpenedSale{}, fmt.Errorf("read seed of %s: %w", sku, err)
 		}
 		if err := s.writeRanks(ctx, ks[kRank], Ranks(seed, users)); err != nil {
-			return Opened{}, fmt.Errorf("write ranks of %s: %w", sku, err)
+			return flashsale.OpenedSale{}, fmt.Errorf("write ranks of %s: %w", sku, err)
 		}
 		st, err := revealScript.Run(ctx, s.rdb, ks).Text()
 		if err != nil {
-			return Opened{}, fmt.Errorf("open sale of %s: %w", sku, err)
+			return flashsale.OpenedSale{}, fmt.Errorf("open sale of %s: %w", sku, err)
 		}
 		state = State(st)
 	}
 	seed, err := s.rdb.HGet(ctx, ks[kSale], "seed").Result()
 	if err != nil {
-		return Opened{}, fmt.Errorf("read revealed seed of %s: %w", sku, err)
+		return flashsale.OpenedSale{}, fmt.Errorf("read revealed seed of %s: %w", sku, err)
 	}
-	return Opened{Entrants: entrants, Seed: seed, State: state}, nil
+	return flashsale.OpenedSale{Entrants: entrants, Seed: seed, State: state}, nil
 }
 
 // writeRanks writes the entrants' ranks in batches, in one pipeline. A

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +23,18 @@ func BuildCommands(t testing.TB, tags string, cmds ...string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// RunCommand runs the command name of bin (a BuildCommands directory)
+// with args and env, and returns what it printed on stdout and on stderr
+// and how it exited.
+func RunCommand(ctx context.Context, env []string, bin, name string, args ...string) (stdout, stderr []byte, err error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
+	cmd.Env = env
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.Bytes(), e.Bytes(), err
 }
 
 // MainWithCommands is BuildCommands for a TestMain, whose suite shares the

@@ -1,11 +1,12 @@
 package testenv
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
+
+	"github.com/flashsale/flashsale/internal/jsoncall"
 )
 
 // CallJSON calls an endpoint of a running API with the bearer token: in
@@ -17,23 +18,16 @@ func CallJSON(method, url, token string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequest(method, url, bytes.NewReader(raw))
+	res, err := jsoncall.Do(context.Background(), http.DefaultClient, method, url, raw,
+		http.Header{"Authorization": {"Bearer " + token}})
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
+	if res.Status != http.StatusOK {
+		return fmt.Errorf("%d %s %s", res.Status, http.StatusText(res.Status), res.Body)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s", resp.Status, b)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("decode %s: %w", b, err)
+	if err := json.Unmarshal(res.Body, out); err != nil {
+		return fmt.Errorf("decode %s: %w", res.Body, err)
 	}
 	return nil
 }

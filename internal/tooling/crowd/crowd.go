@@ -12,13 +12,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/flashsale/flashsale/internal/jsoncall"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
@@ -169,15 +169,15 @@ func (c *Crowd) watch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		status, body, err := c.Do(ctx, http.MethodGet, "/api/v1/inventory/"+c.SKU, nil, nil)
-		if err != nil || status != http.StatusOK {
+		res, err := c.Do(ctx, http.MethodGet, "/api/v1/inventory/"+c.SKU, nil, nil)
+		if err != nil || res.Status != http.StatusOK {
 			continue
 		}
 		var inv struct {
 			Sold   int64 `json:"sold"`
 			Frozen int64 `json:"frozen"`
 		}
-		if json.Unmarshal(body, &inv) == nil && inv.Sold >= c.Units && inv.Frozen == 0 {
+		if json.Unmarshal(res.Body, &inv) == nil && inv.Sold >= c.Units && inv.Frozen == 0 {
 			c.SoldOut.Store(true)
 			return
 		}
@@ -262,34 +262,30 @@ func (c *Crowd) Place(ctx context.Context, rng *rand.Rand, user, orderID string)
 		"order_id": orderID, "items": []map[string]any{{"sku_id": c.SKU, "quantity": 1}},
 	})
 	for ctx.Err() == nil {
-		status, resp, err := c.Do(ctx, http.MethodPost, "/api/v1/orders", body, c.Auth(user))
+		res, err := c.Do(ctx, http.MethodPost, "/api/v1/orders", body, c.Auth(user))
 		if err != nil {
 			// No answer: the order may exist. Same order id again.
 			c.ConnRetries.Add(1)
 			loadgen.Sleep(ctx, 300*time.Millisecond)
 			continue
 		}
-		var e struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(resp, &e)
 		c.Requests.Add(1)
 		c.mu.Lock()
-		c.Answers[strconv.Itoa(status)+" "+e.Code]++
+		c.Answers[res.Key()]++
 		c.mu.Unlock()
 		switch {
-		case status == http.StatusTooManyRequests:
+		case res.Status == http.StatusTooManyRequests:
 			loadgen.Sleep(ctx, time.Duration(250+rng.IntN(250))*time.Millisecond)
-		case status >= 500:
+		case res.Status >= 500:
 			loadgen.Sleep(ctx, 500*time.Millisecond)
 		default:
-			return status, e.Code, resp
+			return res.Status, res.Code(), res.Body
 		}
 	}
 	return 0, "", nil
 }
 
 // Do sends one request to the API as a buyer's client does.
-func (c *Crowd) Do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte, error) {
-	return loadgen.Do(ctx, c.Client, method, c.Base+path, body, hdr)
+func (c *Crowd) Do(ctx context.Context, method, path string, body []byte, hdr http.Header) (jsoncall.Answer, error) {
+	return jsoncall.Do(ctx, c.Client, method, c.Base+path, body, hdr)
 }

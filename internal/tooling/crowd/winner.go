@@ -79,9 +79,9 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 		c.OddCallbacks.Add(1)
 	case "cancel":
 		for ctx.Err() == nil {
-			status, _, err := c.Do(ctx, http.MethodPost, "/api/v1/orders/"+o.ID+"/cancel", nil, c.Auth(o.User))
-			if err == nil && status < 500 {
-				o.Cancelled = status == http.StatusOK
+			res, err := c.Do(ctx, http.MethodPost, "/api/v1/orders/"+o.ID+"/cancel", nil, c.Auth(o.User))
+			if err == nil && res.Status < 500 {
+				o.Cancelled = res.Status == http.StatusOK
 				break
 			}
 			loadgen.Sleep(ctx, 300*time.Millisecond)
@@ -110,23 +110,23 @@ func (c *Crowd) pay(ctx context.Context, o *Order, txn string, amount int64, sta
 	end := time.Now().Add(budget)
 	for time.Now().Before(end) {
 		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(c.WebhookSecret, time.Now(), body)}}
-		code, resp, err := c.Do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
+		res, err := c.Do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
 		switch {
-		case err == nil && code == http.StatusOK:
+		case err == nil && res.Status == http.StatusOK:
 			var out struct {
 				Status string `json:"status"`
 				Refund string `json:"refund"`
 			}
-			_ = json.Unmarshal(resp, &out)
+			_ = json.Unmarshal(res.Body, &out)
 			if out.Status == "PAID" && out.Refund == "" {
 				c.succeeded()
 			}
 			return out.Status, out.Refund == "REQUIRED"
-		case err == nil && code == http.StatusAccepted:
+		case err == nil && res.Status == http.StatusAccepted:
 			c.PayQueued.Add(1)
 			return c.settled(ctx, o, txn, end)
-		case err == nil && code < 500:
-			return fmt.Sprintf("HTTP %d %s", code, resp), false
+		case err == nil && res.Status < 500:
+			return fmt.Sprintf("HTTP %d %s", res.Status, res.Body), false
 		case err == nil:
 			c.Pay5xx.Add(1)
 		}
@@ -139,8 +139,8 @@ func (c *Crowd) pay(ctx context.Context, o *Order, txn string, amount int64, sta
 // (or end passes), and returns it as pay does.
 func (c *Crowd) settled(ctx context.Context, o *Order, txn string, end time.Time) (string, bool) {
 	for time.Now().Before(end) {
-		code, resp, err := c.Do(ctx, http.MethodGet, "/api/v1/orders/"+o.ID, nil, c.Auth(o.User))
-		if err == nil && code == http.StatusOK {
+		res, err := c.Do(ctx, http.MethodGet, "/api/v1/orders/"+o.ID, nil, c.Auth(o.User))
+		if err == nil && res.Status == http.StatusOK {
 			var view struct {
 				Payments []struct {
 					TransactionID string `json:"transaction_id"`
@@ -148,7 +148,7 @@ func (c *Crowd) settled(ctx context.Context, o *Order, txn string, end time.Time
 					Refund        string `json:"refund"`
 				} `json:"payments"`
 			}
-			_ = json.Unmarshal(resp, &view)
+			_ = json.Unmarshal(res.Body, &view)
 			for _, p := range view.Payments {
 				if p.TransactionID == txn {
 					if p.Status == "PAID" && p.Refund == "" {

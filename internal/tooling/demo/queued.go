@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/jsoncall"
 	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 	"github.com/flashsale/flashsale/workflows"
@@ -218,14 +218,14 @@ func (c *queueCrowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) 
 		c.late.Add(1)
 	}
 	loadgen.Sleep(ctx, arrive)
-	if status, _ := c.do(ctx, http.MethodPost, "/api/v1/skus/"+c.o.SKU+"/queue", nil, auth); status != http.StatusCreated && status != http.StatusOK {
+	if status := c.do(ctx, http.MethodPost, "/api/v1/skus/"+c.o.SKU+"/queue", nil, auth).Status; status != http.StatusCreated && status != http.StatusOK {
 		return
 	}
 	onWaitlist := false
 	for ctx.Err() == nil {
 		var p place
-		if status, body := c.do(ctx, http.MethodGet, "/api/v1/skus/"+c.o.SKU+"/queue/me", nil, auth); status == http.StatusOK {
-			_ = json.Unmarshal(body, &p)
+		if res := c.do(ctx, http.MethodGet, "/api/v1/skus/"+c.o.SKU+"/queue/me", nil, auth); res.Status == http.StatusOK {
+			_ = json.Unmarshal(res.Body, &p)
 		}
 		switch {
 		case p.Spent:
@@ -237,7 +237,7 @@ func (c *queueCrowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) 
 		case p.SoldOut && !onWaitlist:
 			// A pass held when the buckets emptied buys nothing unless a
 			// unit comes back: wait on the waitlist meanwhile.
-			status, _ := c.do(ctx, http.MethodPost, "/api/v1/skus/"+c.o.SKU+"/waitlist", nil, auth)
+			status := c.do(ctx, http.MethodPost, "/api/v1/skus/"+c.o.SKU+"/waitlist", nil, auth).Status
 			if status == http.StatusCreated || status == http.StatusOK {
 				onWaitlist = true
 				c.joined.Add(1)
@@ -261,15 +261,15 @@ func (c *queueCrowd) buy(ctx context.Context, rng *rand.Rand, auth http.Header, 
 	hdr := http.Header{"Authorization": auth["Authorization"], sale.PassHeader: {p.Pass}}
 	for ctx.Err() == nil {
 		t0 := time.Now()
-		status, resp := c.do(ctx, http.MethodPost, "/api/v1/orders", body, hdr)
-		c.count(status, resp, time.Since(t0))
-		switch status {
+		res := c.do(ctx, http.MethodPost, "/api/v1/orders", body, hdr)
+		c.count(res, time.Since(t0))
+		switch res.Status {
 		case http.StatusCreated:
 			var o struct {
 				OrderID string `json:"order_id"`
 				Amount  int64  `json:"amount"`
 			}
-			_ = json.Unmarshal(resp, &o)
+			_ = json.Unmarshal(res.Body, &o)
 			got := c.reserved.Add(1)
 			if got == c.o.Units {
 				c.allReservedAt.CompareAndSwap(0, int64(time.Since(c.start)))
@@ -296,18 +296,18 @@ func (c *queueCrowd) buy(ctx context.Context, rng *rand.Rand, auth http.Header, 
 
 // takeOffer pays the order the waitlist made for the buyer, if any.
 func (c *queueCrowd) takeOffer(ctx context.Context, rng *rand.Rand, auth http.Header, winners *sync.WaitGroup) bool {
-	status, body := c.do(ctx, http.MethodGet, "/api/v1/skus/"+c.o.SKU+"/waitlist/me", nil, auth)
+	res := c.do(ctx, http.MethodGet, "/api/v1/skus/"+c.o.SKU+"/waitlist/me", nil, auth)
 	var w struct {
 		Offer string `json:"offer_order_id"`
 	}
-	if status != http.StatusOK || json.Unmarshal(body, &w) != nil || w.Offer == "" {
+	if res.Status != http.StatusOK || json.Unmarshal(res.Body, &w) != nil || w.Offer == "" {
 		return false
 	}
-	status, body = c.do(ctx, http.MethodGet, "/api/v1/orders/"+w.Offer, nil, auth)
+	res = c.do(ctx, http.MethodGet, "/api/v1/orders/"+w.Offer, nil, auth)
 	var o struct {
 		Amount int64 `json:"amount"`
 	}
-	if status != http.StatusOK || json.Unmarshal(body, &o) != nil {
+	if res.Status != http.StatusOK || json.Unmarshal(res.Body, &o) != nil {
 		return false
 	}
 	c.offers.Add(1)
@@ -326,7 +326,7 @@ func (c *queueCrowd) settle(ctx context.Context, roll float64, auth http.Header,
 		body, _ := json.Marshal(map[string]any{"order_id": orderID, "transaction_id": "txn-" + orderID, "amount": amount, "status": "SUCCESS"})
 		for range 20 {
 			hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(c.st.Secret, time.Now(), body)}}
-			if status, _ := c.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr); status == http.StatusOK {
+			if c.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr).Status == http.StatusOK {
 				if n := c.paid.Add(1); c.onPaid != nil {
 					c.onPaid(n)
 				}
@@ -335,7 +335,7 @@ func (c *queueCrowd) settle(ctx context.Context, roll float64, auth http.Header,
 			loadgen.Sleep(ctx, 200*time.Millisecond)
 		}
 	case roll < c.o.PayShare+c.o.CancelShare:
-		if status, _ := c.do(ctx, http.MethodPost, "/api/v1/orders/"+orderID+"/cancel", nil, auth); status == http.StatusOK {
+		if c.do(ctx, http.MethodPost, "/api/v1/orders/"+orderID+"/cancel", nil, auth).Status == http.StatusOK {
 			c.cancelled.Add(1)
 		}
 	default:
@@ -343,34 +343,24 @@ func (c *queueCrowd) settle(ctx context.Context, roll float64, auth http.Header,
 	}
 }
 
-func (c *queueCrowd) count(status int, body []byte, took time.Duration) {
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(body, &e)
-	key := strconv.Itoa(status)
-	if e.Code != "" {
-		key += " " + e.Code
-	}
+func (c *queueCrowd) count(a jsoncall.Answer, took time.Duration) {
 	c.requests.Add(1)
 	c.mu.Lock()
-	c.answers[key]++
+	c.answers[a.Key()]++
 	c.lat = append(c.lat, took)
 	c.mu.Unlock()
 }
 
-func (c *queueCrowd) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte) {
+func (c *queueCrowd) do(ctx context.Context, method, path string, body []byte, hdr http.Header) jsoncall.Answer {
 	select {
 	case c.inflight <- struct{}{}:
 	case <-ctx.Done():
-		return 0, nil
+		return jsoncall.Answer{}
 	}
 	defer func() { <-c.inflight }()
-	status, resp, err := loadgen.Do(ctx, c.client, method, c.st.URL+path, body, hdr)
-	if err != nil {
-		return 0, nil
-	}
-	return status, resp
+	// No answer counts as status 0, as a crowd's buyer sees it.
+	res, _ := jsoncall.Do(ctx, c.client, method, c.st.URL+path, body, hdr)
+	return res
 }
 
 func (c *queueCrowd) winnerRanks() []int64 {

@@ -24,9 +24,9 @@ import (
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
+	"github.com/flashsale/flashsale/internal/jsoncall"
 	"github.com/flashsale/flashsale/internal/tooling/ceiling"
 	"github.com/flashsale/flashsale/internal/tooling/devstack"
-	"github.com/flashsale/flashsale/internal/tooling/loadgen"
 )
 
 // StackOptions chooses the services.
@@ -219,16 +219,16 @@ func (st *Stack) Admin(ctx context.Context, method, path string, in, out any) er
 	if err != nil {
 		return err
 	}
-	status, b, err := loadgen.Do(ctx, http.DefaultClient, method, st.URL+path, body,
+	res, err := jsoncall.Do(ctx, http.DefaultClient, method, st.URL+path, body,
 		http.Header{"Authorization": {"Bearer " + st.AdminToken}})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if status/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, path, status, b)
+	if res.Status/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, res.Status, res.Body)
 	}
 	if out != nil {
-		return json.Unmarshal(b, out)
+		return json.Unmarshal(res.Body, out)
 	}
 	return nil
 }

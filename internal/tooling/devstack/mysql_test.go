@@ -147,14 +147,14 @@ func TestMySQLOrderLifecycle(t *testing.T) {
 	require.Equal(t, flashsale.AmountMismatch, flashsale.ErrorCode(err))
 	paid, err := s.ConfirmPayment(ctx, "o1", "t1", 750)
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentCaptured, paid.Payment.Status)
+	require.Equal(t, flashsale.PaymentCaptured, paid.Payment.Status)
 	require.Equal(t, flashsale.StatusPaid, paid.Order.Status)
 	dup, err := s.ConfirmPayment(ctx, "o1", "t1", 750)
 	require.NoError(t, err)
 	require.True(t, dup.Duplicate)
 	second, err := s.ConfirmPayment(ctx, "o1", "t2", 750)
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentRefundRequired, second.Payment.Status, "a second payment is refunded")
+	require.Equal(t, flashsale.PaymentRefundRequired, second.Payment.Status, "a second payment is refunded")
 	_, err = s.CloseOrder(ctx, "o1", flashsale.StatusExpired, "timeout")
 	require.Equal(t, flashsale.AlreadyPaid, flashsale.ErrorCode(err))
 	requireInventory(t, s, 7, 0, 3)
@@ -170,7 +170,7 @@ func TestMySQLOrderLifecycle(t *testing.T) {
 	require.Equal(t, flashsale.OrderClosed, flashsale.ErrorCode(err))
 	late, err := s.ConfirmPayment(ctx, "o2", "t3", 500)
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentRefundRequired, late.Payment.Status, "money for an expired order is refunded")
+	require.Equal(t, flashsale.PaymentRefundRequired, late.Payment.Status, "money for an expired order is refunded")
 	requireInventory(t, s, 7, 0, 3)
 
 	_, err = s.ConfirmPayment(ctx, "nobody", "t4", 1)
@@ -178,7 +178,7 @@ func TestMySQLOrderLifecycle(t *testing.T) {
 	refund := orderdb.Payment{TransactionID: "t4", OrderID: "nobody", Amount: 1, Reason: "unknown order"}
 	got, err := s.RecordRefund(ctx, refund)
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentRefundRequired, got.Status)
+	require.Equal(t, flashsale.PaymentRefundRequired, got.Status)
 	got2, err := s.RecordRefund(ctx, refund)
 	require.NoError(t, err)
 	require.Equal(t, got, got2, "a repeated refund returns the stored row")
@@ -188,7 +188,7 @@ func TestMySQLOrderLifecycle(t *testing.T) {
 	// A refund for a transaction that was captured reports the capture.
 	captured, err := s.RecordRefund(ctx, orderdb.Payment{TransactionID: "t1", OrderID: "o1", Amount: 750})
 	require.NoError(t, err)
-	require.Equal(t, orderdb.PaymentCaptured, captured.Status)
+	require.Equal(t, flashsale.PaymentCaptured, captured.Status)
 
 	_, err = s.CreateOrder(ctx, newOrder("o3", "u3", 100))
 	require.Equal(t, flashsale.StockDrift, flashsale.ErrorCode(err))
@@ -254,7 +254,7 @@ func TestMySQLConcurrentOrders(t *testing.T) {
 		require.NoError(t, err)
 		captured := 0
 		for _, p := range o.Payments {
-			if p.Status == orderdb.PaymentCaptured {
+			if p.Status == flashsale.PaymentCaptured {
 				captured++
 			}
 		}
@@ -268,7 +268,7 @@ func TestMySQLConcurrentOrders(t *testing.T) {
 			require.Zero(t, captured, id)
 			require.NoError(t, closeErrs[i], id)
 			require.Len(t, o.Payments, 1, "%s: the late payment is recorded once, as a refund", id)
-			require.Equal(t, orderdb.PaymentRefundRequired, o.Payments[0].Status)
+			require.Equal(t, flashsale.PaymentRefundRequired, o.Payments[0].Status)
 		default:
 			t.Fatalf("order %s ended %s", id, o.Status)
 		}

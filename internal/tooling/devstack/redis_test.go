@@ -93,8 +93,8 @@ func TestRedisRunsInventory(t *testing.T) {
 
 	// A retried Reserve replays its markers instead of taking again.
 	var someID string
-	var someRes inventory.Reservation
-	orders.Range(func(k, v any) bool { someID, someRes = k.(string), v.(inventory.Reservation); return false })
+	var someRes flashsale.Reservation
+	orders.Range(func(k, v any) bool { someID, someRes = k.(string), v.(flashsale.Reservation); return false })
 	again, err := stock.Reserve(ctx, someID, sku, 1)
 	require.NoError(t, err)
 	require.Equal(t, someRes, again)

@@ -6,12 +6,10 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/identity"
+	"github.com/flashsale/flashsale/internal/jsoncall"
 )
 
 // Config describes one sale.
@@ -282,28 +281,21 @@ func (r *run) place(ctx context.Context, auth http.Header, body []byte) answer {
 		return answer{err: ctx.Err()}
 	}
 	t0 := time.Now()
-	status, respBody, hdr, err := doWithHeader(ctx, r.cfg.Client, http.MethodPost, r.cfg.BaseURL+"/api/v1/orders", body, auth)
+	res, err := jsoncall.Do(ctx, r.cfg.Client, http.MethodPost, r.cfg.BaseURL+"/api/v1/orders", body, auth)
 	<-r.inflight
 	if err != nil {
 		return answer{err: err}
 	}
 	lat := time.Since(t0)
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(respBody, &e)
-	key := strconv.Itoa(status)
-	if e.Code != "" {
-		key += " " + e.Code
-	}
+	key := res.Key()
 	r.requests.Add(1)
 	r.mu.Lock()
 	r.answers[key]++
 	r.latencies = append(r.latencies, lat)
 	r.byAnswer[key] = append(r.byAnswer[key], lat)
 	r.mu.Unlock()
-	a := answer{status: status, code: e.Code, body: respBody}
-	if secs, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && secs > 0 {
+	a := answer{status: res.Status, code: res.Code(), body: res.Body}
+	if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs > 0 {
 		a.retryAfter = time.Duration(secs) * time.Second
 	}
 	return a
@@ -332,8 +324,8 @@ func (r *run) winner(ctx context.Context, roll float64, firstRound bool, auth ht
 			}
 		}
 	case roll < r.cfg.PayShare+r.cfg.CancelShare:
-		status, _, err := r.do(ctx, http.MethodPost, "/api/v1/orders/"+orderID+"/cancel", nil, auth)
-		if err == nil && status == http.StatusOK {
+		res, err := r.do(ctx, http.MethodPost, "/api/v1/orders/"+orderID+"/cancel", nil, auth)
+		if err == nil && res.Status == http.StatusOK {
 			r.cancelled.Add(1)
 		}
 	default:
@@ -348,12 +340,12 @@ func (r *run) pay(ctx context.Context, orderID string, amount int64) bool {
 	})
 	for range 20 {
 		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(r.cfg.WebhookSecret, time.Now(), body)}}
-		status, resp, err := r.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
-		if err == nil && status == http.StatusOK {
+		res, err := r.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr)
+		if err == nil && res.Status == http.StatusOK {
 			var out struct {
 				Status string `json:"status"`
 			}
-			_ = json.Unmarshal(resp, &out)
+			_ = json.Unmarshal(res.Body, &out)
 			return out.Status == "PAID"
 		}
 		Sleep(ctx, 200*time.Millisecond)
@@ -361,35 +353,8 @@ func (r *run) pay(ctx context.Context, orderID string, amount int64) bool {
 	return false
 }
 
-func (r *run) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte, error) {
-	return Do(ctx, r.cfg.Client, method, r.cfg.BaseURL+path, body, hdr)
-}
-
-// Do sends one JSON request as a buyer's client does, with hdr added, and
-// returns the status and up to 1 MiB of the answer. The fault suite's crowd
-// sends its requests through it too.
-func Do(ctx context.Context, c *http.Client, method, url string, body []byte, hdr http.Header) (int, []byte, error) {
-	status, b, _, err := doWithHeader(ctx, c, method, url, body, hdr)
-	return status, b, err
-}
-
-// doWithHeader is Do that also returns the answer's header.
-func doWithHeader(ctx context.Context, c *http.Client, method, url string, body []byte, hdr http.Header) (int, []byte, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, resp.Header, err
+func (r *run) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (jsoncall.Answer, error) {
+	return jsoncall.Do(ctx, r.cfg.Client, method, r.cfg.BaseURL+path, body, hdr)
 }
 
 // Sleep waits d or until ctx ends, whichever comes first.
