@@ -57,6 +57,7 @@ environment (api):
                         per instance (default 256); past the limit: 429 BUSY at once
   ADMISSION_TARGET_LATENCY  cap new orders in flight at throughput x this (default 300ms; off)
   ADMISSION_THROUGHPUT  new orders/s Temporal completes for this instance (default: learned)
+  ADMISSION_MAX_RETRY_AFTER  longest Retry-After of a 429 BUSY while saturated (default 10s; 1s: fixed)
   WAITLIST_PER_UNIT     waitlist places per unit of stock (default 3)
 `
 

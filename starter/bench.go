@@ -49,6 +49,13 @@ type benchParams struct {
 	SettlePays   int           `json:"settle_pays"`
 	FairDeadline time.Duration `json:"fair_deadline"`
 	FairPreQueue time.Duration `json:"fair_prequeue"`
+	// SaleTarget, when set, adds a third side to the sale's A/B: the
+	// latency cap with this target instead of the production default.
+	SaleTarget time.Duration `json:"sale_target"`
+	// SaleRetryMax, when set, adds a side with the production default but
+	// BUSY answers' Retry-After at most this long (1s: as before
+	// 2026-12-03).
+	SaleRetryMax time.Duration `json:"sale_retry_max"`
 	Settings     bool          `json:"settings"`
 	Sweep        bool          `json:"sweep"`
 	// Only names the one section to run ("sale", "fair", "settle"); empty
@@ -84,6 +91,8 @@ func runBench(ctx context.Context, args []string) (any, error) {
 	fs.IntVar(&p.SettlePays, "settle-pays", 30, "payments per round of the settlement A/B, each under a backlog of ten times as many new reservations")
 	fs.DurationVar(&p.FairDeadline, "fair-deadline", 90*time.Second, "longest run of each side of the fairness benchmark (a sale that has not sold out by then is reported undersold)")
 	fs.DurationVar(&p.FairPreQueue, "fair-prequeue", 20*time.Second, "how long the fairness benchmark's pre-queue is open before buying starts (every buyer must get in before it)")
+	fs.DurationVar(&p.SaleTarget, "sale-target", 0, "also run the sale with the latency cap at this target (a third side, interleaved); 0: only on and off")
+	fs.DurationVar(&p.SaleRetryMax, "sale-retry-max", 0, "also run the sale with BUSY's Retry-After at most this long (1s: fixed, as before 2026-12-03; a side of its own, interleaved)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
 	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B); its report goes to --out only, never to the README")

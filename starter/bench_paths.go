@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/tooling/bench"
@@ -183,43 +185,125 @@ func (b *benchRun) sale(ctx context.Context, st *stack) error {
 	if err != nil {
 		return err
 	}
-	for i, side := range bench.Schedule(b.p.SaleRounds) {
-		on := side == bench.SideA
-		api, label := st.Stack, "latency cap on (production default)"
-		if !on {
-			api, label = uncapped, "latency cap off"
-		}
-		b.logf("flash sale %d of %d (%s): %d units, %d buyers", i+1, 2*b.p.SaleRounds, label, b.p.SaleUnits, b.p.SaleBuyers)
-		procs := b.procs(st)
-		cpu0 := bench.CPUOf(procs)
-		s, err := b.saleOn(ctx, api, fmt.Sprintf("bench-sale-%s-%d", b.run, i))
+	type saleSide struct {
+		api    *demo.Stack
+		on     bool
+		label  string
+		target string
+	}
+	sides := []saleSide{{st.Stack, true, "latency cap on (production default)", ""}, {uncapped, false, "latency cap off", ""}}
+	if t := b.p.SaleTarget; t > 0 {
+		alt, err := st.WithAPI(ctx, func(c *httpapi.Config) { c.AdmissionTargetLatency = t })
 		if err != nil {
 			return err
 		}
-		cpu := bench.CPUOf(procs)
-		var use []string
-		for j, p := range procs {
-			use = append(use, fmt.Sprintf("%s %.1f s", p.Name, (cpu[j]-cpu0[j]).Seconds()))
+		sides = append(sides, saleSide{alt, true, "latency cap at " + t.String(), "target " + t.String()})
+	}
+	if d := b.p.SaleRetryMax; d > 0 {
+		alt, err := st.WithAPI(ctx, func(c *httpapi.Config) { c.AdmissionMaxRetryAfter = d })
+		if err != nil {
+			return err
 		}
-		b.logf("sale: all reserved after %.1f s (%.0f orders/s); admitted p99 %.0f ms, shed p99 %.0f ms; started %d, reserved %d; %d requests; CPU: %s",
-			s.TimeToReserveAll, s.OrdersPerSec, s.Admitted.P99ms, s.Shed.P99ms, s.WorkflowsStarted, s.Reserved, s.Requests, strings.Join(use, ", "))
-		if on && b.r.Sale == nil {
+		sides = append(sides, saleSide{alt, true, "latency cap on, Retry-After at most " + d.String(), "retry-after " + d.String()})
+	}
+	var schedule []saleSide
+	for range b.p.SaleRounds {
+		schedule = append(schedule, sides...)
+	}
+	regs := map[*demo.Stack]*prometheus.Registry{}
+	for _, side := range sides {
+		reg := prometheus.NewRegistry()
+		if err := side.api.API.RegisterMetrics(reg); err != nil {
+			return err
+		}
+		regs[side.api] = reg
+	}
+	for i, side := range schedule {
+		api, on, label := side.api, side.on, side.label
+		buy0, err := bench.GatherHistograms(regs[api], "flashsale_buy_duration_seconds", "outcome")
+		if err != nil {
+			return err
+		}
+		b.logf("flash sale %d of %d (%s): %d units, %d buyers", i+1, len(schedule), label, b.p.SaleUnits, b.p.SaleBuyers)
+		procs := b.procs(st)
+		stopProfile, err := b.profileSale(i, label)
+		if err != nil {
+			return err
+		}
+		cpu0 := bench.CPUOf(procs)
+		s, err := b.saleOn(ctx, api, fmt.Sprintf("bench-sale-%s-%d", b.run, i))
+		cpu := bench.CPUOf(procs)
+		stopProfile()
+		if err != nil {
+			return err
+		}
+		buy, err := bench.GatherHistograms(regs[api], "flashsale_buy_duration_seconds", "outcome")
+		if err != nil {
+			return err
+		}
+		srvAdmitted := buy["admitted"].Since(buy0["admitted"]).QuantileMs(0.99)
+		srvShed := buy["shed"].Since(buy0["shed"]).QuantileMs(0.99)
+		var use []string
+		cpus := map[string]float64{}
+		for j, p := range procs {
+			cpus[p.Name] = (cpu[j] - cpu0[j]).Seconds()
+			use = append(use, fmt.Sprintf("%s %.1f s", p.Name, cpus[p.Name]))
+		}
+		b.logf("sale: all reserved after %.1f s (%.0f orders/s); admitted p99 %.0f ms, shed p99 %.0f ms (by the API: %.0f, %.0f); started %d, reserved %d; %d requests; CPU: %s",
+			s.TimeToReserveAll, s.OrdersPerSec, s.Admitted.P99ms, s.Shed.P99ms, srvAdmitted, srvShed, s.WorkflowsStarted, s.Reserved, s.Requests, strings.Join(use, ", "))
+		if on && side.target == "" && b.r.Sale == nil {
 			b.r.Sale = s
 		}
-		b.r.SaleCap = append(b.r.SaleCap, bench.SaleRound{Cap: on, Label: label, OrdersPerSec: s.OrdersPerSec,
+		b.r.SaleCap = append(b.r.SaleCap, bench.SaleRound{Cap: on, Label: label, Variant: side.target, OrdersPerSec: s.OrdersPerSec,
 			AllReservedS: s.TimeToReserveAll, AdmittedP99ms: s.Admitted.P99ms, ShedP99ms: s.Shed.P99ms,
+			ServerAdmittedP99ms: srvAdmitted, ServerShedP99ms: srvShed, CPUs: cpus,
 			Admitted: s.Admitted.Ops, WorkflowsStarted: s.WorkflowsStarted, Reserved: s.Reserved,
 			Oversold: s.Oversold, Undersold: s.Undersold})
 	}
 	return nil
 }
 
+// profileSale CPU-profiles this process (API, worker and crowd) through
+// sale i into the output directory, sale-<i>-<side>-cpu.pprof; the
+// crowd's goroutines carry the label role=crowd (saleOn), so
+// `go tool pprof -tagignore role=crowd` is the server's share and
+// `-tagfocus role=crowd` the crowd's. Only for a run of the sale alone
+// (--only sale), whose output is a directory of its own: a whole run's
+// output is committed, and a profile per sale has no place there.
+func (b *benchRun) profileSale(i int, label string) (stop func(), err error) {
+	if b.out == "" || b.p.Only != "sale" {
+		return func() {}, nil
+	}
+	side := strings.NewReplacer(" ", "-", "(", "", ")", "", ",", "").Replace(label)
+	f, err := os.Create(filepath.Join(b.out, fmt.Sprintf("sale-%d-%s-cpu.pprof", i, side)))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.logf("sale profile: %v", err)
+		}
+	}, nil
+}
+
 // saleOn runs one sale of its own SKU through api and summarizes it.
 func (b *benchRun) saleOn(ctx context.Context, api *demo.Stack, sku string) (*bench.Sale, error) {
-	s, err := api.Sale(ctx, demo.SaleOptions{
-		SKU: sku, Units: b.p.SaleUnits, Price: 100, Buckets: 16, Buyers: b.p.SaleBuyers,
-		Concurrency: b.p.Concurrency, PayShare: 1, PaymentTimeout: b.cfg.PaymentTimeout, DuplicateClickShare: 0.05,
-		Progress: os.Stderr, Seed: 1,
+	var s demo.Summary
+	var err error
+	// The crowd's goroutines (and the HTTP client's, which they start)
+	// are labelled, so a profile of the sale tells the crowd's CPU from
+	// the API's and the worker's in this one process.
+	pprof.Do(ctx, pprof.Labels("role", "crowd"), func(ctx context.Context) {
+		s, err = api.Sale(ctx, demo.SaleOptions{
+			SKU: sku, Units: b.p.SaleUnits, Price: 100, Buckets: 16, Buyers: b.p.SaleBuyers,
+			Concurrency: b.p.Concurrency, PayShare: 1, PaymentTimeout: b.cfg.PaymentTimeout, DuplicateClickShare: 0.05,
+			Progress: os.Stderr, Seed: 1,
+		})
 	})
 	if err != nil {
 		return nil, err

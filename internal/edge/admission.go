@@ -306,7 +306,13 @@ func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *infligh
 
 func (g *Gate) busy() error {
 	g.stats.busy.Add(1)
-	return &RetryError{Err: flashsale.Errorf(flashsale.Busy, "busy"), After: g.opts.BusyRetryAfter}
+	after := g.opts.BusyRetryAfter
+	if p := g.opts.Placements; p != nil {
+		// One Retry-After for every BUSY of this instance, sized to how
+		// saturated it is (PlacementLimit.refuse).
+		after = max(after, p.RetryAfterBusy())
+	}
+	return &RetryError{Err: flashsale.Errorf(flashsale.Busy, "busy"), After: after}
 }
 
 // unavailable marks err as Redis (or MySQL) not answering, unless the

@@ -42,6 +42,14 @@ const (
 	DefaultPlacementTarget = 300 * time.Millisecond
 	placementMin           = 4
 	placementInitial       = 32
+	// DefaultBusyRetryAfterMax is the longest Retry-After a BUSY answer
+	// of a saturated instance says (see PlacementLimit.refuse).
+	DefaultBusyRetryAfterMax = 10 * time.Second
+	// retryHeadroom is how many BUSY answers a second, per placement the
+	// instance completes a second, the Retry-After aims at: enough buyers
+	// coming back that a freed permit is taken within milliseconds, few
+	// enough that answering them does not take the CPU the orders need.
+	retryHeadroom = 5
 )
 
 // PlacementOptions configure a PlacementLimit. The zero value is the
@@ -59,6 +67,10 @@ type PlacementOptions struct {
 	// can complete, as measured by an operator; zero learns it from the
 	// placements completed in the last second.
 	Throughput float64
+	// MaxRetryAfter is the longest Retry-After of a BUSY answer
+	// (DefaultBusyRetryAfterMax when zero); DefaultBusyRetryAfter (one
+	// second) keeps every BUSY answer at one second, as before 2026-12-03.
+	MaxRetryAfter time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -87,6 +99,16 @@ type PlacementLimit struct {
 	now        func() time.Time
 	rejected   atomic.Int64
 	capped     atomic.Int64
+
+	// busyAnswers counts this instance's BUSY answers (the limit's and
+	// the gate's window's), for the Retry-After they carry.
+	busyAnswers *completions
+	maxAfter    time.Duration
+	retry       struct {
+		sync.Mutex
+		after time.Duration
+		sec   int64 // the second after was last moved in
+	}
 }
 
 // NewPlacementLimit returns the limit o describes.
@@ -101,6 +123,9 @@ func NewPlacementLimit(o PlacementOptions) *PlacementLimit {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.MaxRetryAfter < DefaultBusyRetryAfter {
+		o.MaxRetryAfter = DefaultBusyRetryAfterMax
+	}
 	minLimit, initial := min(placementMin, maxInFlight), min(placementInitial, maxInFlight)
 	return &PlacementLimit{
 		limiter: adaptivelimiter.NewBuilder[any]().
@@ -110,10 +135,12 @@ func NewPlacementLimit(o PlacementOptions) *PlacementLimit {
 			// default 30 s while a sale's first burst queues up.
 			WithRecentWindow(time.Second, 10*time.Second, 50).
 			Build(),
-		target:     o.Target,
-		throughput: o.Throughput,
-		rate:       &completions{},
-		now:        o.Now,
+		target:      o.Target,
+		throughput:  o.Throughput,
+		rate:        &completions{},
+		now:         o.Now,
+		busyAnswers: &completions{},
+		maxAfter:    o.MaxRetryAfter,
 	}
 }
 
@@ -183,8 +210,50 @@ func (l *PlacementLimit) Check() error {
 }
 
 func (l *PlacementLimit) busy() error {
-	return &RetryError{Err: &flashsale.Error{Code: flashsale.Busy}, After: DefaultBusyRetryAfter}
+	return &RetryError{Err: &flashsale.Error{Code: flashsale.Busy}, After: l.refuse()}
 }
+
+// refuse counts one BUSY answer of this instance and returns the
+// Retry-After it carries.
+//
+// A fixed second made every refused buyer of a sale come back every
+// second: 5,000 buyers, 20 to 60 orders a second, a hundred BUSY answers
+// per order, and on a small box those answers took the CPU the orders
+// needed (issue 22: ~100 µs of the API's CPU and a Redis round trip or
+// two each, 1,850 a second). The buyers who wait are the same whatever
+// they are told; what they are told only sets how often they ask. So,
+// once a second, the Retry-After grows by a second while the BUSY answers
+// of the last second exceed retryHeadroom times the placements completed
+// (1.5x, so it does not dither), and shrinks by a second for every second
+// they stay under half of that, down to one second: an instance that is
+// not saturated, or a crowd that came back too seldom to keep the permits
+// taken, is told one second again. Capped at maxAfter.
+func (l *PlacementLimit) refuse() time.Duration {
+	now := l.now()
+	l.busyAnswers.add(now)
+	sec := now.Unix()
+	l.retry.Lock()
+	defer l.retry.Unlock()
+	if l.retry.after < DefaultBusyRetryAfter {
+		l.retry.after = DefaultBusyRetryAfter
+	}
+	if elapsed := sec - l.retry.sec; elapsed > 0 {
+		l.retry.sec = sec
+		busy := l.busyAnswers.perSecond(now)
+		want := retryHeadroom * max(l.rate.perSecond(now), 1)
+		switch {
+		case busy > 1.5*want:
+			l.retry.after = min(l.retry.after+time.Second, l.maxAfter)
+		case busy < want/2:
+			l.retry.after = max(l.retry.after-time.Duration(elapsed)*time.Second, DefaultBusyRetryAfter)
+		}
+	}
+	return l.retry.after
+}
+
+// RetryAfterBusy counts a BUSY answer the gate gives on its own (a SKU's
+// window full) and returns its Retry-After, the same as the limit's.
+func (l *PlacementLimit) RetryAfterBusy() time.Duration { return l.refuse() }
 
 // Cap is the latency cap on placements in flight: throughput x target,
 // at least the adaptive limit's floor. There is none while the cap is off

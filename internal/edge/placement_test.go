@@ -169,3 +169,54 @@ func TestPlacementCheckAnswersAsTryPlace(t *testing.T) {
 		t.Fatalf("check after one done: %v", err)
 	}
 }
+
+// retryAfter is the Retry-After of a BUSY answer from l's cap.
+func retryAfter(t *testing.T, l *PlacementLimit) time.Duration {
+	t.Helper()
+	var retry *RetryError
+	if err := l.Check(); !errors.As(err, &retry) {
+		t.Fatalf("check at the cap: got %v, want BUSY", err)
+	}
+	return retry.After
+}
+
+// While an instance answers far more BUSY than it places, the Retry-After
+// grows by a second each second, up to its ceiling; once few buyers come
+// back it shrinks a second per quiet second, to one. One second as the
+// ceiling keeps it fixed. Every BUSY counts, the gate's own too.
+func TestBusyRetryAfterFollowsTheRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		max, want time.Duration
+	}{{0, DefaultBusyRetryAfterMax}, {3 * time.Second, 3 * time.Second}, {time.Second, time.Second}} {
+		c := newClock()
+		// 10 placements a second at most in flight: 1/s x 10 s.
+		l := NewPlacementLimit(PlacementOptions{Throughput: 1, Target: 10 * time.Second, MaxRetryAfter: tc.max, Now: c.now})
+		for range 10 {
+			place(t, l)
+		}
+		if got := retryAfter(t, l); got != time.Second {
+			t.Fatalf("max %s: first Retry-After %s, want 1s", tc.max, got)
+		}
+		// 100 BUSY answers a second (half of them the gate's), against
+		// 5 x max(1/s, nothing completed): 20 seconds of that.
+		for range 20 {
+			for range 50 {
+				retryAfter(t, l)
+				l.RetryAfterBusy()
+			}
+			c.advance(time.Second)
+		}
+		if got := retryAfter(t, l); got != tc.want {
+			t.Fatalf("max %s: Retry-After under a storm %s, want %s", tc.max, got, tc.want)
+		}
+		// Three quiet seconds, then one BUSY: three seconds shorter.
+		c.advance(3 * time.Second)
+		if got, want := retryAfter(t, l), max(time.Second, tc.want-3*time.Second); got != want {
+			t.Fatalf("max %s: Retry-After after 3 quiet seconds %s, want %s", tc.max, got, want)
+		}
+		c.advance(time.Minute)
+		if got := retryAfter(t, l); got != time.Second {
+			t.Fatalf("max %s: Retry-After after a quiet minute %s, want 1s", tc.max, got)
+		}
+	}
+}

@@ -48,6 +48,11 @@ type Config struct {
 	// Temporal completes, when measured by an operator
 	// (ADMISSION_THROUGHPUT; default 0: learned from the last second).
 	AdmissionThroughput float64
+	// AdmissionMaxRetryAfter is the longest Retry-After a BUSY answer says
+	// while this instance is saturated (ADMISSION_MAX_RETRY_AFTER, default
+	// edge.DefaultBusyRetryAfterMax, 10s; 1s keeps every BUSY at one
+	// second); see edge.PlacementLimit.
+	AdmissionMaxRetryAfter time.Duration
 	// LocalSoldOutTTL overrides the in-process sold-out cache's expiry.
 	// Not read from the environment: tests raise it to prove that Pub/Sub,
 	// not expiry, clears the cache.
@@ -161,6 +166,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("ADMISSION_THROUGHPUT=%q: want a positive number of orders a second", v))
 		}
 		cfg.AdmissionThroughput = x
+	}
+	if v := getenv("ADMISSION_MAX_RETRY_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("ADMISSION_MAX_RETRY_AFTER=%q: want whole seconds, at least 1s (10s)", v))
+		}
+		cfg.AdmissionMaxRetryAfter = d
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err

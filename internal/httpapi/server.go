@@ -142,6 +142,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		prom:      newPromMetrics(),
 		placements: edge.NewPlacementLimit(edge.PlacementOptions{
 			Max: cfg.AdmissionMaxInFlight, Target: cfg.AdmissionTargetLatency, Throughput: cfg.AdmissionThroughput,
+			MaxRetryAfter: cfg.AdmissionMaxRetryAfter,
 		}),
 	}
 	s.gate = edge.New(deps.Redis, deps.Stock, edge.Options{

@@ -74,17 +74,29 @@ type Sale struct {
 // SaleRound is one sale of the latency cap's A/B: the same sale through
 // an API instance with the cap on (the production default) or off.
 type SaleRound struct {
-	Cap              bool    `json:"cap"`
-	Label            string  `json:"label"`
-	OrdersPerSec     float64 `json:"orders_per_s"`
-	AllReservedS     float64 `json:"all_reserved_s"`
-	AdmittedP99ms    float64 `json:"admitted_p99_ms"`
-	ShedP99ms        float64 `json:"shed_p99_ms"`
-	Admitted         int64   `json:"admitted"`
-	WorkflowsStarted int64   `json:"workflows_started"`
-	Reserved         int64   `json:"reserved"`
-	Oversold         int64   `json:"oversold"`
-	Undersold        int64   `json:"undersold"`
+	Cap   bool   `json:"cap"`
+	Label string `json:"label"`
+	// Variant names a side that is neither the production default nor
+	// the cap off (bench --sale-target, --sale-retry-max); SaleCapMedians
+	// leaves it out.
+	Variant       string  `json:"variant,omitempty"`
+	OrdersPerSec  float64 `json:"orders_per_s"`
+	AllReservedS  float64 `json:"all_reserved_s"`
+	AdmittedP99ms float64 `json:"admitted_p99_ms"`
+	ShedP99ms     float64 `json:"shed_p99_ms"`
+	// ServerAdmittedP99ms and ServerShedP99ms are the same answers timed
+	// by the API itself (flashsale_buy_duration_seconds, from the handler's
+	// start to its answer, interpolated within the histogram's buckets):
+	// without the crowd's own wait for the CPU, connections and sockets.
+	ServerAdmittedP99ms float64 `json:"server_admitted_p99_ms,omitempty"`
+	ServerShedP99ms     float64 `json:"server_shed_p99_ms,omitempty"`
+	// CPUs is each process's CPU seconds during the sale.
+	CPUs             map[string]float64 `json:"cpu_s,omitempty"`
+	Admitted         int64              `json:"admitted"`
+	WorkflowsStarted int64              `json:"workflows_started"`
+	Reserved         int64              `json:"reserved"`
+	Oversold         int64              `json:"oversold"`
+	Undersold        int64              `json:"undersold"`
 }
 
 // SweepPoint is whole orders through a worker with WorkerSlots slots and a
@@ -350,11 +362,11 @@ func (r *Report) Markdown() string {
 	}
 	if len(r.SaleCap) > 0 {
 		b.WriteString("\nThe latency cap on placements in flight (throughput x 300 ms per API instance), the same sale on and off, interleaved:\n\n")
-		b.WriteString("| sale | orders/s | all reserved after | admitted p99 ms | shed p99 ms | workflows started | reserved | oversold | undersold |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| sale | orders/s | all reserved after | admitted p99 ms | shed p99 ms | the same by the API | workflows started | reserved | oversold | undersold |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, s := range r.SaleCap {
-			fmt.Fprintf(&b, "| %s | %.0f | %.1f s | %.0f | %.0f | %d | %d | %d | %d |\n", s.Label, s.OrdersPerSec, s.AllReservedS,
-				s.AdmittedP99ms, s.ShedP99ms, s.WorkflowsStarted, s.Reserved, s.Oversold, s.Undersold)
+			fmt.Fprintf(&b, "| %s | %.0f | %.1f s | %.0f | %.0f | %.0f / %.0f | %d | %d | %d | %d |\n", s.Label, s.OrdersPerSec, s.AllReservedS,
+				s.AdmittedP99ms, s.ShedP99ms, s.ServerAdmittedP99ms, s.ServerShedP99ms, s.WorkflowsStarted, s.Reserved, s.Oversold, s.Undersold)
 		}
 		on, off := SaleCapMedians(r.SaleCap)
 		fmt.Fprintf(&b, "\nMedians: orders/s with the cap %.2fx without it; admitted p99 %.0f ms with, %.0f ms without.\n",
@@ -508,6 +520,9 @@ func splitHorizontal(c draw.Canvas) (draw.Canvas, draw.Canvas) {
 func SaleCapMedians(rounds []SaleRound) (on, off SaleRound) {
 	var perSec, p99 [2][]float64
 	for _, s := range rounds {
+		if s.Variant != "" {
+			continue
+		}
 		i := 0
 		if !s.Cap {
 			i = 1
