@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -119,24 +118,9 @@ func (s *Store) HeldByOrder(ctx context.Context, sku string) (_ map[string]int64
 	prefix := orderKeyPrefix(sku)
 	pattern := globEscape(prefix) + "*}:order:*"
 
-	var mu sync.Mutex
-	var keys []string
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for iter.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, iter.Val())
-			mu.Unlock()
-		}
-		return iter.Err()
-	}
-	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, s.rdb)
-	}
+	keys, err := s.scanKeys(ctx, pattern)
 	if err != nil {
-		return nil, fmt.Errorf("held by order %s: scan: %w", sku, err)
+		return nil, fmt.Errorf("held by order %s: %w", sku, err)
 	}
 
 	type marker struct {
