@@ -118,13 +118,10 @@ func (st *Stack) QueuedSale(ctx context.Context, o SaleOptions) (Summary, error)
 		return Summary{}, err
 	}
 
-	s, err := st.summarize(ctx, o, res)
+	s, err := st.summarize(ctx, o, res, started)
 	if err != nil {
 		return Summary{}, err
 	}
-	m := st.API.Metrics()
-	s.WorkflowsStarted = m.WorkflowsStarted - started
-	s.Edge = m.Edge
 	// Redis agreed with MySQL before its keys went (the report's check).
 	s.RedisAvailable = view.Report.Available
 	s.Queue = q

@@ -116,13 +116,10 @@ func (st *Stack) Sale(ctx context.Context, o SaleOptions) (Summary, error) {
 	if err := st.waitSettled(ctx, o.SKU, o.PaymentTimeout+30*time.Second); err != nil {
 		return Summary{}, err
 	}
-	s, err := st.summarize(ctx, o, res)
+	s, err := st.summarize(ctx, o, res, started)
 	if err != nil {
 		return Summary{}, err
 	}
-	m := st.API.Metrics()
-	s.WorkflowsStarted = m.WorkflowsStarted - started
-	s.Edge = m.Edge
 	return s, nil
 }
 
@@ -149,10 +146,14 @@ func (st *Stack) waitSettled(ctx context.Context, sku string, timeout time.Durat
 	}
 }
 
-func (st *Stack) summarize(ctx context.Context, o SaleOptions, res loadgen.Result) (Summary, error) {
+// summarize reads what the sale left in MySQL, Redis and the API's
+// metrics; started is the API's workflows-started count before the sale.
+func (st *Stack) summarize(ctx context.Context, o SaleOptions, res loadgen.Result, started int64) (Summary, error) {
+	m := st.API.Metrics()
 	s := Summary{SKU: o.SKU, Stock: o.Units, Buyers: o.Buyers, Requests: res.Requests, Answers: res.Answers,
 		P50: res.Percentile(0.50), P99: res.Percentile(0.99), P999: res.Percentile(0.999),
-		TimeToReserveAll: res.TimeToReserveAll, Elapsed: res.Elapsed, Load: res}
+		TimeToReserveAll: res.TimeToReserveAll, Elapsed: res.Elapsed, Load: res,
+		WorkflowsStarted: m.WorkflowsStarted - started, Edge: m.Edge}
 	var rows []struct {
 		Status flashsale.Status
 		Orders int64
