@@ -33,11 +33,7 @@ func BenchmarkReservation(b *testing.B) {
 		Workflows: []any{ceiling.Workflow}})
 	ctx, cfg, be := context.Background(), sys.Config, sys.Backend
 
-	sku := "bench-" + testenv.UniqueID(b)
-	inv, err := be.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 10_000_000, Price: 100, Buckets: 16, PerUserLimit: 1})
-	require.NoError(b, err)
-	_, err = be.Stock.Preheat(ctx, sku, inv.Available, inv.Buckets)
-	require.NoError(b, err)
+	sku := benchSKU(ctx, b, sys, "bench-")
 	svc := &orders.Service{Temporal: be.Temporal, TaskQueue: cfg.TaskQueue, Orders: be.Orders}
 	run := testenv.UniqueID(b)
 
@@ -83,11 +79,7 @@ func BenchmarkOrderTypes(b *testing.B) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	sys := apptest.Start(b, apptest.Options{Name: "types", WorkerConcurrency: 256, Logger: logger})
 	ctx, cfg, be := context.Background(), sys.Config, sys.Backend
-	sku := "types-" + testenv.UniqueID(b)
-	inv, err := be.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 10_000_000, Price: 100, Buckets: 16, PerUserLimit: 1})
-	require.NoError(b, err)
-	_, err = be.Stock.Preheat(ctx, sku, inv.Available, inv.Buckets)
-	require.NoError(b, err)
+	sku := benchSKU(ctx, b, sys, "types-")
 	svc := &orders.Service{Temporal: be.Temporal, TaskQueue: cfg.TaskQueue, Orders: be.Orders}
 	run := testenv.UniqueID(b)
 	const rounds = 6
@@ -110,4 +102,15 @@ func BenchmarkOrderTypes(b *testing.B) {
 	b.ReportMetric(cmp.Against.PerSec, "v1-orders/s")
 	b.ReportMetric(cmp.Measured.P99ms, "v2-p99-ms")
 	b.ReportMetric(cmp.Against.P99ms, "v1-p99-ms")
+}
+
+// benchSKU puts a SKU too large to sell out in a benchmark and preheats it
+// in 16 buckets; one unit a buyer.
+func benchSKU(ctx context.Context, b *testing.B, sys *apptest.System, prefix string) string {
+	sku := prefix + testenv.UniqueID(b)
+	inv, err := sys.Backend.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 10_000_000, Price: 100, Buckets: 16, PerUserLimit: 1})
+	require.NoError(b, err)
+	_, err = sys.Backend.Stock.Preheat(ctx, sku, inv.Available, inv.Buckets)
+	require.NoError(b, err)
+	return sku
 }
