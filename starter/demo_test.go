@@ -3,14 +3,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,22 +23,9 @@ import (
 // built from this module by devstack), sells a small sale and settles every
 // order with nothing oversold or undersold.
 func TestDemoEmbedded(t *testing.T) {
-	bin := filepath.Join(testenv.BuildCommands(t, "", "."), "starter")
-
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "demo", "--units", "10", "--buyers", "60", "--concurrency", "8",
+	stdout, stderr := runEmbeddedDemo(t, "--units", "10", "--buyers", "60", "--concurrency", "8",
 		"--payment-timeout", "3s", "--json")
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if name != "TEMPORAL_ADDRESS" && name != "REDIS_ADDR" && name != "MYSQL_DSN" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "demo: %s", stderr.String())
-	require.Contains(t, stderr.String(), "embedded go-mysql-server")
+	require.Contains(t, string(stderr), "embedded go-mysql-server")
 
 	var s struct {
 		Stock     int64 `json:"stock"`
@@ -52,13 +36,13 @@ func TestDemoEmbedded(t *testing.T) {
 		Oversold  int64 `json:"oversold"`
 		Undersold int64 `json:"undersold"`
 	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
+	require.NoError(t, json.Unmarshal(stdout, &s), string(stdout))
 	require.EqualValues(t, 10, s.Stock)
-	require.Positive(t, s.Paid, stdout.String())
-	require.EqualValues(t, s.Paid, s.Sold, stdout.String())
-	require.Zero(t, s.Pending, stdout.String())
-	require.Zero(t, s.Oversold, stdout.String())
-	require.Zero(t, s.Undersold, stdout.String())
+	require.Positive(t, s.Paid, string(stdout))
+	require.EqualValues(t, s.Paid, s.Sold, string(stdout))
+	require.Zero(t, s.Pending, string(stdout))
+	require.Zero(t, s.Oversold, string(stdout))
+	require.Zero(t, s.Undersold, string(stdout))
 }
 
 // TestDemoQueued runs `demo --queue` on the embedded stack: a sale through
@@ -66,23 +50,8 @@ func TestDemoEmbedded(t *testing.T) {
 // closed once the crowd is done, its workflow reporting the sale and
 // removing every Redis key of it; nothing oversold or undersold.
 func TestDemoQueued(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "starter")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "build starter: %s", out)
-
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "demo", "--queue", "--units", "10", "--buyers", "60", "--concurrency", "8",
+	stdout, _ := runEmbeddedDemo(t, "--queue", "--units", "10", "--buyers", "60", "--concurrency", "8",
 		"--payment-timeout", "3s", "--opens-in", "4s", "--json")
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if name != "TEMPORAL_ADDRESS" && name != "REDIS_ADDR" && name != "MYSQL_DSN" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "demo: %s", stderr.String())
 
 	var s struct {
 		Stock     int64  `json:"stock"`
@@ -108,16 +77,16 @@ func TestDemoQueued(t *testing.T) {
 			RedisKeysLeft int     `json:"redis_keys_left"`
 		} `json:"queue"`
 	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
-	require.NotNil(t, s.Queue, stdout.String())
+	require.NoError(t, json.Unmarshal(stdout, &s), string(stdout))
+	require.NotNil(t, s.Queue, string(stdout))
 	q := s.Queue
 	require.EqualValues(t, 10, s.Stock)
-	require.Positive(t, s.Paid, stdout.String())
-	require.EqualValues(t, s.Paid, s.Sold, stdout.String())
+	require.Positive(t, s.Paid, string(stdout))
+	require.EqualValues(t, s.Paid, s.Sold, string(stdout))
 	require.EqualValues(t, s.Sold, q.Report.UnitsSold)
 	require.Zero(t, s.Pending)
-	require.Zero(t, s.Oversold, stdout.String())
-	require.Zero(t, s.Undersold, stdout.String())
+	require.Zero(t, s.Oversold, string(stdout))
+	require.Zero(t, s.Undersold, string(stdout))
 	require.EqualValues(t, 60, q.Report.Fairness.Queued)
 	require.GreaterOrEqual(t, q.Report.Fairness.PassesIssued, int64(10))
 	require.NotEmpty(t, q.WinnerRanks)
@@ -126,4 +95,25 @@ func TestDemoQueued(t *testing.T) {
 	require.Equal(t, q.SeedHash, hex.EncodeToString(h[:]))
 	require.True(t, strings.HasPrefix(q.SaleWorkflow, "sale-demo-"), q.SaleWorkflow)
 	require.Contains(t, s.UI, "SkuIds", "the Web UI link lists the sale by its SKU: its orders and its sale workflow")
+}
+
+// runEmbeddedDemo builds this command and runs `starter demo` with args on
+// its embedded stack: without the addresses of the shared services in its
+// environment, as on a fresh machine. It fails the test unless the demo
+// exits 0, and returns what it printed on stdout and stderr.
+func runEmbeddedDemo(t *testing.T, args ...string) (stdout, stderr []byte) {
+	t.Helper()
+	bin := testenv.BuildCommands(t, "", ".")
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "TEMPORAL_ADDRESS" && name != "REDIS_ADDR" && name != "MYSQL_DSN" {
+			env = append(env, kv)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	stdout, stderr, err := testenv.RunCommand(ctx, env, bin, "starter", append([]string{"demo"}, args...)...)
+	require.NoError(t, err, "demo: %s", stderr)
+	return stdout, stderr
 }
