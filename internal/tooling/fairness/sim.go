@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -346,7 +345,8 @@ func (s *sim) look(ctx context.Context, b *buyer) {
 		Spent         bool      `json:"pass_spent"`
 		SoldOut       bool      `json:"sold_out"`
 	}
-	status, body := s.doBody(ctx, http.MethodGet, "/api/v1/skus/"+s.o.SKU+"/queue/me", nil, b.auth)
+	a := s.call(ctx, http.MethodGet, "/api/v1/skus/"+s.o.SKU+"/queue/me", nil, b.auth)
+	status, body := a.Status, a.Body
 	if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
 		return
 	}
@@ -370,38 +370,29 @@ func (s *sim) look(ctx context.Context, b *buyer) {
 }
 
 func (s *sim) do(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, string) {
-	status, resp := s.doBody(ctx, method, path, body, hdr)
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(resp, &e)
-	return status, e.Code
+	a := s.call(ctx, method, path, body, hdr)
+	return a.Status, a.Code()
 }
 
-func (s *sim) doBody(ctx context.Context, method, path string, body []byte, hdr http.Header) (int, []byte) {
-	res, err := jsoncall.Do(ctx, s.client, method, s.o.Base+path, body, hdr)
-	status, resp := res.Status, res.Body
-	key := strconv.Itoa(status)
-	if err != nil {
-		key = "error"
-		if ctx.Err() != nil {
-			return 0, nil // the run's end, not an answer
-		}
-	} else if status >= 400 {
-		var e struct {
-			Code string `json:"code"`
-		}
-		if json.Unmarshal(resp, &e) == nil && e.Code != "" {
-			key += " " + e.Code
-		}
+// call sends one request and counts its answer by jsoncall's key ("201",
+// "429 BUSY"), or as "error"; an error, or the run's end, is the zero
+// Answer.
+func (s *sim) call(ctx context.Context, method, path string, body []byte, hdr http.Header) jsoncall.Answer {
+	a, err := jsoncall.Do(ctx, s.client, method, s.o.Base+path, body, hdr)
+	key := "error"
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return jsoncall.Answer{} // the run's end, not an answer
+	case err == nil:
+		key = a.Key()
 	}
 	s.mu.Lock()
 	s.answers[method+" "+key]++
 	s.mu.Unlock()
 	if err != nil {
-		return 0, nil
+		return jsoncall.Answer{}
 	}
-	return status, resp
+	return a
 }
 
 type watchFigures struct {
