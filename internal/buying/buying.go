@@ -110,7 +110,8 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 			return Result{Outcome: Shed}, err
 		}
 	}
-	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items, Marker: marker})
+	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items, Marker: marker,
+		Pass: claim != nil && claim.Live})
 	s.Recorder.Admission(req.Items, err == nil && ticket.Duplicate, err)
 	if err != nil {
 		return Result{Outcome: Shed}, err

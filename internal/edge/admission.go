@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ func (g *Gate) admitRedis(ctx context.Context, req Request, items []flashsale.It
 			return nil, err
 		}
 	}
-	if err := g.shedLocal(items, g.inflight, g.opts.MaxInFlight); err != nil {
+	if err := g.shedLocal(items, g.inflight, g.opts.MaxInFlight, req.Pass); err != nil {
 		return nil, err
 	}
 	if len(items) == 1 {
@@ -99,14 +100,17 @@ func (g *Gate) marker(ctx context.Context, req Request) (string, error) {
 // shedLocal answers what this instance knows without the network: a SKU
 // cached as sold out, or a window already full for one of the items. At the
 // height of a sale most requests end here; the binding check is the
-// window's admit.
-func (g *Gate) shedLocal(items []flashsale.Item, window *inflight, limit int64) error {
+// window's admit. A pass holder (Request.Pass) is refused only as sold out.
+func (g *Gate) shedLocal(items []flashsale.Item, window *inflight, limit int64, pass bool) error {
 	now := time.Now()
 	for _, it := range items {
 		if g.cache.soldOut(it.SKU, now) {
 			g.stats.soldOutLocal.Add(1)
 			return decidedBy(it.SKU, fmt.Errorf("sku %s: %w (local cache)", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out")))
 		}
+	}
+	if pass {
+		return nil
 	}
 	for _, it := range items {
 		if window.full(it.SKU, it.Quantity, limit) {
@@ -172,8 +176,14 @@ func (g *Gate) RateLimit(ctx context.Context, scope, userID string) error {
 // every request saw itself behind the probes and was told BUSY forever.
 func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (*Ticket, error) {
 	t := &Ticket{g: g, window: g.inflight}
+	limit := g.opts.MaxInFlight
+	if req.Pass {
+		// The serving counter bounds the pass holders (Request.Pass):
+		// only the stock read bounds them here.
+		limit = math.MaxInt64
+	}
 	admitOne := func(ctx context.Context, it flashsale.Item) (admission, error) {
-		return g.admitItem(ctx, req.UserID, it)
+		return g.admitItem(ctx, req.UserID, it, limit)
 	}
 	// The window before the permit: a sold-out SKU is answered SOLD_OUT
 	// by its stock read, never BUSY because the requests reading it at
@@ -182,7 +192,14 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	if err := t.take(ctx, items, admitOne); err != nil {
 		return nil, err
 	}
-	if err := t.hold(); err != nil {
+	if req.Pass {
+		// A permit if one is free, so the placement counts in the limit's
+		// view; none is no refusal (the holders are bounded by the
+		// capacity their instances published, see Request.Pass).
+		if !t.holdIfFree() {
+			g.stats.passOverLimit.Add(1)
+		}
+	} else if err := t.hold(); err != nil {
 		t.release()
 		return nil, err
 	}
@@ -230,8 +247,8 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 
 // admitItem reads what Redis holds for one item, and what the buyer may
 // still hold of it, and asks the window.
-func (g *Gate) admitItem(ctx context.Context, userID string, it flashsale.Item) (admission, error) {
-	return g.admitFrom(ctx, it, g.inflight, g.opts.MaxInFlight, stockSource{
+func (g *Gate) admitItem(ctx context.Context, userID string, it flashsale.Item, limit int64) (admission, error) {
+	return g.admitFrom(ctx, it, g.inflight, limit, stockSource{
 		read: func(ctx context.Context, sku string) (stockRead, error) {
 			av, err := g.stock.AvailableTo(ctx, sku, userID)
 			return stockRead{units: av.Units, flagged: av.SoldOut, gen: av.Gen, allowance: av.Allowance}, err

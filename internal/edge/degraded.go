@@ -15,7 +15,7 @@ import (
 // the package comment): sold-out cache, degraded window, MySQL's units.
 func (g *Gate) admitDegraded(ctx context.Context, items []flashsale.Item) (*Ticket, error) {
 	g.stats.degraded.Add(1)
-	if err := g.shedLocal(items, g.degraded, g.opts.DegradedMaxInFlight); err != nil {
+	if err := g.shedLocal(items, g.degraded, g.opts.DegradedMaxInFlight, false); err != nil {
 		return nil, err
 	}
 	t := &Ticket{g: g, window: g.degraded, Degraded: true}

@@ -128,6 +128,19 @@ type Request struct {
 	// read it for this request (PlacedByEach): the buyer it names, or ""
 	// for none. Admit then does not read it again. Nil: Admit reads it.
 	Marker *string
+	// Pass is true when the buyer holds a live pass of a queued SKU (the
+	// caller read it outstanding: sale.Claim.Live). Such a request is not
+	// answered BUSY by the per-SKU window's MaxInFlight nor by the
+	// placement limit: the sale's serving counter is that SKU's admission
+	// control, and it keeps the passes outstanding below the capacity the
+	// API instances publish (their windows, summed), so the holders never
+	// ask for more than the instances let through anyway. Everything else
+	// applies as for any buy: the rate limit, the buyer's unit limit, the
+	// stock (a request never admitted past the units it read), the placed
+	// marker; Reserve and MySQL stay the judges of every unit. A forged
+	// or foreign pass never gets here (the signature is checked first),
+	// and a spent one is refused by the spend before any workflow starts.
+	Pass bool
 }
 
 // Gate is the load-shedding gate. It is safe for concurrent use; Run must be

@@ -380,3 +380,60 @@ func TestSoldOutReadersAreNotBusy(t *testing.T) {
 	}
 	require.Zero(t, g.Stats().Busy)
 }
+
+// A pass holder (Request.Pass) is never answered BUSY by the per-SKU
+// window nor by the placement limit: with a window of 2 and a limit of 2
+// permits both taken by ordinary buys, a third ordinary buy is BUSY, and
+// 12 pass holders arriving at once are all admitted (exactly 12, none
+// BUSY, all 12 past the limit, which had no permit free). The stock
+// still bounds them: the units in flight never exceed the units read.
+func TestPassHolderIsNotBusy(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(20)
+	limit := NewPlacementLimit(PlacementOptions{Max: 2, Target: -1})
+	g := f.gate(Options{MaxInFlight: 2, Placements: limit})
+	for i := range 2 {
+		_, err := g.Admit(ctx, f.req(i, 1))
+		require.NoError(t, err)
+	}
+	_, err := g.Admit(ctx, f.req(2, 1))
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Busy})
+
+	var admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			req := f.req(100+i, 1)
+			req.Pass = true
+			if _, err := g.Admit(ctx, req); err != nil {
+				refused.Add(1)
+				t.Errorf("pass holder %d: %v", i, err)
+				return
+			}
+			admitted.Add(1)
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(12), admitted.Load())
+	require.Zero(t, refused.Load())
+	st := g.Stats()
+	require.Equal(t, int64(14), st.InFlightUnits)
+	require.Equal(t, int64(12), st.PassOverLimit)
+	require.Equal(t, int64(1), st.Busy)
+	require.Equal(t, 2, limit.InFlight())
+
+	// 14 of 20 units in flight: 6 more pass holders fit, a seventh would
+	// ask for a unit already owed to a request in flight.
+	for i := range 6 {
+		req := f.req(200+i, 1)
+		req.Pass = true
+		_, err := g.Admit(ctx, req)
+		require.NoError(t, err)
+	}
+	req := f.req(300, 1)
+	req.Pass = true
+	_, err = g.Admit(ctx, req)
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Busy}, "the stock, not the cap")
+	require.Equal(t, int64(20), g.Stats().InFlightUnits)
+}

@@ -187,6 +187,22 @@ func (l *PlacementLimit) TryPlace() (Permit, error) {
 	return Permit{p: p, l: l}, nil
 }
 
+// tryPlaceQuiet takes a permit if the limit and the cap allow one, and
+// otherwise takes nothing and counts no refusal: a pass holder's placement
+// (Request.Pass), admitted either way.
+func (l *PlacementLimit) tryPlaceQuiet() (Permit, bool) {
+	c := l.Cap()
+	p, ok := l.limiter.TryAcquirePermit()
+	if !ok {
+		return Permit{}, false
+	}
+	if l.limiter.Inflight() > c {
+		p.Drop()
+		return Permit{}, false
+	}
+	return Permit{p: p, l: l}, true
+}
+
 // Check answers what TryPlace would, without taking a permit: the BUSY
 // RetryError while the limit or the cap is reached, nil while a placement
 // may still get one (TryPlace decides). Admission asks it before any

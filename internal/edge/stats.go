@@ -22,6 +22,9 @@ type Stats struct {
 	// LimitExceeded requests asked for more than the buyer may still hold
 	// of a SKU (Redis's count) and started no workflow.
 	LimitExceeded int64 `json:"shed_limit_exceeded"`
+	// PassOverLimit counts pass holders (Request.Pass) admitted while the
+	// placement limit had no permit free: they would have been BUSY.
+	PassOverLimit int64 `json:"pass_over_limit"`
 	IDConflicts   int64 `json:"id_conflicts"`
 	Unavailable   int64 `json:"unavailable"`
 	// Degraded requests were decided without Redis (it was down).
@@ -37,7 +40,7 @@ type counters struct {
 	requests, admitted, duplicates                 atomic.Int64
 	soldOutLocal, soldOutRedis, soldOutStock, busy atomic.Int64
 	rateLimited, unknownSKU, idConflicts           atomic.Int64
-	limitExceeded                                  atomic.Int64
+	limitExceeded, passOverLimit                   atomic.Int64
 	unavailable, stockChanges, degraded            atomic.Int64
 }
 
@@ -48,8 +51,8 @@ func (g *Gate) Stats() Stats {
 		Requests: c.requests.Load(), Admitted: c.admitted.Load(), Duplicates: c.duplicates.Load(),
 		SoldOutLocal: c.soldOutLocal.Load(), SoldOutRedis: c.soldOutRedis.Load(), SoldOutStock: c.soldOutStock.Load(),
 		Busy: c.busy.Load(), RateLimited: c.rateLimited.Load(), UnknownSKU: c.unknownSKU.Load(),
-		LimitExceeded: c.limitExceeded.Load(),
-		IDConflicts:   c.idConflicts.Load(), Unavailable: c.unavailable.Load(), StockChanges: c.stockChanges.Load(),
+		LimitExceeded: c.limitExceeded.Load(), PassOverLimit: c.passOverLimit.Load(),
+		IDConflicts: c.idConflicts.Load(), Unavailable: c.unavailable.Load(), StockChanges: c.stockChanges.Load(),
 		Degraded:      c.degraded.Load(),
 		Subscribed:    g.subscribed.Load(),
 		InFlightUnits: g.inflight.total(), LocalSoldOutSKUs: g.cache.size(time.Now()),

@@ -44,6 +44,20 @@ func (t *Ticket) hold() error {
 	return nil
 }
 
+// holdIfFree takes a placement permit for the ticket if the limit has one
+// free, and reports whether it did; a refusal is not counted as a BUSY
+// answer (nobody is told BUSY).
+func (t *Ticket) holdIfFree() bool {
+	if t.g.opts.Placements == nil {
+		return true
+	}
+	p, ok := t.g.opts.Placements.tryPlaceQuiet()
+	if ok {
+		t.permit = p
+	}
+	return ok
+}
+
 // Placed gives the ticket's placement permit back once the order's
 // placement has answered: completed (Temporal answered) feeds the limit's
 // view of Temporal's answer times and throughput, a placement cut short

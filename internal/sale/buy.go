@@ -3,7 +3,9 @@ package sale
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/redisguard"
@@ -37,6 +39,13 @@ func NewDoor(store *Store, signer *Signer) *Door {
 type Claim struct {
 	store *Store
 	pass  Pass
+	// Live: when Check read it, the pass was outstanding (issued with this
+	// expiry, neither spent nor past it by this instance's clock). The
+	// edge then admits the buy past its in-flight cap (edge.Request.Pass):
+	// the serving counter bounded the passes outstanding by the placement
+	// capacity. Spend stays the atomic judge; Live only lets the buyer by
+	// the cap.
+	Live bool
 }
 
 // Check returns nil and no error for a buy of SKUs without a sale, as
@@ -71,9 +80,18 @@ func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, 
 		if err != nil {
 			return nil, err
 		}
-		claim = &Claim{store: d.store, pass: p}
+		claim = &Claim{store: d.store, pass: p, Live: d.store.outstanding(ctx, it.SKU, p)}
 	}
 	return claim, nil
+}
+
+// outstanding reports whether p is outstanding: issued with its signed
+// expiry, not spent, and not past the expiry by this instance's clock (a
+// pass within the clocks' skew of its end is Spend's to refuse). A failed
+// read is false: the buy then meets the edge's caps as any other.
+func (s *Store) outstanding(ctx context.Context, sku string, p Pass) bool {
+	score, err := s.rdb.ZScore(ctx, keys(sku)[kPasses], strconv.FormatInt(p.Rank, 10)).Result()
+	return err == nil && int64(score) == p.Expiry.UnixMilli() && time.Now().Before(p.Expiry)
 }
 
 // Spend spends the claim's pass on orderID (Store.Spend).

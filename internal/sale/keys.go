@@ -15,6 +15,9 @@ package sale
 //	fs:{sku:<sku>}:sale:serving   the highest rank a pass was issued to
 //	fs:{sku:<sku>}:sale:passes    zset: rank -> expiry (ms, Redis time), outstanding
 //	fs:{sku:<sku>}:sale:spent     hash: rank -> the order that spent its pass
+//	fs:{sku:<sku>}:sale:capacity  hash: API instance -> "<units>:<expiry ms>",
+//	                              the placements it can take in flight
+//	                              (sale_me.lua; an expired field is dead)
 //
 // The SKU is inside the hash tag, so it must not contain '{' or '}'; the
 // flashsale id alphabet excludes both.
@@ -24,7 +27,8 @@ func saleKey(sku string) string { return "fs:{sku:" + sku + "}:sale" }
 // keys lists a sale's keys in the order every script expects them.
 func keys(sku string) []string {
 	k := saleKey(sku)
-	return []string{k, k + ":seed", k + ":seq", k + ":entered", k + ":late", k + ":rank", k + ":serving", k + ":passes", k + ":spent"}
+	return []string{k, k + ":seed", k + ":seq", k + ":entered", k + ":late", k + ":rank", k + ":serving", k + ":passes", k + ":spent",
+		k + ":capacity"}
 }
 
 // Positions in keys().
@@ -38,4 +42,5 @@ const (
 	kServing
 	kPasses
 	kSpent
+	kCapacity
 )

@@ -62,10 +62,52 @@ type Stock func(ctx context.Context, sku string) (int64, error)
 type Store struct {
 	rdb   redis.UniversalClient
 	stock Stock
+	// instance, capacity and capacityTTL are what PlaceOf publishes into
+	// a sale's capacity (WithCapacity).
+	instance    string
+	capacity    int64
+	capacityTTL time.Duration
 }
 
-// New returns a store on rdb; stock is needed by Place only.
-func New(rdb redis.UniversalClient, stock Stock) *Store { return &Store{rdb: rdb, stock: stock} }
+// DefaultCapacity is the placement capacity a Store publishes unless
+// WithCapacity says otherwise: the edge's default per-SKU window
+// (edge.DefaultMaxInFlight), what one API instance lets through at once.
+const DefaultCapacity = 16
+
+// DefaultCapacityTTL is how long an instance's published capacity lives
+// without a refresh. Every look at the queue through the instance
+// refreshes it, and a sale's buyers look every second or so: a few seconds
+// keep a live instance in without a gap, and drop a dead one (its passes
+// outstanding included, they expire or are spent) before its share of the
+// capacity is handed out for long.
+const DefaultCapacityTTL = 5 * time.Second
+
+// New returns a store on rdb; stock is needed by Place only. It publishes
+// DefaultCapacity under a random instance id.
+func New(rdb redis.UniversalClient, stock Stock) *Store {
+	id := make([]byte, 8)
+	_, _ = rand.Read(id) // never fails (crypto/rand)
+	return &Store{rdb: rdb, stock: stock, instance: hex.EncodeToString(id), capacity: DefaultCapacity,
+		capacityTTL: DefaultCapacityTTL}
+}
+
+// WithCapacity returns a copy of s that publishes capacity units under
+// its instance id (random, one per New) for ttl (DefaultCapacityTTL when not positive) on every look at
+// a queue (PlaceOf). capacity is what the calling API instance can have in
+// flight for one queued SKU: its edge's per-SKU window. The serving
+// counter issues a pass only while the passes outstanding are fewer than
+// both the units left and the sum of the live instances' capacities, so
+// the pass holders of a SKU never outnumber what the instances can place
+// at once, and a pass holder is not refused by the edge's in-flight cap
+// (docs/design/fair-sale.md). Zero publishes nothing (a reader's store).
+func (s *Store) WithCapacity(capacity int64, ttl time.Duration) *Store {
+	c := *s
+	c.capacity, c.capacityTTL = max(capacity, 0), ttl
+	if ttl <= 0 {
+		c.capacityTTL = DefaultCapacityTTL
+	}
+	return &c
+}
 
 func checkSKU(sku string) error {
 	if !flashsale.ValidID(sku, flashsale.MaxIDLength) {
@@ -283,6 +325,10 @@ type Place struct {
 	Queued int64 `json:"queued"`
 	// Outstanding is how many passes are issued and not spent or expired.
 	Outstanding int64 `json:"outstanding"`
+	// Capacity is the placement capacity the counter read: the units the
+	// live API instances can have in flight, summed. Passes outstanding
+	// never exceed it (nor the units left).
+	Capacity int64 `json:"capacity"`
 	// Ahead is how many ranks are before the buyer's and not yet served.
 	Ahead int64 `json:"ahead"`
 	// PassExpiry is when the buyer's outstanding pass expires (Redis's
@@ -302,10 +348,11 @@ type Place struct {
 	Seed string `json:"seed,omitempty"`
 	// ETA estimates how long until the buyer's pass, in seconds: until
 	// opens_at before the open; 0 while they hold a pass; for a rank still
-	// waiting, the ranks ahead over the pace at which units have come back
-	// since the open (passes expired unused, unpaid orders released). Nil
-	// when there is nothing to estimate from (no unit has come back yet, or
-	// none is left: SoldOut) or nothing to wait for (the pass was spent).
+	// waiting, the ranks ahead over the pace at which ranks have been
+	// served since the counter's first move (passes spent or expired, units
+	// come back). Nil when there is nothing to estimate from (no rank served
+	// since the first move, or nothing left: SoldOut) or nothing to wait for
+	// (the pass was spent).
 	ETA *int64 `json:"eta_seconds,omitempty"`
 }
 
@@ -321,7 +368,8 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
 		return Place{}, fmt.Errorf("units of %s: %w", sku, err)
 	}
-	res, err := meScript.Run(ctx, s.rdb, keys(sku), userID, units).Slice()
+	res, err := meScript.Run(ctx, s.rdb, keys(sku), userID, units, s.instance, s.capacity,
+		s.capacityTTL.Milliseconds()).Slice()
 	if err != nil {
 		return Place{}, fmt.Errorf("queue place of %s in %s: %w", userID, sku, err)
 	}
@@ -329,7 +377,7 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 		Ticket: Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
 			SeedHash: res[7].(string)},
 		Serving: res[3].(int64), Queued: res[4].(int64), Spent: res[6].(int64) == 1,
-		Seed: res[8].(string), Outstanding: res[9].(int64),
+		Seed: res[8].(string), Outstanding: res[9].(int64), Capacity: res[14].(int64),
 	}
 	now, opensAt, first, firstAt := res[10].(int64), res[11].(int64), res[12].(int64), res[13].(int64)
 	if ms := res[5].(int64); ms > 0 {
@@ -367,8 +415,8 @@ func eta(p Place, now, opensAt, first, firstAt int64) *int64 {
 	case p.Rank == 0 || p.Rank <= p.Serving:
 		return nil
 	}
-	// Ranks served by units that came back, per millisecond since the
-	// first move.
+	// Ranks served since the first move (each by a pass spent or expired
+	// or a unit come back), per millisecond.
 	back, since := p.Serving-first, now-firstAt
 	if first == 0 || back <= 0 || since <= 0 {
 		return nil
@@ -392,6 +440,9 @@ type Board struct {
 	Outstanding int64     `json:"outstanding"`
 	Spent       int64     `json:"spent"`
 	OpensAt     time.Time `json:"opens_at"`
+	// Capacity is the live placement capacity (the sum the serving counter
+	// bounds the passes outstanding by).
+	Capacity int64 `json:"capacity"`
 }
 
 // BoardOf reads sku's Board; NoSale for a SKU without a sale.
@@ -405,7 +456,8 @@ func (s *Store) BoardOf(ctx context.Context, sku string) (_ Board, err error) {
 		return Board{}, fmt.Errorf("sale board of %s: %w", sku, err)
 	}
 	b := Board{State: State(res[0].(string)), Entrants: res[1].(int64), Queued: res[2].(int64), Serving: res[3].(int64),
-		Outstanding: res[4].(int64), Spent: res[5].(int64), OpensAt: time.UnixMilli(res[6].(int64)).UTC()}
+		Outstanding: res[4].(int64), Spent: res[5].(int64), OpensAt: time.UnixMilli(res[6].(int64)).UTC(),
+		Capacity: res[7].(int64)}
 	if b.State == "" {
 		return Board{}, noSale(sku)
 	}

@@ -4,14 +4,16 @@
 --
 -- KEYS: the sale's keys (keys.go order)
 --
--- Returns {state, entrants, ranked, serving, outstanding, spent, opens_at_ms}:
+-- Returns {state, entrants, ranked, serving, outstanding, spent, opens_at_ms,
+-- capacity}:
 -- entrants ranked by the shuffle, everyone ranked (entrants and later
 -- arrivals), the highest rank a pass was issued to, the passes issued and
--- neither spent nor expired (Redis's clock), and the passes spent. state ''
--- is no sale.
+-- neither spent nor expired (Redis's clock), the passes spent, and the
+-- live placement capacity (sale_me.lua's sum, read without removing the
+-- dead fields). state '' is no sale.
 local state, entrants, opens = unpack(redis.call('HMGET', KEYS[1], 'state', 'entrants', 'opens_at'))
 if not state then
-  return {'', 0, 0, 0, 0, 0, 0}
+  return {'', 0, 0, 0, 0, 0, 0, 0}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -22,5 +24,13 @@ if entrants then
   queued = tonumber(entrants) + tonumber(redis.call('GET', KEYS[5]) or '0')
 end
 entrants = tonumber(entrants or '0')
+local capacity = 0
+local published = redis.call('HGETALL', KEYS[10])
+for i = 1, #published, 2 do
+  local units, expiry = string.match(published[i + 1], '^(%d+):(%d+)$')
+  if units and tonumber(expiry) > now then
+    capacity = capacity + tonumber(units)
+  end
+end
 return {state, entrants, queued, tonumber(redis.call('GET', KEYS[7]) or '0'),
-  redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('HLEN', KEYS[9]), tonumber(opens or '0')}
+  redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('HLEN', KEYS[9]), tonumber(opens or '0'), capacity}

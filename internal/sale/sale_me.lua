@@ -1,33 +1,65 @@
 -- A buyer's place in an open sale's queue; first, the serving counter
 -- moves on: expired passes give their units back, then passes are issued
--- in rank order while the units left exceed the passes outstanding.
+-- in rank order while the passes outstanding are fewer than both the units
+-- left and the placement capacity (docs/design/fair-sale.md, "The serving
+-- counter and passes").
 --
 -- KEYS: the sale's keys (keys.go order)
 -- ARGV[1] user id
 -- ARGV[2] the SKU's available units, read from its buckets just before
 --         (other slots); a stale read overstates them by the buys in flight
+-- ARGV[3] the calling API instance's id
+-- ARGV[4] the units that instance can have in flight for a queued SKU
+--         (its per-SKU window); 0 publishes nothing
+-- ARGV[5] how long that publication lives (ms): an instance that stops
+--         looking (dead, or out of the pool) drops out after it
+--
+-- The capacity is the sum over the instances whose publication is live
+-- (Redis's clock); dead fields are removed here. A pass is one unit a
+-- buyer may place at once, so bounding the passes outstanding by what the
+-- instances can have in flight is what lets a pass holder skip the edge's
+-- in-flight cap (internal/edge, Request.Pass): the counter is the
+-- admission control of a queued SKU.
 --
 -- Returns {state, ticket, rank, serving, ranked, pass_expiry_ms, spent,
 -- seed_hash, seed, outstanding, now_ms, opens_at_ms, first_served,
--- first_served_at_ms}: pass_expiry_ms is 0 unless the buyer's pass is
--- outstanding, spent 1 when it was spent. state '' is no sale.
+-- first_served_at_ms, capacity}: pass_expiry_ms is 0 unless the buyer's
+-- pass is outstanding, spent 1 when it was spent. state '' is no sale.
 --
--- first_served and first_served_at record the counter's first move (the
--- units on sale at the open, all passed at once): every rank served after
--- it was served by a unit coming back (a pass expired unused, an unpaid
--- order released), whose pace gives the ETA of the ranks still waiting.
+-- first_served and first_served_at record the counter's first move: every
+-- rank served after min(units, capacity) at the open was served by a pass
+-- spent or expired, or a unit coming back, whose pace gives the ETA of the
+-- ranks still waiting.
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then
-  return {'', 0, 0, 0, 0, 0, 0, '', '', 0, 0, 0, 0, 0}
+  return {'', 0, 0, 0, 0, 0, 0, '', '', 0, 0, 0, 0, 0, 0}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if tonumber(ARGV[4]) > 0 then
+  redis.call('HSET', KEYS[10], ARGV[3], ARGV[4] .. ':' .. (now + tonumber(ARGV[5])))
+  -- The hash itself goes once no instance is left (the longest lifetime
+  -- of its fields), so a sale that ended leaves nothing behind.
+  if redis.call('PTTL', KEYS[10]) < tonumber(ARGV[5]) then
+    redis.call('PEXPIRE', KEYS[10], tonumber(ARGV[5]))
+  end
+end
+local capacity = 0
+local published = redis.call('HGETALL', KEYS[10])
+for i = 1, #published, 2 do
+  local units, expiry = string.match(published[i + 1], '^(%d+):(%d+)$')
+  if units and tonumber(expiry) > now then
+    capacity = capacity + tonumber(units)
+  else
+    redis.call('HDEL', KEYS[10], published[i])
+  end
+end
 local entrants = tonumber(redis.call('HGET', KEYS[1], 'entrants') or '0')
 local ranked = entrants + tonumber(redis.call('GET', KEYS[5]) or '0')
 local serving = tonumber(redis.call('GET', KEYS[7]) or '0')
 if state == 'OPEN' then
   redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
-  local room = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[8])
+  local room = math.min(tonumber(ARGV[2]), capacity) - redis.call('ZCARD', KEYS[8])
   local ttl = tonumber(redis.call('HGET', KEYS[1], 'pass_ttl_ms'))
   local before = serving
   while room > 0 and serving < ranked do
@@ -54,4 +86,4 @@ end
 local hash, seed, opens, first, first_at = unpack(redis.call('HMGET', KEYS[1], 'seed_hash', 'seed', 'opens_at',
   'first_served', 'first_served_at'))
 return {state, ticket, rank, serving, ranked, expiry, spent, hash or '', seed or '',
-  redis.call('ZCARD', KEYS[8]), now, tonumber(opens or '0'), tonumber(first or '0'), tonumber(first_at or '0')}
+  redis.call('ZCARD', KEYS[8]), now, tonumber(opens or '0'), tonumber(first or '0'), tonumber(first_at or '0'), capacity}
