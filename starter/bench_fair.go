@@ -43,13 +43,13 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 			Base: api.URL, SKU: sku, Units: fairUnits, Classes: fairness.DefaultClasses,
 			Token: func(user string) (string, error) { return api.Buyers.Token(user, time.Hour) },
 			Queue: queue, PreQueue: b.p.FairPreQueue, Admin: api.Admin,
-			Watch: func(ctx context.Context) (int64, int64, error) {
+			Watch: func(ctx context.Context) (int64, int64, int64, error) {
 				av, err := st.Backend.Stock.AvailableTo(ctx, sku, "")
 				if err != nil {
-					return 0, 0, err
+					return 0, 0, 0, err
 				}
 				board, err := sales.BoardOf(ctx, sku)
-				return av.Units, board.Outstanding, err
+				return av.Units, board.Outstanding, board.Capacity, err
 			},
 			InFlightCap: inFlight, Deadline: b.p.FairDeadline, Seed: 23,
 		})
@@ -64,12 +64,12 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 		res.Oversold = max(0, taken-fairUnits, res.Reserved-fairUnits)
 		res.Undersold = max(0, fairUnits-taken)
 		for _, c := range res.Classes {
-			b.logf("  %s: %d of %d won (%.3f, 95%% CI %.3f-%.3f), %d requests, %d ticks dropped",
-				c.Name, c.Wins, c.Buyers, c.WinRate, c.Lo, c.Hi, c.Requests, c.Skipped)
+			b.logf("  %s: %d of %d won (%.3f, 95%% CI %.3f-%.3f), %d requests, %d ticks dropped, sends late by %.1f ms mean, %.0f ms max; rate minus the first class's: 95%% CI %+.3f..%+.3f",
+				c.Name, c.Wins, c.Buyers, c.WinRate, c.Lo, c.Hi, c.Requests, c.Skipped, c.LateMs, c.LateMaxMs, c.DiffLo, c.DiffHi)
 		}
-		b.logf("  reserved %d (MySQL %d), oversold %d, undersold %d, last unit after %.1f s, %d requests in %.0f s; tau %.3f (tau-b %.3f of max %.3f, %d admitted at %d moments), passes outstanding max %d (over left+cap: %d in %d samples), sold-out lag %.0f ms, %d never told; %d of %d entered after the open",
+		b.logf("  reserved %d (MySQL %d), oversold %d, undersold %d, last unit after %.1f s, %d requests in %.0f s; tau %.3f (tau-b %.3f of max %.3f, %d admitted at %d moments), passes outstanding max %d (over left+cap: %d, over capacity %d of max %d, in %d samples), sold-out lag %.0f ms, %d never told; %d of %d entered after the open",
 			res.Reserved, taken, res.Oversold, res.Undersold, res.LastUnitS, res.Requests, res.Seconds, res.KendallTau, res.KendallTauB, res.MaxTauB,
-			res.Admitted, res.AdmissionMoments, res.MaxOutstanding, res.MaxOverCap, res.Samples, res.SoldOutLagMs, res.NotToldSoldOut, res.EnteredLate, res.Entered)
+			res.Admitted, res.AdmissionMoments, res.MaxOutstanding, res.MaxOverCap, res.MaxOverCapacity, res.MaxCapacity, res.Samples, res.SoldOutLagMs, res.NotToldSoldOut, res.EnteredLate, res.Entered)
 		b.r.Fair = append(b.r.Fair, res)
 	}
 	return nil

@@ -30,16 +30,16 @@ func writeFair(b *strings.Builder, runs []fairness.Result) {
 				c.Conns, c.Early.Seconds(), c.Wins, c.WinRate, c.Lo, c.Hi, c.Requests, c.Skipped)
 		}
 	}
-	b.WriteString("\n| queue | reserved | oversold | undersold | last unit after | requests | Kendall tau (rank, admission) | tau-b (max under ties) | passes outstanding max (max over units left + in-flight cap) | last unit to everyone queued told SOLD_OUT | queued never told |\n")
+	b.WriteString("\n| queue | reserved | oversold | undersold | last unit after | requests | Kendall tau (rank, admission) | tau-b (max under ties) | passes outstanding max (max over units left + in-flight cap; over the placement capacity) | last unit to everyone queued told SOLD_OUT | queued never told |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|\n")
 	for _, r := range runs {
 		if !r.Queue {
 			fmt.Fprintf(b, "| off | %d | %d | %d | %.1f s | %d | - | - | - | - | - |\n", r.Reserved, r.Oversold, r.Undersold, r.LastUnitS, r.Requests)
 			continue
 		}
-		fmt.Fprintf(b, "| on | %d | %d | %d | %.1f s | %d | %s (%d ranked, %d admitted at %d moments) | %s (%s) | %d (%+d, cap %d, %d samples) | %.0f ms | %d |\n",
+		fmt.Fprintf(b, "| on | %d | %d | %d | %.1f s | %d | %s (%d ranked, %d admitted at %d moments) | %s (%s) | %d (%+d, cap %d; %+d of capacity up to %d; %d samples) | %.0f ms | %d |\n",
 			r.Reserved, r.Oversold, r.Undersold, r.LastUnitS, r.Requests, num(r.KendallTau), r.Ranked, r.Admitted, r.AdmissionMoments,
-			num(r.KendallTauB), num(r.MaxTauB), r.MaxOutstanding, r.MaxOverCap, r.InFlightCap, r.Samples, r.SoldOutLagMs, r.NotToldSoldOut)
+			num(r.KendallTauB), num(r.MaxTauB), r.MaxOutstanding, r.MaxOverCap, r.InFlightCap, r.MaxOverCapacity, r.MaxCapacity, r.Samples, r.SoldOutLagMs, r.NotToldSoldOut)
 	}
 	if len(runs) == 2 && !runs[0].Queue && runs[1].Queue {
 		for _, r := range runs {
@@ -55,8 +55,8 @@ func writeFair(b *strings.Builder, runs []fairness.Result) {
 			if r.Queue {
 				q = "on"
 			}
-			fmt.Fprintf(b, "\nQueue %s: bots win %.1fx as often as polite buyers (bots' rate %.3f, %s the polite 95%% CI %.3f-%.3f).",
-				q, ratioOrInf(bot.WinRate, polite.WinRate), bot.WinRate, verdict, polite.Lo, polite.Hi)
+			fmt.Fprintf(b, "\nQueue %s: bots win %.1fx as often as polite buyers (bots' rate %.3f, %s the polite 95%% CI %.3f-%.3f; bots minus polite 95%% CI %+.3f..%+.3f).",
+				q, ratioOrInf(bot.WinRate, polite.WinRate), bot.WinRate, verdict, polite.Lo, polite.Hi, bot.DiffLo, bot.DiffHi)
 		}
 		b.WriteString("\n")
 	}

@@ -56,10 +56,11 @@ type Options struct {
 	Queue    bool
 	PreQueue time.Duration
 	Admin    func(ctx context.Context, method, path string, in, out any) error
-	// Watch reads the SKU's units left, then the passes outstanding (in
-	// that order: see watch); queue on only. InFlightCap is the edge's
-	// units in flight per SKU.
-	Watch       func(ctx context.Context) (left, outstanding int64, err error)
+	// Watch reads the SKU's units left, then the passes outstanding and
+	// the placement capacity the serving counter bounds them by (in that
+	// order: see watch); queue on only. InFlightCap is the edge's units in
+	// flight per SKU.
+	Watch       func(ctx context.Context) (left, outstanding, capacity int64, err error)
 	InFlightCap int64
 	// Deadline bounds the run from the start of the first class.
 	Deadline time.Duration
@@ -79,8 +80,21 @@ type ClassResult struct {
 	Hi       float64 `json:"ci95_hi"`
 	Requests int64   `json:"requests"`
 	// Skipped are ticks dropped because every connection of the buyer
-	// was busy.
+	// was busy (the API's answer time) or the generator woke too late to
+	// send them (its own lag, LateMs).
 	Skipped int64 `json:"skipped"`
+	// LateMs is the generator's own lag: the mean and the largest delay,
+	// over the class's sends, between a tick's time and its send, after
+	// a connection was free. On a box too busy to run the crowd's
+	// schedules this grows, and a class whose sends were later than
+	// another's would be disadvantaged by the measurement, not the API.
+	LateMs    float64 `json:"late_ms_mean"`
+	LateMaxMs float64 `json:"late_ms_max"`
+	// DiffLo and DiffHi are the 95% interval (DiffCI) of this class's win
+	// rate minus the first class's (the polite buyers'): 0 inside it, the
+	// data do not tell the two apart.
+	DiffLo float64 `json:"diff_ci95_lo"`
+	DiffHi float64 `json:"diff_ci95_hi"`
 }
 
 // Result is one run.
@@ -101,25 +115,36 @@ type Result struct {
 	// Queue on only.
 	//
 	// KendallTau is Kendall's tau between queue rank and admission (the
-	// moment the buyer's pass was issued, Redis's clock), over the pairs
-	// of queued buyers admitted at different moments or one admitted and
-	// one not; with ranks untied that is tau-b over the pairs the
-	// admission order distinguishes (Goodman and Kruskal's gamma). 1: no
-	// buyer was ever admitted before a better rank. KendallTauB is tau-b
-	// over every pair, whose maximum the ties bound (MaxTauB).
+	// moment the buyer's buy was answered 201, the client's clock), over
+	// the pairs of queued buyers admitted at different moments or one
+	// admitted and one not; with ranks untied that is tau-b over the pairs
+	// the admission order distinguishes (Goodman and Kruskal's gamma). 1:
+	// no buyer got a unit before a better rank did, or instead of one.
+	// Passes go out several at a time and their holders buy at their own
+	// pace, so a holder buying before a better ranked one is a discordant
+	// pair: tau falls below 1 by how much the holders' pace reorders the
+	// ranks, and further when a pass expires unused and a worse rank gets
+	// its unit. KendallTauB is tau-b over every pair, whose maximum the
+	// ties bound (MaxTauB).
 	KendallTau  float64 `json:"kendall_tau"`
 	KendallTauB float64 `json:"kendall_tau_b"`
 	MaxTauB     float64 `json:"kendall_tau_b_max"`
 	Ranked      int     `json:"ranked"`
 	Admitted    int     `json:"admitted"`
-	// AdmissionMoments is how many distinct moments passes went out at.
+	// AdmissionMoments is how many distinct moments (ms) buys were
+	// admitted at.
 	AdmissionMoments int `json:"admission_moments"`
 	// MaxOutstanding and MaxOverCap: the most passes outstanding seen,
 	// and the most they exceeded units left + InFlightCap (<= 0 holds).
-	MaxOutstanding int64 `json:"max_outstanding"`
-	MaxOverCap     int64 `json:"max_over_cap"`
-	Samples        int   `json:"samples"`
-	InFlightCap    int64 `json:"in_flight_cap"`
+	// MaxOverCapacity is the most they exceeded the placement capacity
+	// read in the same sample (<= 0 holds), MaxCapacity the largest
+	// capacity read.
+	MaxOutstanding  int64 `json:"max_outstanding"`
+	MaxOverCap      int64 `json:"max_over_cap"`
+	MaxOverCapacity int64 `json:"max_over_capacity"`
+	MaxCapacity     int64 `json:"max_capacity"`
+	Samples         int   `json:"samples"`
+	InFlightCap     int64 `json:"in_flight_cap"`
 	// SoldOutLagMs: from the last unit's 201 to the last queued buyer's
 	// first SOLD_OUT answer; NotToldSoldOut counts queued buyers who
 	// never heard it before the deadline.
@@ -142,13 +167,16 @@ type buyer struct {
 	entered  bool
 	pass     string
 	rank     int64
-	issuedMs int64 // pass issue time (Redis ms): expiry - ttl
+	wonAt    time.Duration // the 201's arrival, since the start
 	won      bool
 	done     bool
 	soldOut  time.Time // first SOLD_OUT answer
 	buying   bool
 	requests int64
 	skipped  int64
+	sends    int64
+	lateNs   int64 // sum over sends
+	lateMax  time.Duration
 }
 
 type sim struct {
@@ -156,7 +184,6 @@ type sim struct {
 	client  *http.Client
 	start   time.Time // t0: the later classes' start
 	opensAt time.Time
-	ttlMs   int64
 
 	mu       sync.Mutex
 	answers  map[string]int64
@@ -176,7 +203,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 1024
 	}
-	s := &sim{o: o, answers: map[string]int64{}, ttlMs: passTTL.Milliseconds(),
+	s := &sim{o: o, answers: map[string]int64{},
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}}}
 	defer s.client.CloseIdleConnections()
@@ -257,8 +284,14 @@ func (s *sim) play(ctx context.Context, b *buyer, next time.Time, period time.Du
 			b.mu.Unlock()
 		}
 		loadgen.Sleep(ctx, time.Until(next))
+		late := time.Since(next)
 		b.mu.Lock()
 		done := b.done
+		if !done {
+			b.sends++
+			b.lateNs += int64(late)
+			b.lateMax = max(b.lateMax, late)
+		}
 		b.mu.Unlock()
 		if done || ctx.Err() != nil {
 			<-b.conns
@@ -321,8 +354,9 @@ func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
 	case status == http.StatusCreated:
 		if !b.won {
 			b.won, b.done = true, true
+			b.wonAt = time.Since(s.start)
 			s.reserved.Add(1)
-			s.lastUnit.Store(int64(time.Since(s.start)))
+			s.lastUnit.Store(int64(b.wonAt))
 		}
 	case s.o.Queue && status != http.StatusTooManyRequests && status != 0:
 		// The pass is spent, expired or refused: back to the queue,
@@ -339,11 +373,10 @@ func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
 // look reads the buyer's place in the queue.
 func (s *sim) look(ctx context.Context, b *buyer) {
 	var p struct {
-		Rank          int64     `json:"rank"`
-		Pass          string    `json:"pass"`
-		PassExpiresAt time.Time `json:"pass_expires_at"`
-		Spent         bool      `json:"pass_spent"`
-		SoldOut       bool      `json:"sold_out"`
+		Rank    int64  `json:"rank"`
+		Pass    string `json:"pass"`
+		Spent   bool   `json:"pass_spent"`
+		SoldOut bool   `json:"sold_out"`
 	}
 	a := s.call(ctx, http.MethodGet, "/api/v1/skus/"+s.o.SKU+"/queue/me", nil, b.auth)
 	status, body := a.Status, a.Body
@@ -354,9 +387,6 @@ func (s *sim) look(ctx context.Context, b *buyer) {
 	defer b.mu.Unlock()
 	if p.Rank > 0 {
 		b.rank = p.Rank
-	}
-	if p.Pass != "" && b.issuedMs == 0 && !p.PassExpiresAt.IsZero() {
-		b.issuedMs = p.PassExpiresAt.UnixMilli() - s.ttlMs
 	}
 	switch {
 	case p.SoldOut && !b.won:
@@ -396,8 +426,8 @@ func (s *sim) call(ctx context.Context, method, path string, body []byte, hdr ht
 }
 
 type watchFigures struct {
-	maxOutstanding, maxOver int64
-	samples                 int
+	maxOutstanding, maxOver, maxOverCapacity, maxCapacity int64
+	samples                                               int
 }
 
 // watch samples the passes outstanding against the units left every
@@ -405,7 +435,7 @@ type watchFigures struct {
 // be spent (fewer outstanding) or issued for a unit still left, so the
 // sample never shows an excess that was not there.
 func (s *sim) watch(ctx context.Context) watchFigures {
-	w := watchFigures{maxOver: math.MinInt64}
+	w := watchFigures{maxOver: math.MinInt64, maxOverCapacity: math.MinInt64}
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -414,13 +444,15 @@ func (s *sim) watch(ctx context.Context) watchFigures {
 			return w
 		case <-t.C:
 		}
-		left, out, err := s.o.Watch(ctx)
+		left, out, capacity, err := s.o.Watch(ctx)
 		if err != nil {
 			continue
 		}
 		w.samples++
 		w.maxOutstanding = max(w.maxOutstanding, out)
 		w.maxOver = max(w.maxOver, out-(left+s.o.InFlightCap))
+		w.maxOverCapacity = max(w.maxOverCapacity, out-capacity)
+		w.maxCapacity = max(w.maxCapacity, capacity)
 	}
 }
 
@@ -435,12 +467,16 @@ func (s *sim) result(buyers []*buyer, w watchFigures) Result {
 		r.Classes = append(r.Classes, ClassResult{Class: c})
 	}
 	var ranks, admitted []float64
+	sends, lateNs := make([]int64, len(r.Classes)), make([]int64, len(r.Classes))
 	var lastTold time.Time
 	lastUnit := s.start.Add(time.Duration(s.lastUnit.Load()))
 	for _, b := range buyers {
 		cr := &r.Classes[b.class]
 		cr.Requests += b.requests
 		cr.Skipped += b.skipped
+		sends[b.class] += b.sends
+		lateNs[b.class] += b.lateNs
+		cr.LateMaxMs = max(cr.LateMaxMs, float64(b.lateMax.Microseconds())/1000)
 		if b.won {
 			cr.Wins++
 		}
@@ -449,8 +485,8 @@ func (s *sim) result(buyers []*buyer, w watchFigures) Result {
 		}
 		ranks = append(ranks, float64(b.rank))
 		at := math.Inf(1)
-		if b.issuedMs > 0 {
-			at = float64(b.issuedMs)
+		if b.won {
+			at = float64(b.wonAt)
 			r.Admitted++
 		}
 		admitted = append(admitted, at)
@@ -466,6 +502,13 @@ func (s *sim) result(buyers []*buyer, w watchFigures) Result {
 		c := &r.Classes[i]
 		c.WinRate = float64(c.Wins) / float64(max(c.Buyers, 1))
 		c.Lo, c.Hi = Wilson(c.Wins, c.Buyers, Z95)
+		if sends[i] > 0 {
+			c.LateMs = float64(lateNs[i]) / float64(sends[i]) / 1e6
+		}
+	}
+	for i := range r.Classes {
+		c, first := &r.Classes[i], r.Classes[0]
+		c.DiffLo, c.DiffHi = DiffCI(c.Wins, c.Buyers, first.Wins, first.Buyers, Z95)
 	}
 	if s.o.Queue {
 		r.Ranked = len(ranks)
@@ -473,14 +516,15 @@ func (s *sim) result(buyers []*buyer, w watchFigures) Result {
 		// buyers, or none admitted) is reported as 0.
 		r.KendallTau, r.KendallTauB, r.MaxTauB = admissionTau(ranks, admitted)
 		r.KendallTau, r.KendallTauB, r.MaxTauB = finite(r.KendallTau), finite(r.KendallTauB), finite(r.MaxTauB)
-		moments := map[float64]bool{}
+		moments := map[int64]bool{}
 		for _, a := range admitted {
 			if !math.IsInf(a, 1) {
-				moments[a] = true
+				moments[time.Duration(a).Milliseconds()] = true
 			}
 		}
 		r.AdmissionMoments = len(moments)
 		r.MaxOutstanding, r.MaxOverCap, r.Samples, r.InFlightCap = w.maxOutstanding, w.maxOver, w.samples, s.o.InFlightCap
+		r.MaxOverCapacity, r.MaxCapacity = w.maxOverCapacity, w.maxCapacity
 		if !lastTold.IsZero() {
 			r.SoldOutLagMs = float64(lastTold.Sub(lastUnit).Microseconds()) / 1000
 		}

@@ -99,3 +99,22 @@ func TestAdmissionTau(t *testing.T) {
 	tau, _, _ = admissionTau([]float64{1, 2, 3, 4, 5}, []float64{10, 10, 30, 20, inf})
 	near(t, "one swap", tau, (8.0-1)/(8+1), 1e-12)
 }
+
+// Newcombe's method 10 on his paper's example 1 (56/70 vs 48/80): the
+// difference 0.2, interval 0.0524 to 0.3339.
+func TestDiffCINewcombeExample(t *testing.T) {
+	lo, hi := DiffCI(56, 70, 48, 80, Z95)
+	if math.Abs(lo-0.0524) > 0.0005 || math.Abs(hi-0.3339) > 0.0005 {
+		t.Fatalf("got %.4f-%.4f, want 0.0524-0.3339", lo, hi)
+	}
+	// Equal rates: zero inside; the bar's failure case of a fair draw
+	// (bots 13 of 100 against polite 890 of 8900) too.
+	lo, hi = DiffCI(13, 100, 890, 8900, Z95)
+	if lo > 0 || hi < 0 {
+		t.Fatalf("13/100 vs 890/8900: %.4f-%.4f excludes 0", lo, hi)
+	}
+	lo, _ = DiffCI(73, 100, 642, 8900, Z95)
+	if lo <= 0 {
+		t.Fatalf("73/100 vs 642/8900: lower bound %.4f, want > 0", lo)
+	}
+}
