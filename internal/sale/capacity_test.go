@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
@@ -69,7 +70,7 @@ func TestPassesNeverExceedThePublishedCapacity(t *testing.T) {
 			wg.Go(func() {
 				for range rounds {
 					p, err := st.PlaceOf(ctx, sku, u)
-					if !assertNoError(t, err) {
+					if !assert.NoError(t, err) {
 						return
 					}
 					if p.Outstanding > 5 || p.Outstanding > units.Load() {
@@ -103,7 +104,7 @@ func TestPassesNeverExceedThePublishedCapacity(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, u := range order[:3] {
 		wg.Go(func() {
-			assertNoError(t, a.Spend(ctx, sku, holders[u].Rank, holders[u].PassExpiry, fmt.Sprintf("o%d", i)))
+			assert.NoError(t, a.Spend(ctx, sku, holders[u].Rank, holders[u].PassExpiry, fmt.Sprintf("o%d", i)))
 		})
 	}
 	wg.Wait()
