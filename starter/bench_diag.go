@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -254,12 +253,7 @@ func scrape(url string) (map[string]*dto.MetricFamily, error) {
 // boxCPU is the whole machine's busy and idle CPU seconds (/proc/stat);
 // zero where there is none.
 func boxCPU() (busy, idle float64) {
-	f, err := os.Open("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, 0
 	}
