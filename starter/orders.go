@@ -8,6 +8,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -74,7 +75,7 @@ func runPay(ctx context.Context, args []string) (any, error) {
 		return nil, usageError("--amount must be positive")
 	}
 	if *viaAPI != "" {
-		return payViaAPI(ctx, *viaAPI, callback{OrderID: *orderID, TransactionID: *txn, Amount: *amount, Status: *status})
+		return payViaAPI(ctx, *viaAPI, httpapi.Callback{OrderID: *orderID, TransactionID: *txn, Amount: *amount, Status: *status})
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
 		return orderService(b).Pay(ctx, *orderID, workflows.Payment{TransactionID: *txn, Amount: *amount})

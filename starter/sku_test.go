@@ -38,7 +38,7 @@ func refused(t *testing.T, wantExit int, args ...string) errorOut {
 // same use cases as the admin API, with the same refusals.
 func TestRestockAndBucketsCommands(t *testing.T) {
 	s := newCLIStack(t) // 10 units in 4 buckets, on sale
-	require.Equal(t, catalog.Stock{SKU: s.sku, Total: 10, Available: 10, DBAvailable: 10, BucketCount: 4, OnSale: true},
+	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: s.sku, Total: 10, Available: 10, DBAvailable: 10}, BucketCount: 4, OnSale: true},
 		stockOf(t, s.sku))
 
 	code, stdout, stderr := starter(t, "restock", "--sku", s.sku, "--qty", "3", "--request-id", "r1")
@@ -55,7 +55,7 @@ func TestRestockAndBucketsCommands(t *testing.T) {
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	require.NoError(t, json.Unmarshal(stdout, &res))
 	require.False(t, res.Added)
-	require.Equal(t, catalog.Stock{SKU: s.sku, Total: 13, Available: 13, DBAvailable: 13, BucketCount: 4, OnSale: true},
+	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: s.sku, Total: 13, Available: 13, DBAvailable: 13}, BucketCount: 4, OnSale: true},
 		stockOf(t, s.sku))
 
 	// The request id with another quantity is refused, with the words the
@@ -69,7 +69,7 @@ func TestRestockAndBucketsCommands(t *testing.T) {
 	var rs catalog.Resized
 	require.NoError(t, json.Unmarshal(stdout, &rs))
 	require.Equal(t, catalog.Resized{SKU: s.sku, Buckets: 8, RedisTotal: 13}, rs)
-	require.Equal(t, catalog.Stock{SKU: s.sku, Total: 13, Available: 13, DBAvailable: 13, BucketCount: 8, OnSale: true},
+	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: s.sku, Total: 13, Available: 13, DBAvailable: 13}, BucketCount: 8, OnSale: true},
 		stockOf(t, s.sku))
 	inv, err := s.b.Orders.Inventory(t.Context(), s.sku)
 	require.NoError(t, err)

@@ -16,14 +16,6 @@ import (
 	"github.com/flashsale/flashsale/internal/jsoncall"
 )
 
-// callback is the payment provider's webhook body (see internal/httpapi).
-type callback struct {
-	OrderID       string `json:"order_id"`
-	TransactionID string `json:"transaction_id"`
-	Amount        int64  `json:"amount"`
-	Status        string `json:"status"`
-}
-
 // webhookTimeout bounds the whole call; the API itself answers a payment
 // within ~10 s or says 503.
 const webhookTimeout = 30 * time.Second
@@ -33,8 +25,8 @@ const webhookTimeout = 30 * time.Second
 // signature check, the JSON decoding and the answer mapping are exercised
 // exactly as a provider's call would be. The API's JSON answer is the
 // output; an error answer becomes this command's error with the API's code.
-func payViaAPI(ctx context.Context, base string, cb callback) (any, error) {
-	if cb.Status != "SUCCESS" && cb.Status != "FAILED" {
+func payViaAPI(ctx context.Context, base string, cb httpapi.Callback) (any, error) {
+	if cb.Status != httpapi.CallbackSuccess && cb.Status != httpapi.CallbackFailed {
 		return nil, usageError("--status must be SUCCESS or FAILED")
 	}
 	u, err := url.Parse(base)

@@ -202,16 +202,23 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// OrderSummary is an order's lines and where it stands: the head of
+// OrderView, and of the HTTP API's answer to GET /api/v1/orders/{id}, which
+// shows it as it is.
+type OrderSummary struct {
+	OrderID string           `json:"order_id"`
+	UserID  string           `json:"user_id"`
+	Items   []flashsale.Item `json:"items"`
+	Status  flashsale.Status `json:"status"`
+	Amount  int64            `json:"amount"`
+	PayBy   time.Time        `json:"pay_by,omitzero"`
+	Reason  flashsale.Code   `json:"reason,omitempty"`
+}
+
 // OrderView is what QueryStatus returns and what the workflow returns when
 // it ends.
 type OrderView struct {
-	OrderID  string           `json:"order_id"`
-	UserID   string           `json:"user_id"`
-	Items    []flashsale.Item `json:"items"`
-	Status   flashsale.Status `json:"status"`
-	Amount   int64            `json:"amount"`
-	PayBy    time.Time        `json:"pay_by,omitzero"`
-	Reason   flashsale.Code   `json:"reason,omitempty"`
+	OrderSummary
 	Payments []PaymentOutcome `json:"payments,omitempty"`
 	// FromOrder: see flashsale.Order.FromOrder.
 	FromOrder string `json:"from_order,omitempty"`

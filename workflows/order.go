@@ -98,8 +98,9 @@ func (o *order) setup(ctx workflow.Context, in OrderInput) error {
 	o.logger = log.With(workflow.GetLogger(ctx), "order_id", in.OrderID)
 	o.outcomes = make(map[string]PaymentOutcome)
 	o.view = OrderView{
-		OrderID: in.OrderID, UserID: in.UserID, Items: slices.Clone(in.Items),
-		Status: flashsale.StatusReserving, FromOrder: in.FromOrder,
+		OrderSummary: OrderSummary{OrderID: in.OrderID, UserID: in.UserID, Items: slices.Clone(in.Items),
+			Status: flashsale.StatusReserving},
+		FromOrder: in.FromOrder,
 	}
 	return o.registerHandlers(ctx)
 }

@@ -407,8 +407,8 @@ func (s *orderSuite) TestStatusQueryWhilePending() {
 		s.Require().NoError(err)
 		var v OrderView
 		s.Require().NoError(res.Get(&v))
-		s.Equal(OrderView{OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
-			Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}, v)
+		s.Equal(OrderView{OrderSummary: OrderSummary{OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}},
+			Status: flashsale.StatusPendingPayment, Amount: testAmount, PayBy: payBy}}, v)
 	}, 5*time.Minute)
 
 	s.env.ExecuteWorkflow(s.wf, input())

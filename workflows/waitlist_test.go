@@ -21,7 +21,7 @@ func (s *orderSuite) mockOfferChild(child OrderInput) {
 		return in.FromOrder == ""
 	})).Return(s.wf)
 	s.env.OnWorkflow(s.wf, mock.Anything, child).
-		Return(OrderView{OrderID: child.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
+		Return(OrderView{OrderSummary: OrderSummary{OrderID: child.OrderID, Status: flashsale.StatusPendingPayment}}, nil).Once()
 }
 
 func (s *orderSuite) TestReleasedUnitIsOfferedToFirstWaitingBuyer() {
@@ -128,7 +128,7 @@ func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, FromOrder: in.OrderID}
 	s.env.OnWorkflow(s.wf, mock.Anything, in).Return(s.wf)
 	s.env.OnWorkflow(s.wf, mock.Anything, next).
-		Return(OrderView{OrderID: next.OrderID, Status: flashsale.StatusPendingPayment}, nil).Once()
+		Return(OrderView{OrderSummary: OrderSummary{OrderID: next.OrderID, Status: flashsale.StatusPendingPayment}}, nil).Once()
 
 	s.env.ExecuteWorkflow(s.wf, in)
 

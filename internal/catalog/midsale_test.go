@@ -38,7 +38,7 @@ func TestRestockResizeAndStock(t *testing.T) {
 	require.NoError(t, err)
 	st, err := c.Stock(ctx, sku)
 	require.NoError(t, err)
-	require.Equal(t, catalog.Stock{SKU: sku, Total: 5, DBAvailable: 5, SoldOut: true, BucketCount: 4}, st)
+	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: sku, Total: 5, DBAvailable: 5}, SoldOut: true, BucketCount: 4}, st)
 	res, err := c.Restock(ctx, sku, "r0", 1)
 	require.NoError(t, err)
 	require.False(t, res.OnSale)
@@ -49,7 +49,7 @@ func TestRestockResizeAndStock(t *testing.T) {
 	require.NoError(t, err)
 	st, err = c.Stock(ctx, sku)
 	require.NoError(t, err)
-	require.Equal(t, catalog.Stock{SKU: sku, Total: 6, Available: 6, DBAvailable: 6, BucketCount: 4, OnSale: true}, st)
+	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: sku, Total: 6, Available: 6, DBAvailable: 6}, BucketCount: 4, OnSale: true}, st)
 
 	// On sale: both stores get the units, once per request id.
 	res, err = c.Restock(ctx, sku, "r1", 3)
@@ -74,7 +74,7 @@ func TestRestockResizeAndStock(t *testing.T) {
 	require.Equal(t, catalog.Resized{SKU: sku, Buckets: 8, RedisTotal: 9}, rs)
 	st, err = c.Stock(ctx, sku)
 	require.NoError(t, err)
-	require.Equal(t, catalog.Stock{SKU: sku, Total: 9, Available: 9, DBAvailable: 9, BucketCount: 8, OnSale: true}, st)
+	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: sku, Total: 9, Available: 9, DBAvailable: 9}, BucketCount: 8, OnSale: true}, st)
 	inv, err := db.Inventory(ctx, sku)
 	require.NoError(t, err)
 	require.Equal(t, 8, inv.Buckets)
@@ -138,5 +138,5 @@ func TestRestockSpreadsOverBucketRows(t *testing.T) {
 	require.Zero(t, onSKURow)
 	st, err := c.Stock(ctx, sku)
 	require.NoError(t, err)
-	require.Equal(t, catalog.Stock{SKU: sku, Total: 8, Available: 8, DBAvailable: 8, BucketCount: 4, OnSale: true}, st)
+	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: sku, Total: 8, Available: 8, DBAvailable: 8}, BucketCount: 4, OnSale: true}, st)
 }

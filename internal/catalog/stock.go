@@ -11,13 +11,7 @@ import (
 // (the truth), so drift shows at a glance. The CLI's stock command and GET
 // /api/v1/inventory/{sku} both show it.
 type Stock struct {
-	SKU   string `json:"sku_id"`
-	Total int64  `json:"total"`
-	// Available is Redis's units on sale (0 for a SKU never preheated).
-	Available   int64 `json:"available"`
-	DBAvailable int64 `json:"db_available"`
-	Frozen      int64 `json:"frozen"`
-	Sold        int64 `json:"sold"`
+	Units
 	// SoldOut: nothing is on sale in Redis, because the sold-out flag is
 	// set, the buckets are empty, or the SKU was never preheated.
 	SoldOut bool `json:"sold_out"`
@@ -30,6 +24,19 @@ type Stock struct {
 	OnSale bool `json:"on_sale"`
 }
 
+// Units is a SKU's counts, Redis's on sale beside MySQL's: the head of
+// Stock, and of GET /api/v1/inventory/{sku}'s answer, which shows them as
+// they are.
+type Units struct {
+	SKU   string `json:"sku_id"`
+	Total int64  `json:"total"`
+	// Available is Redis's units on sale (0 for a SKU never preheated).
+	Available   int64 `json:"available"`
+	DBAvailable int64 `json:"db_available"`
+	Frozen      int64 `json:"frozen"`
+	Sold        int64 `json:"sold"`
+}
+
 // Stock reads sku's stock view. A SKU MySQL does not know is UnknownSKU.
 func (c Catalog) Stock(ctx context.Context, sku string) (Stock, error) {
 	if err := flashsale.CheckID("sku id", sku, flashsale.MaxIDLength); err != nil {
@@ -39,7 +46,7 @@ func (c Catalog) Stock(ctx context.Context, sku string) (Stock, error) {
 	if err != nil {
 		return Stock{}, fmt.Errorf("stock of %s in mysql: %w", sku, err)
 	}
-	out := Stock{SKU: inv.SKU, Total: inv.Total, DBAvailable: inv.Available, Frozen: inv.Frozen, Sold: inv.Sold,
+	out := Stock{Units: Units{SKU: inv.SKU, Total: inv.Total, DBAvailable: inv.Available, Frozen: inv.Frozen, Sold: inv.Sold},
 		BucketCount: inv.Buckets, SoldOut: true}
 	st, err := c.Redis.Stock(ctx, sku)
 	switch {

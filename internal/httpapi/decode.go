@@ -152,34 +152,36 @@ func decodeOrder(body []byte) (flashsale.Order, error) {
 
 // Callback statuses a payment provider reports.
 const (
-	callbackSuccess = "SUCCESS"
-	callbackFailed  = "FAILED"
+	CallbackSuccess = "SUCCESS"
+	CallbackFailed  = "FAILED"
 )
 
-// callbackRequest is the payment provider's webhook body.
-type callbackRequest struct {
+// Callback is the payment provider's webhook body (POST
+// /api/v1/payments/callback): the API decodes it, and the CLI's pay
+// --via-api sends it.
+type Callback struct {
 	OrderID       string `json:"order_id"`
 	TransactionID string `json:"transaction_id"`
 	Amount        int64  `json:"amount"`
 	Status        string `json:"status"`
 }
 
-func decodeCallback(body []byte) (callbackRequest, error) {
-	var cb callbackRequest
+func decodeCallback(body []byte) (Callback, error) {
+	var cb Callback
 	if err := decodeJSON(body, &cb); err != nil {
-		return callbackRequest{}, err
+		return Callback{}, err
 	}
 	if err := checkID("order_id", cb.OrderID, flashsale.MaxIDLength); err != nil {
-		return callbackRequest{}, err
+		return Callback{}, err
 	}
 	if err := checkID("transaction_id", cb.TransactionID, flashsale.MaxTransactionIDLength); err != nil {
-		return callbackRequest{}, err
+		return Callback{}, err
 	}
 	if cb.Amount <= 0 {
-		return callbackRequest{}, invalid("amount must be a positive integer in minor units")
+		return Callback{}, invalid("amount must be a positive integer in minor units")
 	}
-	if cb.Status != callbackSuccess && cb.Status != callbackFailed {
-		return callbackRequest{}, invalid(`status must be "SUCCESS" or "FAILED"`)
+	if cb.Status != CallbackSuccess && cb.Status != CallbackFailed {
+		return Callback{}, invalid(`status must be "SUCCESS" or "FAILED"`)
 	}
 	return cb, nil
 }

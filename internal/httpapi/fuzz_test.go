@@ -121,7 +121,7 @@ func FuzzDecodeAdminAndCallback(f *testing.F) {
 		if cb, err := decodeCallback(body); err != nil {
 			mustRefuse(t, err)
 		} else if !flashsale.ValidID(cb.OrderID, flashsale.MaxIDLength) || !flashsale.ValidID(cb.TransactionID, flashsale.MaxTransactionIDLength) ||
-			cb.Amount <= 0 || (cb.Status != callbackSuccess && cb.Status != callbackFailed) {
+			cb.Amount <= 0 || (cb.Status != CallbackSuccess && cb.Status != CallbackFailed) {
 			t.Fatalf("accepted callback %+v", cb)
 		}
 		// The door decodes; the use case checks (Define validates the SKU,

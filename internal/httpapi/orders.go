@@ -90,13 +90,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 
 // orderResponse is GET /api/v1/orders/{id}.
 type orderResponse struct {
-	OrderID string           `json:"order_id"`
-	UserID  string           `json:"user_id"`
-	Items   []flashsale.Item `json:"items"`
-	Status  flashsale.Status `json:"status"`
-	Amount  int64            `json:"amount"`
-	PayBy   time.Time        `json:"pay_by,omitzero"`
-	Reason  string           `json:"reason,omitempty"`
+	workflows.OrderSummary
 	// Refund is REQUIRED when money received for the order must go back.
 	Refund   string                     `json:"refund,omitempty"`
 	Payments []workflows.PaymentOutcome `json:"payments,omitempty"`
@@ -152,10 +146,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := orderResponse{
-		OrderID: view.OrderID, UserID: view.UserID, Items: view.Items, Status: view.Status,
-		Amount: view.Amount, PayBy: view.PayBy, Reason: string(view.Reason), Payments: view.Payments,
-	}
+	out := orderResponse{OrderSummary: view.OrderSummary, Payments: view.Payments}
 	for _, p := range view.Payments {
 		if p.Refund == workflows.RefundRequired {
 			out.Refund = workflows.RefundRequired

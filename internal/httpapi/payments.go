@@ -44,7 +44,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
 	defer cancel()
 
-	if cb.Status == callbackFailed {
+	if cb.Status == CallbackFailed {
 		// A failed payment moves no money: acknowledge it with what the
 		// order is now, and leave the order to its deadline.
 		view, err := s.deps.Orders.Snapshot(ctx, cb.OrderID)

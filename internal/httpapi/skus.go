@@ -44,14 +44,9 @@ func skuParam(r *http.Request) (string, error) {
 // inventoryResponse is GET /api/v1/inventory/{sku}: Redis (available,
 // is_sold_out, bucket_count) beside MySQL (the rest).
 type inventoryResponse struct {
-	SKU         string `json:"sku_id"`
-	Total       int64  `json:"total"`
-	Available   int64  `json:"available"`
-	DBAvailable int64  `json:"db_available"`
-	Frozen      int64  `json:"frozen"`
-	Sold        int64  `json:"sold"`
-	IsSoldOut   bool   `json:"is_sold_out"`
-	BucketCount int    `json:"bucket_count"`
+	catalog.Units
+	IsSoldOut   bool `json:"is_sold_out"`
+	BucketCount int  `json:"bucket_count"`
 }
 
 // skuEndpoint is every SKU endpoint's door: the SKU from the path, the
@@ -130,10 +125,7 @@ var errStockBusy = refuse(flashsale.Unavailable, "stock reads busy, retry in a s
 // readStock is one uncached read of GET /api/v1/inventory/{sku}'s answer.
 func (s *Server) readStock(ctx context.Context, sku string) (inventoryResponse, error) {
 	st, err := s.catalog().Stock(ctx, sku)
-	return inventoryResponse{
-		SKU: st.SKU, Total: st.Total, Available: st.Available, DBAvailable: st.DBAvailable, Frozen: st.Frozen,
-		Sold: st.Sold, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount,
-	}, err
+	return inventoryResponse{Units: st.Units, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount}, err
 }
 
 // skuResponse is PUT /api/v1/admin/skus/{sku}.

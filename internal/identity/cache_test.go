@@ -14,6 +14,7 @@ import (
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/identity"
@@ -352,7 +353,7 @@ func TestCacheConcurrent(t *testing.T) {
 			for i := range 150 {
 				n := (g*7 + i) % len(good)
 				buyer, err := v.Buyer(good[n])
-				if !assertNoError(t, err) || buyer != fmt.Sprint("buyer-", n) {
+				if !assert.NoError(t, err) || buyer != fmt.Sprint("buyer-", n) {
 					t.Errorf("token %d: buyer %q", n, buyer)
 					return
 				}
@@ -372,15 +373,6 @@ func TestCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	rotator.Wait()
-}
-
-func assertNoError(t *testing.T, err error) bool {
-	t.Helper()
-	if err != nil {
-		t.Error(err)
-		return false
-	}
-	return true
 }
 
 func TestLoadConfigCacheSize(t *testing.T) {

@@ -64,8 +64,9 @@ func (s *Service) Snapshot(ctx context.Context, orderID string) (workflows.Order
 // viewOf is an order as the database has it, in the workflow's shape.
 func viewOf(o orderdb.Order) workflows.OrderView {
 	view := workflows.OrderView{
-		OrderID: o.OrderID, UserID: o.UserID, Status: o.Status, Amount: o.Amount,
-		PayBy: o.PayBy, Reason: flashsale.Code(o.Reason), Degraded: o.Degraded,
+		OrderSummary: workflows.OrderSummary{OrderID: o.OrderID, UserID: o.UserID, Status: o.Status, Amount: o.Amount,
+			PayBy: o.PayBy, Reason: flashsale.Code(o.Reason)},
+		Degraded: o.Degraded,
 	}
 	for _, it := range o.Items {
 		view.Items = append(view.Items, flashsale.Item{SKU: it.SKU, Quantity: it.Quantity})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,7 +39,7 @@ func TestDelayRelayKeepsEveryConnectionsBytesInOrder(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			c, err := net.Dial("tcp", addr)
-			if !assertNoError(t, err) {
+			if !assert.NoError(t, err) {
 				return
 			}
 			defer c.Close()
@@ -55,7 +56,7 @@ func TestDelayRelayKeepsEveryConnectionsBytesInOrder(t *testing.T) {
 			}()
 			got := make([]byte, len(sent))
 			_, err = io.ReadFull(c, got)
-			if assertNoError(t, err) && !bytes.Equal(sent, got) {
+			if assert.NoError(t, err) && !bytes.Equal(sent, got) {
 				t.Errorf("the echo through the relay differs from what was sent")
 			}
 		})
@@ -79,13 +80,4 @@ func TestDelayRelayStopEndsItsConnections(t *testing.T) {
 	stop()
 	_, err = c.Read(b)
 	require.Error(t, err)
-}
-
-func assertNoError(t *testing.T, err error) bool {
-	t.Helper()
-	if err != nil {
-		t.Error(err)
-		return false
-	}
-	return true
 }

@@ -106,7 +106,7 @@ func (c *Crowd) winner(ctx context.Context, o *Order) {
 // settle on its own) is followed by reading the order as its buyer until
 // the transaction's outcome shows.
 func (c *Crowd) pay(ctx context.Context, o *Order, txn string, amount int64, status string, budget time.Duration) (string, bool) {
-	body, _ := json.Marshal(map[string]any{"order_id": o.ID, "transaction_id": txn, "amount": amount, "status": status})
+	body, _ := json.Marshal(httpapi.Callback{OrderID: o.ID, TransactionID: txn, Amount: amount, Status: status})
 	end := time.Now().Add(budget)
 	for time.Now().Before(end) {
 		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(c.WebhookSecret, time.Now(), body)}}

@@ -320,7 +320,7 @@ func (c *queueCrowd) settle(ctx context.Context, roll float64, auth http.Header,
 	switch {
 	case roll < c.o.PayShare:
 		loadgen.Sleep(ctx, 500*time.Millisecond)
-		body, _ := json.Marshal(map[string]any{"order_id": orderID, "transaction_id": "txn-" + orderID, "amount": amount, "status": "SUCCESS"})
+		body, _ := json.Marshal(httpapi.Callback{OrderID: orderID, TransactionID: "txn-" + orderID, Amount: amount, Status: httpapi.CallbackSuccess})
 		for range 20 {
 			hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(c.st.Secret, time.Now(), body)}}
 			if c.do(ctx, http.MethodPost, "/api/v1/payments/callback", body, hdr).Status == http.StatusOK {

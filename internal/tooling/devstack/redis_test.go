@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
@@ -71,7 +72,7 @@ func TestRedisRunsInventory(t *testing.T) {
 					soldOut.Add(1)
 					return
 				}
-				if !assertNoError(t, err) {
+				if !assert.NoError(t, err) {
 					return
 				}
 				orders.Store(id, r)
@@ -140,17 +141,6 @@ func TestRedisRunsInventory(t *testing.T) {
 	}
 	_, err = stock.Reserve(ctx, "late-6", sku, 1)
 	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(err))
-}
-
-// assertNoError is require.NoError for goroutines other than the test's,
-// where FailNow must not be called.
-func assertNoError(t *testing.T, err error) bool {
-	t.Helper()
-	if err != nil {
-		t.Errorf("unexpected error: %v", err)
-		return false
-	}
-	return true
 }
 
 // Scripts are sent as EVALSHA; after the script cache is flushed (a Redis

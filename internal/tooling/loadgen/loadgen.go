@@ -335,8 +335,8 @@ func (r *run) winner(ctx context.Context, roll float64, firstRound bool, auth ht
 
 // pay sends a signed provider callback, retrying as a provider does.
 func (r *run) pay(ctx context.Context, orderID string, amount int64) bool {
-	body, _ := json.Marshal(map[string]any{
-		"order_id": orderID, "transaction_id": "txn-" + orderID, "amount": amount, "status": "SUCCESS",
+	body, _ := json.Marshal(httpapi.Callback{
+		OrderID: orderID, TransactionID: "txn-" + orderID, Amount: amount, Status: httpapi.CallbackSuccess,
 	})
 	for range 20 {
 		hdr := http.Header{httpapi.SignatureHeader: {httpapi.Sign(r.cfg.WebhookSecret, time.Now(), body)}}
