@@ -230,10 +230,12 @@ func (b *benchRun) sale(ctx context.Context, st *stack) error {
 		if err != nil {
 			return err
 		}
+		diag := b.startDiag(st, i, saleSideName(label))
 		cpu0 := bench.CPUOf(procs)
 		s, err := b.saleOn(ctx, api, fmt.Sprintf("bench-sale-%s-%d", b.run, i))
 		cpu := bench.CPUOf(procs)
 		stopProfile()
+		diag.finish()
 		if err != nil {
 			return err
 		}
@@ -274,8 +276,7 @@ func (b *benchRun) profileSale(i int, label string) (stop func(), err error) {
 	if b.out == "" || b.p.Only != "sale" {
 		return func() {}, nil
 	}
-	side := strings.NewReplacer(" ", "-", "(", "", ")", "", ",", "").Replace(label)
-	f, err := os.Create(filepath.Join(b.out, fmt.Sprintf("sale-%d-%s-cpu.pprof", i, side)))
+	f, err := os.Create(filepath.Join(b.out, fmt.Sprintf("sale-%d-%s-cpu.pprof", i, saleSideName(label))))
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +290,11 @@ func (b *benchRun) profileSale(i int, label string) (stop func(), err error) {
 			b.logf("sale profile: %v", err)
 		}
 	}, nil
+}
+
+// saleSideName is a side's label as a file name's part.
+func saleSideName(label string) string {
+	return strings.NewReplacer(" ", "-", "(", "", ")", "", ",", "").Replace(label)
 }
 
 // saleOn runs one sale of its own SKU through api and summarizes it.

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/metrics"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/tooling/bench"
 	"github.com/flashsale/flashsale/internal/tooling/demo"
@@ -19,6 +23,9 @@ type stack struct {
 	*demo.Stack
 	temporal *devstack.Temporal
 	svc      *orders.Service
+	// sdk holds the Temporal SDK's metrics of the worker and the client
+	// (the sale's diagnosis reads them).
+	sdk *prometheus.Registry
 }
 
 func (s *stack) Close() {
@@ -46,12 +53,18 @@ func (b *benchRun) start(ctx context.Context, tag, dbFile string, dyn []string) 
 	c := b.cfg
 	c.TemporalAddress = t.Address()
 	c.TaskQueue = "bench-" + b.run + "-" + tag
-	st, err := demo.StartStack(ctx, demo.StackOptions{Config: c})
+	reg := prometheus.NewRegistry()
+	h, err := metrics.TemporalHandler(reg, nil)
 	if err != nil {
 		_ = t.Stop()
 		return nil, err
 	}
-	return &stack{Stack: st, temporal: t, svc: orderService(st.Backend)}, nil
+	st, err := demo.StartStack(ctx, demo.StackOptions{Config: c, Backend: []backend.Option{backend.WithTemporalMetrics(h)}})
+	if err != nil {
+		_ = t.Stop()
+		return nil, err
+	}
+	return &stack{Stack: st, temporal: t, svc: orderService(st.Backend), sdk: reg}, nil
 }
 
 // sku creates a SKU with stock for the whole run in MySQL and Redis.

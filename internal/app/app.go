@@ -15,6 +15,7 @@ import (
 
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/requestid"
 	"github.com/flashsale/flashsale/internal/sale"
@@ -72,7 +73,10 @@ func NewWorker(b *backend.Backend, interceptors ...interceptor.WorkerInterceptor
 		MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
 		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
-		WorkerStopTimeout:                       workflows.StopTimeout,
+		// More than the SDK's 2 (config.Config.WorkflowPollers): with 2,
+		// placements queue for the one poller of the task queue.
+		MaxConcurrentWorkflowTaskPollers: workflowPollers(cfg.WorkflowPollers),
+		WorkerStopTimeout:                workflows.StopTimeout,
 		// Named, so the worker's /readyz finds it among the task queue's
 		// pollers.
 		Identity: WorkerIdentity(cfg.TaskQueue),
@@ -83,6 +87,15 @@ func NewWorker(b *backend.Backend, interceptors ...interceptor.WorkerInterceptor
 	workflows.Register(w)
 	RegisterActivities(w, Activities(b))
 	return w
+}
+
+// workflowPollers is n, or the default for a Config built by hand (the
+// SDK refuses 1, and 0 would mean its own default of 2).
+func workflowPollers(n int) int {
+	if n < 2 {
+		return config.DefaultWorkflowPollers
+	}
+	return n
 }
 
 // RegisterActivities puts acts and the reconciler's activities on w, each

@@ -20,6 +20,7 @@ const EnvHelp = `environment (every process):
   MYSQL_DSN             MySQL DSN (default root@tcp(127.0.0.1:3306)/flashsale?parseTime=true); migrated on start
   PAYMENT_TIMEOUT       time an order waits for payment (default 15m)
   WORKER_CONCURRENCY    concurrent activities per worker (default 256)
+  WORKER_WORKFLOW_POLLERS  workflow-task pollers per worker, at least 2 (default 8)
   MYSQL_MAX_CONNS       MySQL connections per process (default 32)
   DEGRADED_CONCURRENCY  orders reserved in MySQL alone at a time while Redis is down (default 8)
   LOG_LEVEL             debug, info, warn or error (default info; debug adds the api's access log)

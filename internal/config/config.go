@@ -35,6 +35,14 @@ type Config struct {
 	// executions per worker (WORKER_CONCURRENCY, default 256). Activities are
 	// short network calls, so the cap is about connection pools, not CPU.
 	WorkerConcurrency int
+	// WorkflowPollers is the worker's workflow-task pollers
+	// (WORKER_WORKFLOW_POLLERS, default DefaultWorkflowPollers, at least
+	// 2). The SDK's default, 2, is one poller on the task queue and one on
+	// the sticky queue: every order's first task waits for that one
+	// poller's round trip (matching, then history's RecordWorkflowTaskStarted)
+	// behind the task before it, which capped a flash sale near 20 orders/s
+	// whatever the cores or the window (docs/capacity.md).
+	WorkflowPollers int
 	// MySQLMaxConns caps the process's MySQL connections
 	// (MYSQL_MAX_CONNS, default orderdb.DefaultMaxConns).
 	MySQLMaxConns int
@@ -54,6 +62,7 @@ const (
 	DefaultMySQLDSN            = "root@tcp(127.0.0.1:3306)/flashsale?parseTime=true"
 	DefaultPaymentTimeout      = 15 * time.Minute
 	DefaultDegradedConcurrency = 8
+	DefaultWorkflowPollers     = 8
 )
 
 // Load reads the configuration from the environment.
@@ -87,6 +96,7 @@ func loadEnv(e env) (Config, error) {
 		MySQLDSN:            str("MYSQL_DSN", DefaultMySQLDSN),
 		PaymentTimeout:      DefaultPaymentTimeout,
 		WorkerConcurrency:   256,
+		WorkflowPollers:     DefaultWorkflowPollers,
 		DegradedConcurrency: DefaultDegradedConcurrency,
 	}
 	address, namespace, temporal, err := loadTemporal(e)
@@ -123,6 +133,13 @@ func loadEnv(e env) (Config, error) {
 			return Config{}, fmt.Errorf("WORKER_CONCURRENCY=%q: want a positive integer", v)
 		}
 		cfg.WorkerConcurrency = n
+	}
+	if v := getenv("WORKER_WORKFLOW_POLLERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 {
+			return Config{}, fmt.Errorf("WORKER_WORKFLOW_POLLERS=%q: want an integer of at least 2", v)
+		}
+		cfg.WorkflowPollers = n
 	}
 	if v := getenv("MYSQL_MAX_CONNS"); v != "" {
 		n, err := strconv.Atoi(v)

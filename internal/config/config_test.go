@@ -31,6 +31,11 @@ func TestLoad(t *testing.T) {
 			name: "mysql pool", env: map[string]string{"MYSQL_MAX_CONNS": "12"},
 			want: func(c *Config) { c.MySQLMaxConns = 12 },
 		},
+		{
+			name: "workflow pollers", env: map[string]string{"WORKER_WORKFLOW_POLLERS": "16"},
+			want: func(c *Config) { c.WorkflowPollers = 16 },
+		},
+		{name: "one workflow poller", env: map[string]string{"WORKER_WORKFLOW_POLLERS": "1"}, wantErr: "WORKER_WORKFLOW_POLLERS"},
 		{name: "bad mysql pool", env: map[string]string{"MYSQL_MAX_CONNS": "none"}, wantErr: "MYSQL_MAX_CONNS"},
 		{name: "bad degraded concurrency", env: map[string]string{"DEGRADED_CONCURRENCY": "-2"}, wantErr: "DEGRADED_CONCURRENCY"},
 		{
@@ -63,7 +68,7 @@ func TestLoad(t *testing.T) {
 				TemporalAddress: DefaultTemporalAddress, TemporalNamespace: DefaultNamespace,
 				TaskQueue: DefaultTaskQueue, RedisAddr: DefaultRedisAddr, MySQLDSN: DefaultMySQLDSN,
 				PaymentTimeout: DefaultPaymentTimeout, WorkerConcurrency: 256,
-				DegradedConcurrency: DefaultDegradedConcurrency,
+				WorkflowPollers: DefaultWorkflowPollers, DegradedConcurrency: DefaultDegradedConcurrency,
 			}
 			tt.want(&want)
 			require.Equal(t, want, got)

@@ -43,6 +43,9 @@ type StackOptions struct {
 	// API tunes the HTTP API's settings; nil keeps the production defaults
 	// (the benchmark measures those).
 	API func(*httpapi.Config)
+	// Backend are options of the backend's connections (the benchmark's
+	// Temporal SDK metrics, say).
+	Backend []backend.Option
 }
 
 // DemoAPI is the demo's API setting: a crowd of thousands from one machine
@@ -131,7 +134,7 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 		cfg.MySQLDSN = m.DSN()
 	}
 
-	b, err := backend.Connect(ctx, cfg, logger)
+	b, err := backend.Connect(ctx, cfg, logger, opts.Backend...)
 	if err != nil {
 		return nil, err
 	}
