@@ -53,6 +53,8 @@ environment (api):
   BUY_RATE_PER_USER     buy requests per second per user (default 5)
   ORDER_RATE_PER_USER   order reads and cancels per second per user (default 10)
   EDGE_MAX_IN_FLIGHT    units of one SKU on their way through Temporal per instance (default 16)
+  SALE_PASSES_PER_INSTANCE  this instance's share of a queued sale's passes outstanding
+                        (default 4 x EDGE_MAX_IN_FLIGHT)
   ADMISSION_MAX_IN_FLIGHT  ceiling of the adaptive limit on new orders in flight into Temporal
                         per instance (default 256); past the limit: 429 BUSY at once
   ADMISSION_TARGET_LATENCY  cap new orders in flight at throughput x this (default 300ms; off)

@@ -24,7 +24,7 @@ const fairUnits = 1000
 // production edge (its in-flight cap is the passes' bound).
 func (b *benchRun) fair(ctx context.Context, st *stack) error {
 	inFlight := int64(edge.DefaultMaxInFlight)
-	api, err := st.WithAPI(ctx, func(c *httpapi.Config) { c.MaxInFlight = inFlight })
+	api, err := st.WithAPI(ctx, func(c *httpapi.Config) { c.MaxInFlight, c.SalePasses = inFlight, b.p.FairPasses })
 	if err != nil {
 		return err
 	}

@@ -14,14 +14,14 @@ import (
 )
 
 // Passes are bounded by the placement capacity the API instances publish
-// (each its per-SKU window, here 2), and a pass holder is let past the
-// window: 10 buyers on two instances, 8 units; every buyer looks and buys
+// (each its share, SALE_PASSES_PER_INSTANCE, here 2 as its per-SKU window),
+// and a pass holder is let past the window: 10 buyers on two instances, 8 units; every buyer looks and buys
 // with a pass as soon as it holds one, all at once. No look ever shows
 // more than 4 passes outstanding (2 + 2), no pass holder is told 429 BUSY,
 // exactly 8 buyers get a 201, the other 2 are told sold out, and MySQL
 // holds exactly 8 units taken: nothing oversold.
 func TestFairSalePassHoldersBoundedByCapacityNeverBusy(t *testing.T) {
-	s := newStack(t, stackOptions{maxInFlight: 2})
+	s := newStack(t, stackOptions{maxInFlight: 2, salePasses: 2})
 	other := s.newInstance(s.connect())
 	sku := s.name("capacity")
 	s.api.putSKU(sku, 8, 100, 2, 1)

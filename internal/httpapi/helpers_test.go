@@ -54,6 +54,7 @@ func buyerHeader(t *testing.T, user string) http.Header {
 type stackOptions struct {
 	paymentTimeout time.Duration
 	maxInFlight    int64
+	salePasses     int64
 	buyRate        int
 	localTTL       time.Duration
 	admissionMax   int
@@ -119,6 +120,7 @@ func (s *stack) apiConfig() httpapi.Config {
 		AdminToken:           testAdmin,
 		BuyRate:              s.opts.buyRate,
 		MaxInFlight:          s.opts.maxInFlight,
+		SalePasses:           s.opts.salePasses,
 		LocalSoldOutTTL:      s.opts.localTTL,
 		AdmissionMaxInFlight: s.opts.admissionMax,
 		Identity:             identity.Config{Secret: []byte(testBuyerKey)},

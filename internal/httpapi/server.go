@@ -150,15 +150,19 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		Guard: deps.Guard, DBAvailable: dbAvailable(deps.Store), DegradedMaxInFlight: deps.DegradedMaxInFlight,
 		Placements: s.placements,
 	})
-	// Every look at a queue through this instance publishes its per-SKU
-	// window as its share of the sale's placement capacity: the passes
-	// outstanding stay below the instances' windows summed, and a pass
-	// holder is let past the window (edge.Request.Pass).
-	window := cfg.MaxInFlight
-	if window <= 0 {
-		window = edge.DefaultMaxInFlight // the gate's default too
+	// Every look at a queue through this instance publishes its share of
+	// the sale's passes outstanding (SalePasses, by default
+	// DefaultSalePassWindows of its per-SKU window): the passes outstanding stay below the instances' shares
+	// summed, and a pass holder is let past the window (edge.Request.Pass).
+	passes := cfg.SalePasses
+	if passes <= 0 {
+		window := cfg.MaxInFlight
+		if window <= 0 {
+			window = edge.DefaultMaxInFlight // the gate's default too
+		}
+		passes = DefaultSalePassWindows * window
 	}
-	s.sales = sale.NewDoor(sale.New(deps.Redis, s.unitsLeft).WithCapacity(window, 0), sale.NewSigner(cfg.AdminToken))
+	s.sales = sale.NewDoor(sale.New(deps.Redis, s.unitsLeft).WithCapacity(passes, 0), sale.NewSigner(cfg.AdminToken))
 	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s},
 		Sales: s.sales, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
