@@ -5,11 +5,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +20,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/flashsale/flashsale/internal/tooling/bench"
 )
 
 // A sale alone (--only sale) is a diagnosis as much as a measurement: what
@@ -203,35 +207,22 @@ func (s *diagSnapshot) add(mf *dto.MetricFamily) {
 	}
 }
 
+// since is what was observed between before and h (the same histogram,
+// read twice); the bucket arithmetic is bench.Buckets'.
 func (h hist) since(before hist) hist {
-	out := hist{count: h.count - before.count, sum: h.sum - before.sum, bounds: h.bounds, counts: make([]uint64, len(h.counts))}
-	for i := range h.counts {
-		out.counts[i] = h.counts[i]
-		if i < len(before.counts) {
-			out.counts[i] -= before.counts[i]
-		}
-	}
-	return out
+	d := h.buckets().Since(before.buckets())
+	n := len(d.Counts) - 1 // without the +Inf bucket buckets added
+	return hist{count: h.count - before.count, sum: h.sum - before.sum, bounds: h.bounds, counts: d.Counts[:n]}
 }
 
-// quantileMs interpolates within the bucket, as histogram_quantile does.
-func (h hist) quantileMs(q float64) float64 {
-	if h.count == 0 {
-		return 0
-	}
-	rank := q * float64(h.count)
-	lower, below := 0.0, uint64(0)
-	for i, c := range h.counts {
-		if float64(c) >= rank {
-			in := float64(c - below)
-			if in == 0 {
-				return 1000 * h.bounds[i]
-			}
-			return 1000 * (lower + (h.bounds[i]-lower)*(rank-float64(below))/in)
-		}
-		lower, below = h.bounds[i], c
-	}
-	return 1000 * lower
+// quantileMs interpolates within the bucket, as histogram_quantile does
+// (bench.Buckets.QuantileMs).
+func (h hist) quantileMs(q float64) float64 { return h.buckets().QuantileMs(q) }
+
+// buckets is h as bench.Buckets: its bounds and counts with the +Inf
+// bucket (every observation) last.
+func (h hist) buckets() bench.Buckets {
+	return bench.Buckets{Bounds: append(slices.Clip(h.bounds), math.Inf(1)), Counts: append(slices.Clip(h.counts), h.count)}
 }
 
 func scrape(url string) (map[string]*dto.MetricFamily, error) {
