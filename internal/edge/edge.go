@@ -133,8 +133,8 @@ type Request struct {
 	// answered BUSY by the per-SKU window's MaxInFlight nor by the
 	// placement limit: the sale's serving counter is that SKU's admission
 	// control, and it keeps the passes outstanding below the capacity the
-	// API instances publish (their windows, summed), so the holders never
-	// ask for more than the instances let through anyway. Everything else
+	// API instances publish (each its SALE_PASSES_PER_INSTANCE, summed), so
+	// the holders never ask for more than the instances took on. Everything else
 	// applies as for any buy: the rate limit, the buyer's unit limit, the
 	// stock (a request never admitted past the units it read), the placed
 	// marker; Reserve and MySQL stay the judges of every unit. A forged

@@ -170,37 +170,40 @@ func (p Permit) Done(completed bool) {
 // TryPlace takes a permit for a new placement without waiting, or answers
 // a RetryError wrapping a Busy error when the limit or the cap is reached.
 func (l *PlacementLimit) TryPlace() (Permit, error) {
-	// The cap as this placement finds it (an idle instance has none),
-	// before its own permit counts in flight.
-	c := l.Cap()
-	p, ok := l.limiter.TryAcquirePermit()
+	p, capped, ok := l.acquire()
 	if !ok {
 		l.rejected.Add(1)
+		if capped {
+			l.capped.Add(1)
+		}
 		return Permit{}, l.busy()
 	}
-	if l.limiter.Inflight() > c {
-		p.Drop()
-		l.rejected.Add(1)
-		l.capped.Add(1)
-		return Permit{}, l.busy()
-	}
-	return Permit{p: p, l: l}, nil
+	return p, nil
 }
 
 // tryPlaceQuiet takes a permit if the limit and the cap allow one, and
 // otherwise takes nothing and counts no refusal: a pass holder's placement
 // (Request.Pass), admitted either way.
 func (l *PlacementLimit) tryPlaceQuiet() (Permit, bool) {
+	p, _, ok := l.acquire()
+	return p, ok
+}
+
+// acquire takes a permit if the limit and the cap allow one; capped says
+// the cap, not the limit, refused it.
+func (l *PlacementLimit) acquire() (_ Permit, capped, ok bool) {
+	// The cap as this placement finds it (an idle instance has none),
+	// before its own permit counts in flight.
 	c := l.Cap()
 	p, ok := l.limiter.TryAcquirePermit()
 	if !ok {
-		return Permit{}, false
+		return Permit{}, false, false
 	}
 	if l.limiter.Inflight() > c {
 		p.Drop()
-		return Permit{}, false
+		return Permit{}, true, false
 	}
-	return Permit{p: p, l: l}, true
+	return Permit{p: p, l: l}, false, true
 }
 
 // Check answers what TryPlace would, without taking a permit: the BUSY
