@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,24 +117,86 @@ func walkOf(orderID string, m, n int) []int {
 	return walk
 }
 
-// walkFor picks the walk of Reserve: the current count's, unless the SKU
-// was resized and the order's start bucket under an earlier count holds
-// its marker (a retry of an attempt made before the resize).
+// walkFor picks the walk of Reserve. A first attempt walks the current
+// count. A retry (some start bucket, under the current or an earlier count,
+// holds this order's marker) must meet every marker its earlier attempts
+// left before it takes anything new, or it would take again what they
+// hold: the markers found anywhere in the probe range come first, then the
+// rest of the walk of the count whose start bucket is marked.
+//
+// The marked start bucket alone does not say which walk an attempt made:
+// counts 4 and 16 share the start bucket of an order whose crc32 is 3 mod
+// 16, but the walk under 4 goes on to bucket 0 and the walk under 16 to
+// bucket 4. A walk interrupted by a resize (a crash, or take.lua refusing
+// a cached layout part-way) left markers along the old one; replaying only
+// the new one took the units again (TestResizeUnderLoad found it).
 func (s *Store) walkFor(ctx context.Context, sku, orderID string, lay layout) ([]int, error) {
-	m, err := s.markedCount(ctx, sku, orderID, lay, orderKey)
+	m, marked, err := s.markedCount(ctx, sku, orderID, lay, orderKey)
 	if err != nil {
 		return nil, fmt.Errorf("find the layout of an earlier attempt: %w", err)
 	}
-	return walkOf(orderID, m, lay.n), nil
+	walk := walkOf(orderID, m, lay.n)
+	if !marked {
+		return walk, nil
+	}
+	held, err := s.markedBuckets(ctx, sku, orderID, lay.probe)
+	if err != nil {
+		return nil, fmt.Errorf("find the buckets of an earlier attempt: %w", err)
+	}
+	return markedFirst(walk, held), nil
+}
+
+// markedFirst reorders walk so the buckets in held come first (in walk
+// order, then any held bucket the walk does not reach), the rest after.
+func markedFirst(walk []int, held map[int]bool) []int {
+	out := make([]int, 0, len(walk)+len(held))
+	inWalk := make(map[int]bool, len(walk))
+	for _, b := range walk {
+		inWalk[b] = true
+		if held[b] {
+			out = append(out, b)
+		}
+	}
+	for b := range slices.Sorted(maps.Keys(held)) {
+		if !inWalk[b] {
+			out = append(out, b)
+		}
+	}
+	for _, b := range walk {
+		if !held[b] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// markedBuckets is the set of buckets 0..probe-1 that hold a marker of
+// orderID (one pipeline of EXISTS; only a retry after a resize pays it).
+func (s *Store) markedBuckets(ctx context.Context, sku, orderID string, probe int) (map[int]bool, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, probe)
+	for b := range cmds {
+		cmds[b] = pipe.Exists(ctx, orderKey(sku, b, orderID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	held := map[int]bool{}
+	for b, cmd := range cmds {
+		if cmd.Val() == 1 {
+			held[b] = true
+		}
+	}
+	return held, nil
 }
 
 // markedCount is the count, current or earlier, under which an earlier
-// attempt of id left its marker in its start bucket crc32(id)%M, or the
-// current count when none did. The candidates are checked in one
+// attempt of id left its marker in its start bucket crc32(id)%M (marked),
+// or the current count when none did. The candidates are checked in one
 // pipeline; a SKU never resized has one candidate and costs no read.
-func (s *Store) markedCount(ctx context.Context, sku, id string, lay layout, marker func(sku string, bucket int, id string) string) (int, error) {
+func (s *Store) markedCount(ctx context.Context, sku, id string, lay layout, marker func(sku string, bucket int, id string) string) (m int, marked bool, _ error) {
 	if len(lay.past) == 0 {
-		return lay.n, nil
+		return lay.n, false, nil
 	}
 	counts := append([]int{lay.n}, lay.past...)
 	pipe := s.rdb.Pipeline()
@@ -141,14 +205,14 @@ func (s *Store) markedCount(ctx context.Context, sku, id string, lay layout, mar
 		cmds[i] = pipe.Exists(ctx, marker(sku, startBucket(id, m), id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for i, m := range counts {
 		if cmds[i].Val() == 1 {
-			return m, nil
+			return m, true, nil
 		}
 	}
-	return lay.n, nil
+	return lay.n, false, nil
 }
 
 // parseBuckets turns the stored bucket count into an int. A missing key is

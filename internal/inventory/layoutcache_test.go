@@ -209,3 +209,45 @@ func TestCachedReserveSetsSoldOutFlag(t *testing.T) {
 	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SoldOut})
 	require.True(t, stock(t, s, sku).SoldOut)
 }
+
+// A retry after a resize whose start bucket under the new count is the
+// start bucket of the interrupted walk too (crc32 = 3 mod 16, so 3 under 4
+// and under 16), while that walk wrapped to bucket 0: the retry must
+// replay bucket 0, not take the units again from buckets 4 and 5. This is
+// how TestResizeUnderLoad once saw a release return 3 units of an order of
+// 2 (the walk there was cut by take.lua refusing a cached layout).
+func TestRetryAfterResizeReplaysAWrappedWalk(t *testing.T) {
+	ctx := context.Background()
+	a, b, sku := twoProcesses(t)
+	_, err := a.Preheat(ctx, sku, 64, 4) // 16 each
+	require.NoError(t, err)
+	_, err = a.Reserve(ctx, orderStartingAt(t, "drain", 3, 4), sku, 16) // bucket 3 empty
+	require.NoError(t, err)
+
+	// The first attempt of an order of 20 under 4 buckets: nothing in
+	// bucket 3, 16 units from bucket 0, then the process dies before
+	// bucket 1. After the resize, buckets 4.. hold 2 each: enough for a
+	// walk that starts at 3 and goes on to 4 to take all 20 again.
+	order := orderStartingAt(t, "wrapped", 3, 16)
+	for _, step := range []struct{ bucket, want, took int64 }{{3, 20, 0}, {0, 20, 16}} {
+		keys := []string{stockKey(sku, int(step.bucket)), orderKey(sku, int(step.bucket), order), stampKey(sku, int(step.bucket))}
+		res, err := takeScript.Run(ctx, b.rdb, keys, step.want, a.heldMs, a.zeroMs, "").Int64Slice()
+		require.NoError(t, err)
+		require.Equal(t, step.took, res[0], "bucket %d", step.bucket)
+	}
+
+	_, err = b.Resize(ctx, sku, 16)
+	require.NoError(t, err)
+
+	r, err := a.Reserve(ctx, order, sku, 20)
+	require.NoError(t, err)
+	require.Equal(t, int64(20), r.Quantity)
+	require.Contains(t, r.Parts, flashsale.Part{Bucket: 0, Quantity: 16}, "the units the first attempt took")
+	require.Equal(t, int64(16+20), heldUnits(t, a, sku), "drain's 16 and the order's 20, nothing more")
+	require.Equal(t, int64(64-36), stock(t, a, sku).Available)
+
+	n, err := b.Release(ctx, order, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(20), n)
+	require.Equal(t, int64(64-16), stock(t, a, sku).Available)
+}

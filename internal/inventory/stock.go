@@ -150,7 +150,7 @@ func (s *Store) Restock(ctx context.Context, sku, requestID string, qty int64) (
 // restockBucket picks the bucket of a restock request: the one an earlier
 // attempt marked, under any count the SKU has had, else crc32(requestID)%N.
 func (s *Store) restockBucket(ctx context.Context, sku, requestID string, lay layout) (int, error) {
-	m, err := s.markedCount(ctx, sku, requestID, lay, restockKey)
+	m, _, err := s.markedCount(ctx, sku, requestID, lay, restockKey)
 	if err != nil {
 		return 0, fmt.Errorf("find the bucket of an earlier attempt: %w", err)
 	}
