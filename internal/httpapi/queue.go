@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/flashsale/flashsale/internal/edge"
@@ -67,11 +69,24 @@ type queuePlaceResponse struct {
 	PassExpiresAt time.Time `json:"pass_expires_at,omitzero"`
 }
 
+// MaxQueueWait is the longest a look at the queue may be held (?wait=):
+// well inside the server's write timeout, and short enough that a buyer's
+// client sees a dead connection before long.
+const MaxQueueWait = 10 * time.Second
+
 // queuePlace is GET /api/v1/skus/{sku}/queue/me: the buyer's ticket, rank,
 // how many ranks are ahead, the serving counter and, once their turn came,
-// their pass. Reading it moves the serving counter on. 404 NO_SALE or
-// NOT_IN_QUEUE.
+// their pass. Reading it moves the serving counter on. With ?wait=N (whole
+// seconds, at most MaxQueueWait) a buyer still waiting for their turn is
+// answered when it comes, when the SKU sells out or the sale leaves OPEN,
+// or after N seconds, whichever is first (sale.Waits): a long poll. 404
+// NO_SALE or NOT_IN_QUEUE.
 func (s *Server) queuePlace(w http.ResponseWriter, r *http.Request) {
+	wait, err := waitParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	c, sku, ctx, cancel, err := s.queueRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -83,5 +98,39 @@ func (s *Server) queuePlace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if wait > 0 && sale.Waiting(p) {
+		p, err = s.waitForTurn(r.Context(), p, wait)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	s.writeJSON(w, r, http.StatusOK, queuePlaceResponse{Place: p, Pass: s.sales.Issue(p), PassExpiresAt: p.PassExpiry})
+}
+
+// waitForTurn holds a waiting buyer's look (queuePlace's ?wait=) and
+// answers their place after it. A sell-out is answered from the counter
+// that saw it, without a look of each waiter's own: at that moment every
+// waiter of the SKU is woken at once, and their answer is the same.
+func (s *Server) waitForTurn(ctx context.Context, p sale.Place, wait time.Duration) (sale.Place, error) {
+	if c, woken := s.waits.Wait(ctx, p.SKU, p.Rank, wait); woken && c.SoldOut {
+		return p.SoldOutAt(c), nil
+	}
+	look, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return s.sales.Store().PlaceOf(look, p.SKU, p.UserID)
+}
+
+// waitParam reads queue/me's ?wait=, whole seconds from 0 to
+// MaxQueueWait; absent is 0 (answer at once).
+func waitParam(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || time.Duration(n)*time.Second > MaxQueueWait {
+		return 0, invalid(fmt.Sprintf("wait must be whole seconds from 0 to %d", int(MaxQueueWait/time.Second)))
+	}
+	return time.Duration(n) * time.Second, nil
 }

@@ -99,7 +99,9 @@ type Server struct {
 	// buying is the buy use case behind POST /api/v1/orders.
 	buying *buying.Service
 	// sales is the fair sales' queue and passes (queue.go).
-	sales   *sale.Door
+	sales *sale.Door
+	// waits holds the long polls of queue/me (?wait=).
+	waits   *sale.Waits
 	log     *slog.Logger
 	metrics metrics
 	prom    promMetrics
@@ -163,6 +165,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		passes = DefaultSalePassWindows * window
 	}
 	s.sales = sale.NewDoor(sale.New(deps.Redis, s.unitsLeft).WithCapacity(passes, 0), sale.NewSigner(cfg.AdminToken))
+	s.waits = sale.NewWaits(s.sales.Store(), sale.DefaultWaitEvery, s.log)
 	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s},
 		Sales: s.sales, Logger: deps.Logger}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
@@ -224,8 +227,12 @@ func (s *Server) now() time.Time {
 }
 
 // Drain makes /readyz fail, so a load balancer stops sending new requests
-// while the server shuts down.
-func (s *Server) Drain() { s.draining.Store(true) }
+// while the server shuts down, and answers every held look at a queue
+// (?wait=) now, so none keeps the shutdown waiting.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.waits.Close()
+}
 
 // HTTPServer returns an http.Server for the API on cfg.Addr with timeouts
 // for a public listener.

@@ -361,6 +361,52 @@ type Place struct {
 // SKU without a sale, NotInQueue for a buyer who did not enter.
 func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err error) {
 	defer outage(&err)
+	p, err := s.look(ctx, sku, userID)
+	switch {
+	case err != nil:
+		return Place{}, err
+	case p.Ticket.Ticket == 0 && p.Rank == 0:
+		return Place{}, flashsale.Errorf(flashsale.NotInQueue, "%s is not in the queue of %s", userID, sku)
+	}
+	return p, nil
+}
+
+// Counter is a sale's serving counter as one look left it: what decides
+// whether a buyer waiting for their pass (Waits) has something new to read.
+type Counter struct {
+	State   State
+	Serving int64
+	// SoldOut: the sale is open and its buckets are empty (Place.SoldOut).
+	SoldOut bool
+}
+
+// SoldOutAt is p as the counter c that found the SKU sold out left it:
+// nothing left for the buyer to wait for.
+func (p Place) SoldOutAt(c Counter) Place {
+	p.State, p.Serving, p.SoldOut, p.ETA = c.State, c.Serving, true, nil
+	p.Ahead = 0
+	if p.Rank > p.Serving {
+		p.Ahead = p.Rank - p.Serving - 1
+	}
+	return p
+}
+
+// Serve moves sku's serving counter on, like any look at the queue
+// (PlaceOf) but on nobody's behalf, and answers where it stands. NoSale
+// for a SKU without a sale.
+func (s *Store) Serve(ctx context.Context, sku string) (_ Counter, err error) {
+	defer outage(&err)
+	p, err := s.look(ctx, sku, "")
+	if err != nil {
+		return Counter{}, err
+	}
+	return Counter{State: p.State, Serving: p.Serving, SoldOut: p.SoldOut}, nil
+}
+
+// look runs sale_me.lua for userID ("" looks on nobody's behalf: no
+// ticket, no rank) after reading the units left. NoSale for a SKU without
+// a sale.
+func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 	if err := checkSKU(sku); err != nil {
 		return Place{}, err
 	}
@@ -383,11 +429,8 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 	if ms := res[5].(int64); ms > 0 {
 		p.PassExpiry = time.UnixMilli(ms)
 	}
-	switch {
-	case p.State == "":
+	if p.State == "" {
 		return Place{}, noSale(sku)
-	case p.Ticket.Ticket == 0 && p.Rank == 0:
-		return Place{}, flashsale.Errorf(flashsale.NotInQueue, "%s is not in the queue of %s", userID, sku)
 	}
 	if p.Rank > p.Serving {
 		p.Ahead = p.Rank - p.Serving - 1

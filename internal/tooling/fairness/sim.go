@@ -370,6 +370,13 @@ func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
 	}
 }
 
+// LookWait is how long a buyer's look at the queue may be held
+// (queue/me's ?wait=, its largest): a buyer waiting for their turn hears
+// of it, or of the sell-out, when it happens instead of at their next
+// tick; their connection is busy meanwhile, so the ticks it covers are
+// not sent (Skipped), as a long-polling client would not send them.
+const LookWait = 10 * time.Second
+
 // look reads the buyer's place in the queue.
 func (s *sim) look(ctx context.Context, b *buyer) {
 	var p struct {
@@ -378,7 +385,7 @@ func (s *sim) look(ctx context.Context, b *buyer) {
 		Spent   bool   `json:"pass_spent"`
 		SoldOut bool   `json:"sold_out"`
 	}
-	a := s.call(ctx, http.MethodGet, "/api/v1/skus/"+s.o.SKU+"/queue/me", nil, b.auth)
+	a := s.call(ctx, http.MethodGet, fmt.Sprintf("/api/v1/skus/%s/queue/me?wait=%d", s.o.SKU, int(LookWait/time.Second)), nil, b.auth)
 	status, body := a.Status, a.Body
 	if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
 		return
