@@ -131,9 +131,20 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 	res, err := s.Orders.PlaceOrder(ctx, flashsale.Order{OrderID: id, UserID: req.Buyer, Items: req.Items})
 	ticket.Placed(err == nil)
 	s.Recorder.Placed(res, err)
+	rejected := err == nil && res.Status == flashsale.StatusRejected
 	// The gate learns the outcome even if the buyer has gone: its slot must
 	// be freed, and a sold-out answer is worth caching for the next buyer.
-	ticket.Done(ctx, err == nil && res.Status == flashsale.StatusRejected && res.Reason == flashsale.SoldOut)
+	ticket.Done(ctx, rejected && res.Reason == flashsale.SoldOut)
+	if rejected && claim != nil && (res.Reason == flashsale.SoldOut || res.Reason == flashsale.StockDrift) {
+		// The pass bought nothing (a buy in flight took the unit it went
+		// out for, or MySQL had none): it goes back to its holder, who is
+		// then told the sell-out by queue/me and may buy a unit that comes
+		// back. A failure leaves the pass spent; this buy is answered
+		// SOLD_OUT all the same.
+		if gerr := claim.GiveBack(ctx, id); gerr != nil {
+			s.logger().Warn("give back a pass that bought nothing", "order_id", id, "err", gerr)
+		}
+	}
 	return Result{Outcome: Admitted, Reservation: res}, err
 }
 

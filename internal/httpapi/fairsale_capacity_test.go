@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,7 +21,8 @@ import (
 // all at once. No look ever shows
 // more than 4 passes outstanding (2 + 2), no pass holder is told 429 BUSY,
 // exactly 8 buyers get a 201, the other 2 are told sold out (by queue/me,
-// or by their buy when a buy in flight took the unit), and MySQL
+// or by their buy when a buy in flight took the unit, and then by
+// queue/me too: the pass that bought nothing is given back), and MySQL
 // holds exactly 8 units taken: nothing oversold.
 func TestFairSalePassHoldersBoundedByCapacityNeverBusy(t *testing.T) {
 	s := newStack(t, stackOptions{maxInFlight: 2, salePasses: 2})
@@ -70,9 +72,13 @@ func TestFairSalePassHoldersBoundedByCapacityNeverBusy(t *testing.T) {
 				case r.status == http.StatusConflict && r.code(t) == "SOLD_OUT":
 					// Told by the buy itself: the units read before this
 					// holder's pass went out were taken by buys in flight
-					// (passes <= units left + cap), and its spent pass
-					// makes queue/me show pass_spent, not sold_out.
+					// (passes <= units left + cap). The pass bought
+					// nothing, so it was given back: queue/me tells the
+					// sell-out too, not pass_spent.
 					soldOut.Add(1)
+					after := in.place(sku, u)
+					assert.Equal(t, true, after["sold_out"], "%s after its buy was answered SOLD_OUT: %v", u, after)
+					assert.Nil(t, after["pass_spent"], "%s: its pass bought nothing", u)
 					return
 				case r.status == http.StatusTooManyRequests && r.code(t) == "BUSY":
 					busy.Add(1)

@@ -99,6 +99,12 @@ func (c *Claim) Spend(ctx context.Context, orderID string) error {
 	return c.store.Spend(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID)
 }
 
+// GiveBack gives the claim's pass back after the order it was spent on
+// got no unit (Store.GiveBack).
+func (c *Claim) GiveBack(ctx context.Context, orderID string) error {
+	return c.store.GiveBack(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID)
+}
+
 func (d *Door) known(sku string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -44,14 +44,15 @@ var luaFiles embed.FS
 func script(name string) *redis.Script { return luascript.Load(luaFiles, name) }
 
 var (
-	prepareScript = script("sale_prepare.lua")
-	freezeScript  = script("sale_freeze.lua")
-	revealScript  = script("sale_reveal.lua")
-	stateScript   = script("sale_state.lua")
-	enterScript   = script("sale_enter.lua")
-	meScript      = script("sale_me.lua")
-	spendScript   = script("sale_spend.lua")
-	boardScript   = script("sale_board.lua")
+	prepareScript  = script("sale_prepare.lua")
+	freezeScript   = script("sale_freeze.lua")
+	revealScript   = script("sale_reveal.lua")
+	stateScript    = script("sale_state.lua")
+	enterScript    = script("sale_enter.lua")
+	meScript       = script("sale_me.lua")
+	spendScript    = script("sale_spend.lua")
+	giveBackScript = script("sale_giveback.lua")
+	boardScript    = script("sale_board.lua")
 )
 
 // Stock reads a SKU's units left in Redis (inventory.Store's AvailableTo
@@ -558,6 +559,17 @@ func (s *Store) Spend(ctx context.Context, sku string, rank int64, expiry time.T
 		return flashsale.Errorf(flashsale.PassExpired, "this pass expired; its unit went to the next buyer")
 	}
 	return StateError(sku, State(res))
+}
+
+// GiveBack gives the pass of rank, spent on orderID, back to its holder:
+// the order got no unit (sale_giveback.lua). Idempotent: only the order
+// the pass was spent on gives it back, once.
+func (s *Store) GiveBack(ctx context.Context, sku string, rank int64, expiry time.Time, orderID string) (err error) {
+	defer outage(&err)
+	if err := giveBackScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID).Err(); err != nil {
+		return fmt.Errorf("give back pass %d of %s: %w", rank, sku, err)
+	}
+	return nil
 }
 
 // StateError is the refusal of a buy while the sale is not OPEN.

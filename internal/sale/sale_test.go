@@ -237,3 +237,63 @@ func TestOpenRetriedAfterACrashChangesNoRank(t *testing.T) {
 	require.Equal(t, int64(101), p.Rank)
 	require.Equal(t, int64(101), p.Queued)
 }
+
+// A pass spent on an order that got no unit is given back (GiveBack): the
+// holder is no longer shown pass_spent, is told the sell-out, and may buy
+// a unit that comes back with the same pass. Only the order it was spent
+// on gives it back, once; a pass past its expiry stays gone.
+func TestGiveBackAPassThatBoughtNothing(t *testing.T) {
+	var units atomic.Int64
+	units.Store(1)
+	base, sku := newSale(t, &units, time.Minute)
+	order := openSale(t, base, sku, 2)
+	ctx := t.Context()
+	p, err := base.PlaceOf(ctx, sku, order[0])
+	require.NoError(t, err)
+	require.False(t, p.PassExpiry.IsZero())
+
+	require.NoError(t, base.Spend(ctx, sku, p.Rank, p.PassExpiry, "lost"))
+	units.Store(0) // a buy in flight took the unit: "lost" is refused SOLD_OUT
+	spent, err := base.PlaceOf(ctx, sku, order[0])
+	require.NoError(t, err)
+	require.True(t, spent.Spent)
+	require.False(t, spent.SoldOut, "spent: the buyer is not told the sell-out")
+
+	require.NoError(t, base.GiveBack(ctx, sku, p.Rank, p.PassExpiry, "another-order"))
+	still, err := base.PlaceOf(ctx, sku, order[0])
+	require.NoError(t, err)
+	require.True(t, still.Spent, "only the order the pass was spent on gives it back")
+
+	require.NoError(t, base.GiveBack(ctx, sku, p.Rank, p.PassExpiry, "lost"))
+	back, err := base.PlaceOf(ctx, sku, order[0])
+	require.NoError(t, err)
+	require.False(t, back.Spent)
+	require.True(t, back.SoldOut, "told the sell-out once the pass is back")
+	require.Equal(t, p.PassExpiry, back.PassExpiry, "the same pass, outstanding again")
+	require.Equal(t, int64(1), back.Outstanding)
+	require.NoError(t, base.GiveBack(ctx, sku, p.Rank, p.PassExpiry, "lost"), "a repeat changes nothing")
+	board, err := base.BoardOf(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), board.Outstanding)
+	require.Zero(t, board.Spent)
+
+	// The unit comes back: the same pass buys it.
+	units.Store(1)
+	require.NoError(t, base.Spend(ctx, sku, p.Rank, p.PassExpiry, "won"))
+	won, err := base.PlaceOf(ctx, sku, order[0])
+	require.NoError(t, err)
+	require.True(t, won.Spent)
+
+	// A pass given back after its expiry is not outstanding again.
+	short, sku2 := newSale(t, &units, 200*time.Millisecond)
+	order2 := openSale(t, short, sku2, 1)
+	q, err := short.PlaceOf(ctx, sku2, order2[0])
+	require.NoError(t, err)
+	require.NoError(t, short.Spend(ctx, sku2, q.Rank, q.PassExpiry, "late"))
+	time.Sleep(time.Until(q.PassExpiry) + 50*time.Millisecond)
+	require.NoError(t, short.GiveBack(ctx, sku2, q.Rank, q.PassExpiry, "late"))
+	b2, err := short.BoardOf(ctx, sku2)
+	require.NoError(t, err)
+	require.Zero(t, b2.Outstanding)
+	require.Zero(t, b2.Spent)
+}
