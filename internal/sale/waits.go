@@ -120,15 +120,21 @@ func (w *Waits) remove(sku string, me *waiter) {
 func (w *Waits) watch(sku string) {
 	t := time.NewTicker(w.every)
 	defer t.Stop()
+	failing := false
 	for range t.C {
 		ctx, cancel := context.WithTimeout(context.Background(), w.every*10)
 		c, err := w.store.Serve(ctx, sku)
 		cancel()
-		if err != nil {
-			// The waiters' own timeouts still answer them; the next
-			// tick tries again.
-			w.log.Warn("queue wait: look at the serving counter", "sku", sku, "err", err)
+		// The waiters' own timeouts still answer them while the looks
+		// fail, and the next tick tries again: said once, not ten times
+		// a second.
+		switch {
+		case err != nil && !failing:
+			w.log.Warn("queue wait: the serving counter does not answer; waiters are answered at their wait's end", "sku", sku, "err", err)
+		case err == nil && failing:
+			w.log.Info("queue wait: the serving counter answers again", "sku", sku)
 		}
+		failing = err != nil
 		w.mu.Lock()
 		ws := w.skus[sku]
 		for me := range ws {

@@ -65,9 +65,21 @@ type Options struct {
 	// Deadline bounds the run from the start of the first class.
 	Deadline time.Duration
 	Seed     uint64
-	// MaxConns bounds the client's connections to the API in all (the
-	// process has one file table; the API may share it).
+	// MaxConns bounds the client's connections to the API in all; 0 is
+	// Conns(Classes), every buyer's own connections, as a real crowd has
+	// (a held look, LookWait, keeps its buyer's connection). The process
+	// has one file table, which the API may share: two descriptors per
+	// connection then (RaiseFileLimit).
 	MaxConns int
+}
+
+// Conns is how many connections the classes' buyers have in all.
+func Conns(classes []Class) int {
+	n := 0
+	for _, c := range classes {
+		n += c.Buyers * max(c.Conns, 1)
+	}
+	return n
 }
 
 // ClassResult is one class's outcome.
@@ -201,7 +213,7 @@ const passTTL = 60 * time.Second
 // the pre-queue opens at the later classes' start and buying PreQueue later.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxConns <= 0 {
-		o.MaxConns = 1024
+		o.MaxConns = Conns(o.Classes)
 	}
 	s := &sim{o: o, answers: map[string]int64{},
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
