@@ -23,11 +23,6 @@ const fairUnits = 1000
 // through the fair queue, each on an API instance of its own with the
 // production edge (its in-flight cap is the passes' bound).
 func (b *benchRun) fair(ctx context.Context, st *stack) error {
-	// Both ends of every buyer's connections live in this process, and
-	// the stack's own pools beside them.
-	if err := fairness.RaiseFileLimit(uint64(2*fairness.Conns(fairness.DefaultClasses) + 8192)); err != nil {
-		return err
-	}
 	inFlight := int64(edge.DefaultMaxInFlight)
 	api, err := st.WithAPI(ctx, func(c *httpapi.Config) { c.MaxInFlight, c.SalePasses = inFlight, b.p.FairPasses })
 	if err != nil {

@@ -65,21 +65,10 @@ type Options struct {
 	// Deadline bounds the run from the start of the first class.
 	Deadline time.Duration
 	Seed     uint64
-	// MaxConns bounds the client's connections to the API in all; 0 is
-	// Conns(Classes), every buyer's own connections, as a real crowd has
-	// (a held look, LookWait, keeps its buyer's connection). The process
-	// has one file table, which the API may share: two descriptors per
-	// connection then (RaiseFileLimit).
+	// MaxConns bounds the client's connections to the API, for buys and
+	// entries, and again for looks (the process has one file table; the
+	// API may share it). 0 is 1024.
 	MaxConns int
-}
-
-// Conns is how many connections the classes' buyers have in all.
-func Conns(classes []Class) int {
-	n := 0
-	for _, c := range classes {
-		n += c.Buyers * max(c.Conns, 1)
-	}
-	return n
 }
 
 // ClassResult is one class's outcome.
@@ -194,6 +183,7 @@ type buyer struct {
 type sim struct {
 	o       Options
 	client  *http.Client
+	looks   *http.Client // looks at the queue, which may be held
 	start   time.Time // t0: the later classes' start
 	opensAt time.Time
 
@@ -213,11 +203,17 @@ const passTTL = 60 * time.Second
 // the pre-queue opens at the later classes' start and buying PreQueue later.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxConns <= 0 {
-		o.MaxConns = Conns(o.Classes)
+		o.MaxConns = 1024
+	}
+	// Looks have a pool of their own: a held look (LookWait) keeps its
+	// connection, and a buy must not wait behind the held looks of others.
+	transport := func() *http.Transport {
+		return &http.Transport{MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}
 	}
 	s := &sim{o: o, answers: map[string]int64{},
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}}}
+		client: &http.Client{Timeout: 30 * time.Second, Transport: transport()},
+		looks:  &http.Client{Timeout: 30 * time.Second, Transport: transport()}}
+	defer s.looks.CloseIdleConnections()
 	defer s.client.CloseIdleConnections()
 	var buyers []*buyer
 	for ci, c := range o.Classes {
@@ -383,11 +379,16 @@ func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
 }
 
 // LookWait is how long a buyer's look at the queue may be held
-// (queue/me's ?wait=, its largest): a buyer waiting for their turn hears
-// of it, or of the sell-out, when it happens instead of at their next
-// tick; their connection is busy meanwhile, so the ticks it covers are
-// not sent (Skipped), as a long-polling client would not send them.
-const LookWait = 10 * time.Second
+// (queue/me's ?wait=): a buyer waiting for their turn hears of it, or of
+// the sell-out, when it happens instead of at their next tick; their
+// connection is busy meanwhile, so the ticks it covers are not sent
+// (Skipped), as a long-polling client would not send them. Shorter than
+// the API allows (10 s): the looks share MaxConns connections among
+// 10,000 buyers (both ends of every connection are in this process,
+// whose file table holds 20,000 on this box), so a held look keeps other
+// buyers' looks waiting in the client; with 10 s the pass holders' looks
+// waited behind them and 36 units sold in 148 s.
+const LookWait = 2 * time.Second
 
 // look reads the buyer's place in the queue.
 func (s *sim) look(ctx context.Context, b *buyer) {
@@ -397,7 +398,7 @@ func (s *sim) look(ctx context.Context, b *buyer) {
 		Spent   bool   `json:"pass_spent"`
 		SoldOut bool   `json:"sold_out"`
 	}
-	a := s.call(ctx, http.MethodGet, fmt.Sprintf("/api/v1/skus/%s/queue/me?wait=%d", s.o.SKU, int(LookWait/time.Second)), nil, b.auth)
+	a := s.callOn(ctx, s.looks, http.MethodGet, fmt.Sprintf("/api/v1/skus/%s/queue/me?wait=%d", s.o.SKU, int(LookWait/time.Second)), nil, b.auth)
 	status, body := a.Status, a.Body
 	if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
 		return
@@ -427,7 +428,12 @@ func (s *sim) do(ctx context.Context, method, path string, body []byte, hdr http
 // "429 BUSY"), or as "error"; an error, or the run's end, is the zero
 // Answer.
 func (s *sim) call(ctx context.Context, method, path string, body []byte, hdr http.Header) jsoncall.Answer {
-	a, err := jsoncall.Do(ctx, s.client, method, s.o.Base+path, body, hdr)
+	return s.callOn(ctx, s.client, method, path, body, hdr)
+}
+
+// callOn is call on client c.
+func (s *sim) callOn(ctx context.Context, c *http.Client, method, path string, body []byte, hdr http.Header) jsoncall.Answer {
+	a, err := jsoncall.Do(ctx, c, method, s.o.Base+path, body, hdr)
 	key := "error"
 	switch {
 	case err != nil && ctx.Err() != nil:
