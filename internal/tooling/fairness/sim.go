@@ -184,7 +184,7 @@ type sim struct {
 	o       Options
 	client  *http.Client
 	looks   *http.Client // looks at the queue, which may be held
-	start   time.Time // t0: the later classes' start
+	start   time.Time    // t0: the later classes' start
 	opensAt time.Time
 
 	mu       sync.Mutex
