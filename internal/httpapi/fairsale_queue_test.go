@@ -187,7 +187,7 @@ func TestFairSaleLongPollAnswersTheSellOut(t *testing.T) {
 				if answers[i].soldOut = r.json(t)["sold_out"] == true; answers[i].soldOut {
 					return
 				}
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(250 * time.Millisecond) // within the queue's rate limit, as waitPass
 			}
 		})
 	}
