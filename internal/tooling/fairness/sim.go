@@ -65,9 +65,8 @@ type Options struct {
 	// Deadline bounds the run from the start of the first class.
 	Deadline time.Duration
 	Seed     uint64
-	// MaxConns bounds the client's connections to the API, for buys and
-	// entries, and again for looks (the process has one file table; the
-	// API may share it). 0 is 1024.
+	// MaxConns bounds the client's connections to the API in all (the
+	// process has one file table; the API may share it).
 	MaxConns int
 }
 
@@ -183,8 +182,7 @@ type buyer struct {
 type sim struct {
 	o       Options
 	client  *http.Client
-	looks   *http.Client // looks at the queue, which may be held
-	start   time.Time    // t0: the later classes' start
+	start   time.Time // t0: the later classes' start
 	opensAt time.Time
 
 	mu       sync.Mutex
@@ -205,15 +203,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 1024
 	}
-	// Looks have a pool of their own: a held look (LookWait) keeps its
-	// connection, and a buy must not wait behind the held looks of others.
-	transport := func() *http.Transport {
-		return &http.Transport{MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}
-	}
 	s := &sim{o: o, answers: map[string]int64{},
-		client: &http.Client{Timeout: 30 * time.Second, Transport: transport()},
-		looks:  &http.Client{Timeout: 30 * time.Second, Transport: transport()}}
-	defer s.looks.CloseIdleConnections()
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}}}
 	defer s.client.CloseIdleConnections()
 	var buyers []*buyer
 	for ci, c := range o.Classes {
@@ -378,18 +370,6 @@ func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
 	}
 }
 
-// LookWait is how long a buyer's look at the queue may be held
-// (queue/me's ?wait=): a buyer waiting for their turn hears of it, or of
-// the sell-out, when it happens instead of at their next tick; their
-// connection is busy meanwhile, so the ticks it covers are not sent
-// (Skipped), as a long-polling client would not send them. Shorter than
-// the API allows (10 s): the looks share MaxConns connections among
-// 10,000 buyers (both ends of every connection are in this process,
-// whose file table holds 20,000 on this box), so a held look keeps other
-// buyers' looks waiting in the client; with 10 s the pass holders' looks
-// waited behind them and 36 units sold in 148 s.
-const LookWait = 2 * time.Second
-
 // look reads the buyer's place in the queue.
 func (s *sim) look(ctx context.Context, b *buyer) {
 	var p struct {
@@ -398,7 +378,7 @@ func (s *sim) look(ctx context.Context, b *buyer) {
 		Spent   bool   `json:"pass_spent"`
 		SoldOut bool   `json:"sold_out"`
 	}
-	a := s.callOn(ctx, s.looks, http.MethodGet, fmt.Sprintf("/api/v1/skus/%s/queue/me?wait=%d", s.o.SKU, int(LookWait/time.Second)), nil, b.auth)
+	a := s.call(ctx, http.MethodGet, "/api/v1/skus/"+s.o.SKU+"/queue/me", nil, b.auth)
 	status, body := a.Status, a.Body
 	if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
 		return
@@ -428,12 +408,7 @@ func (s *sim) do(ctx context.Context, method, path string, body []byte, hdr http
 // "429 BUSY"), or as "error"; an error, or the run's end, is the zero
 // Answer.
 func (s *sim) call(ctx context.Context, method, path string, body []byte, hdr http.Header) jsoncall.Answer {
-	return s.callOn(ctx, s.client, method, path, body, hdr)
-}
-
-// callOn is call on client c.
-func (s *sim) callOn(ctx context.Context, c *http.Client, method, path string, body []byte, hdr http.Header) jsoncall.Answer {
-	a, err := jsoncall.Do(ctx, c, method, s.o.Base+path, body, hdr)
+	a, err := jsoncall.Do(ctx, s.client, method, s.o.Base+path, body, hdr)
 	key := "error"
 	switch {
 	case err != nil && ctx.Err() != nil:
