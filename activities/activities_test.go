@@ -130,7 +130,8 @@ func TestCreateOrderIdempotentAndPriced(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	sku := f.sku(t, "a", 3, 3)
-	in := contract.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1", Items: []flashsale.Item{{SKU: sku, Quantity: 2}}}
+	in := contract.CreateOrderInput{Order: flashsale.Order{OrderID: f.prefix + "o1", UserID: "u1",
+		Items: []flashsale.Item{{SKU: sku, Quantity: 2}}}}
 
 	first, err := f.acts.CreateOrder(ctx, in)
 	require.NoError(t, err)
@@ -154,8 +155,10 @@ func TestCreateOrderReportsDrift(t *testing.T) {
 	ok := f.sku(t, "ok", 5, 5)
 	drifted := f.sku(t, "drifted", 1, 3)
 
-	_, err := f.acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: f.prefix + "o1", UserID: "u1",
-		Items: []flashsale.Item{{SKU: ok, Quantity: 1}, {SKU: drifted, Quantity: 2}}})
+	_, err := f.acts.CreateOrder(ctx, contract.CreateOrderInput{
+		Order: flashsale.Order{OrderID: f.prefix + "o1", UserID: "u1",
+			Items: []flashsale.Item{{SKU: ok, Quantity: 1}, {SKU: drifted, Quantity: 2}}},
+	})
 	require.Equal(t, contract.TypeFor(flashsale.StockDrift), appErrType(err))
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr))
@@ -187,7 +190,7 @@ func TestCompensationRoundTrip(t *testing.T) {
 	for range 2 {
 		_, err := f.acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: orderID, Items: items})
 		require.NoError(t, err)
-		_, err = f.acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: orderID, UserID: "u", Items: items})
+		_, err = f.acts.CreateOrder(ctx, contract.CreateOrderInput{Order: flashsale.Order{OrderID: orderID, UserID: "u", Items: items}})
 		require.NoError(t, err)
 	}
 	require.Equal(t, int64(1), f.redisAvailable(t, sku))
@@ -235,7 +238,8 @@ func TestCreateOrderTakesTheRowOfTheRedisBucket(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{sku: 0}, contract.BucketsOf(reserved), "Redis walked from its empty bucket 3 to 0")
 
-	_, err = f.acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: id, UserID: "u1", Items: items, Buckets: contract.BucketsOf(reserved)})
+	_, err = f.acts.CreateOrder(ctx, contract.CreateOrderInput{Order: flashsale.Order{OrderID: id, UserID: "u1", Items: items},
+		Buckets: contract.BucketsOf(reserved)})
 	require.NoError(t, err)
 	var row int
 	require.NoError(t, f.orders.DB().Raw(`SELECT bucket FROM order_items WHERE order_id = ?`, id).Scan(&row).Error)

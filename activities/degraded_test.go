@@ -68,7 +68,8 @@ func (f *reconcileFixture) place(t *testing.T, acts *activities.Activities, orde
 	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
 	res, err := acts.ReserveStock(ctx, contract.ReserveStockInput{OrderID: orderID, Items: items})
 	require.NoError(t, err)
-	_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: orderID, UserID: "u-" + orderID, Items: items, Degraded: res.Degraded})
+	_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{Order: flashsale.Order{OrderID: orderID, UserID: "u-" + orderID, Items: items},
+		Degraded: res.Degraded})
 	require.NoError(t, err)
 	return res
 }
@@ -245,7 +246,8 @@ func TestDegradedReservationsConcurrent(t *testing.T) {
 				out[i] = outcome{err: err}
 				return
 			}
-			_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: id, UserID: "u-" + id, Items: items, Degraded: res.Degraded})
+			_, err = acts.CreateOrder(ctx, contract.CreateOrderInput{Order: flashsale.Order{OrderID: id, UserID: "u-" + id, Items: items},
+				Degraded: res.Degraded})
 			out[i] = outcome{degraded: res.Degraded, err: err}
 		})
 	}

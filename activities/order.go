@@ -42,7 +42,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in contract.CreateOrderInp
 		defer a.slots().Release(1)
 	}
 	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{
-		OrderID: in.OrderID, UserID: in.UserID, Items: in.Items, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets,
+		Order: in.Order, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets,
 	})
 	if err == nil {
 		// Checked first: building the logger costs allocations per order,

@@ -19,7 +19,7 @@ import (
 func (f *fixture) createPending(t *testing.T, orderID, sku string) contract.CreateOrderResult {
 	t.Helper()
 	res, err := f.acts.CreateOrder(context.Background(), contract.CreateOrderInput{
-		OrderID: orderID, UserID: "u-" + orderID, Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
+		Order: flashsale.Order{OrderID: orderID, UserID: "u-" + orderID, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}},
 	})
 	require.NoError(t, err)
 	return res

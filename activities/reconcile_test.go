@@ -98,8 +98,8 @@ func (f *reconcileFixture) sku(t *testing.T, name string, dbStock, redisStock in
 
 func (f *reconcileFixture) create(ctx context.Context, orderID, sku string) error {
 	_, err := f.orders.CreateOrder(ctx, orderdb.NewOrder{
-		OrderID: orderID, UserID: "u-" + orderID, PayBy: time.Now().Add(15 * time.Minute),
-		Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
+		Order: flashsale.Order{OrderID: orderID, UserID: "u-" + orderID, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}},
+		PayBy: time.Now().Add(15 * time.Minute),
 	})
 	return err
 }

@@ -71,8 +71,10 @@ func TestRefundSaleOrders(t *testing.T) {
 	res, err := f.stock.Reserve(ctx, f.prefix+"o1", sku, 1)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.Quantity)
-	_, err = f.orders.CreateOrder(ctx, orderdb.NewOrder{OrderID: f.prefix + "o1", UserID: "u1", PayBy: time.Now().Add(time.Minute),
-		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	_, err = f.orders.CreateOrder(ctx, orderdb.NewOrder{
+		Order: flashsale.Order{OrderID: f.prefix + "o1", UserID: "u1", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}},
+		PayBy: time.Now().Add(time.Minute),
+	})
 	require.NoError(t, err)
 	_, err = f.orders.ConfirmPayment(ctx, f.prefix+"o1", "t1", 1000)
 	require.NoError(t, err)

@@ -16,7 +16,8 @@ func (s *orderSuite) expectDegraded(created contract.CreateOrderResult, err erro
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
 		Return(contract.ReserveStockResult{Degraded: true, DegradedReason: "redis unreachable"}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, contract.CreateOrderInput{
-		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Degraded: true,
+		Order:    flashsale.Order{OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}},
+		Degraded: true,
 	}).Return(created, err).Once()
 }
 

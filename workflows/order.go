@@ -166,10 +166,11 @@ func (o *order) reserve(ctx workflow.Context) error {
 	// activity cannot move the deadline.
 	var created contract.CreateOrderResult
 	// Buckets is no part of the history (a local activity's marker records
-	// its result, not its input), so every order passes it.
+	// its result, not its input), so every order passes it. FromOrder is
+	// not: the database keeps no origin (CreateOrderInput).
 	err = workflow.ExecuteLocalActivity(lctx, contract.CreateOrder, contract.CreateOrderInput{
-		OrderID: o.in.OrderID, UserID: o.in.UserID, Items: o.in.Items, PaymentTimeout: o.in.PaymentTimeout,
-		Degraded: o.view.Degraded, Buckets: contract.BucketsOf(reserved),
+		Order:          flashsale.Order{OrderID: o.in.OrderID, UserID: o.in.UserID, Items: o.in.Items},
+		PaymentTimeout: o.in.PaymentTimeout, Degraded: o.view.Degraded, Buckets: contract.BucketsOf(reserved),
 	}).Get(lctx, &created)
 	switch code := codeOf(err); code {
 	case "":

@@ -488,7 +488,8 @@ func (s *orderSuite) TestCreateOrderIsToldTheRedisBucket() {
 		Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1, Parts: []flashsale.Part{{Bucket: 2, Quantity: 1}}}},
 	}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, contract.CreateOrderInput{
-		OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Buckets: map[string]int{"1001": 2},
+		Order:   flashsale.Order{OrderID: testOrderID, UserID: "u1", Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}},
+		Buckets: map[string]int{"1001": 2},
 	}).Return(contract.CreateOrderResult{Amount: testAmount, PayBy: s.env.Now().Add(time.Minute)}, nil).Once()
 	s.expectCompensation(flashsale.StatusExpired)
 

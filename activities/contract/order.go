@@ -63,11 +63,13 @@ type ReleaseStockResult struct {
 	Released int64 `json:"released"`
 }
 
-// CreateOrderInput is the order as the database stores it.
+// CreateOrderInput is the order as the database stores it: the buyer's
+// order (its fields flat in the JSON, as before it was embedded) and what
+// the database needs besides. FromOrder is left empty: the database keeps
+// no origin (a waitlist offer's is in its id), and the input's JSON stays
+// what it always was.
 type CreateOrderInput struct {
-	OrderID string           `json:"order_id"`
-	UserID  string           `json:"user_id"`
-	Items   []flashsale.Item `json:"items"`
+	flashsale.Order
 	// PaymentTimeout overrides the worker's default when positive.
 	PaymentTimeout time.Duration `json:"payment_timeout,omitempty"`
 	// Degraded: ReserveStock took nothing from Redis. MySQL alone decides,

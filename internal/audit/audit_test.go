@@ -477,8 +477,9 @@ func TestResyncOnARealWorker(t *testing.T) {
 	s := newStack(t)
 	sku := s.createSKU(t, "resync", 5, 5)
 	_, err := s.b.Orders.CreateOrder(ctx, orderdb.NewOrder{
-		OrderID: "audit-" + s.id + "-deg", UserID: "u-deg", PayBy: time.Now().Add(15 * time.Minute),
-		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}, Degraded: true,
+		Order:    flashsale.Order{OrderID: "audit-" + s.id + "-deg", UserID: "u-deg", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}},
+		PayBy:    time.Now().Add(15 * time.Minute),
+		Degraded: true,
 	})
 	require.NoError(t, err)
 

@@ -69,8 +69,10 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 
 	// An unpaid order holds a unit: refused before Temporal is asked.
 	running = 0
-	_, err = orders.CreateOrder(ctx, orderdb.NewOrder{OrderID: sku + "-o1", UserID: "u1", PayBy: time.Now().Add(time.Hour),
-		Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	_, err = orders.CreateOrder(ctx, orderdb.NewOrder{
+		Order: flashsale.Order{OrderID: sku + "-o1", UserID: "u1", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}},
+		PayBy: time.Now().Add(time.Hour),
+	})
 	require.NoError(t, err)
 	_, err = c.Preheat(ctx, sku)
 	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.SKUInUse})

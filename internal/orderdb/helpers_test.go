@@ -45,7 +45,7 @@ func inventory(t *testing.T, s *orderdb.Store, sku string) orderdb.Inventory {
 }
 
 func newOrder(id, user string, items ...flashsale.Item) orderdb.NewOrder {
-	return orderdb.NewOrder{OrderID: id, UserID: user, Items: items, PayBy: time.Now().Add(15 * time.Minute)}
+	return orderdb.NewOrder{Order: flashsale.Order{OrderID: id, UserID: user, Items: items}, PayBy: time.Now().Add(15 * time.Minute)}
 }
 
 func item(sku string, qty int64) flashsale.Item { return flashsale.Item{SKU: sku, Quantity: qty} }

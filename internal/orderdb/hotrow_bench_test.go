@@ -230,8 +230,9 @@ func createFor(b *testing.B, s *orderdb.Store, create createFunc, sku string, co
 		wg.Go(func() {
 			for n := 0; time.Now().Before(deadline); n++ {
 				o := orderdb.NewOrder{
-					OrderID: fmt.Sprintf("%s-%d-%d", sku, c, n), UserID: fmt.Sprintf("u%d-%d", c, n),
-					Items: []flashsale.Item{{SKU: sku, Quantity: 1}}, PayBy: time.Now().Add(15 * time.Minute),
+					Order: flashsale.Order{OrderID: fmt.Sprintf("%s-%d-%d", sku, c, n), UserID: fmt.Sprintf("u%d-%d", c, n),
+						Items: []flashsale.Item{{SKU: sku, Quantity: 1}}},
+					PayBy: time.Now().Add(15 * time.Minute),
 				}
 				var m holdMark
 				t0 := time.Now()

@@ -66,13 +66,13 @@ type Order struct {
 	ClosedAt  *time.Time       `json:"closed_at,omitempty"`
 }
 
-// NewOrder is the input of CreateOrder. Items need SKU and Quantity; their
-// UnitPrice is ignored (the store charges the inventory price).
+// NewOrder is the input of CreateOrder: the buyer's order and its
+// deadline. Items need SKU and Quantity; their UnitPrice is ignored (the
+// store charges the inventory price). FromOrder is not stored: a waitlist
+// offer's origin is in its id (flashsale.WaitlistOrderID).
 type NewOrder struct {
-	OrderID string           `json:"order_id"`
-	UserID  string           `json:"user_id"`
-	Items   []flashsale.Item `json:"items"`
-	PayBy   time.Time        `json:"pay_by"`
+	flashsale.Order
+	PayBy time.Time `json:"pay_by"`
 	// Degraded marks an order reserved without Redis (it took nothing from
 	// the buckets). Creating or closing it flags its SKUs for a Redis
 	// resync (Inventory.RedisResync).

@@ -173,7 +173,7 @@ func TestCreateOrderValidation(t *testing.T) {
 		{"negative quantity", newOrder("o", "u", item("sku", -1))},
 		{"empty sku", newOrder("o", "u", item("", 1))},
 		{"duplicate sku", newOrder("o", "u", item("sku", 1), item("sku", 1))},
-		{"zero pay-by", orderdb.NewOrder{OrderID: "o", UserID: "u", Items: []flashsale.Item{item("sku", 1)}}},
+		{"zero pay-by", orderdb.NewOrder{Order: flashsale.Order{OrderID: "o", UserID: "u", Items: []flashsale.Item{item("sku", 1)}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

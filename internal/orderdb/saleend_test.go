@@ -101,8 +101,11 @@ func TestEndSale(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, again.Equal(ended), "the first end is kept: %s, %s", ended, again)
 	require.NotNil(t, inventory(t, s, sku).SaleEndedAt)
-	_, err = s.CreateOrder(ctx, orderdb.NewOrder{OrderID: sku + "-o", UserID: "u", PayBy: time.Now().Add(time.Minute),
-		Items: []flashsale.Item{item(sku, 1)}, Degraded: true})
+	_, err = s.CreateOrder(ctx, orderdb.NewOrder{
+		Order:    flashsale.Order{OrderID: sku + "-o", UserID: "u", Items: []flashsale.Item{item(sku, 1)}},
+		PayBy:    time.Now().Add(time.Minute),
+		Degraded: true,
+	})
 	require.Equal(t, flashsale.SoldOut, flashsale.ErrorCode(err), "nothing is sold after the end")
 
 	require.NoError(t, s.ReopenSale(ctx, sku))

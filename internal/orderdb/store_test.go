@@ -85,7 +85,8 @@ func TestTimesAreUTCAndRoundTrip(t *testing.T) {
 	putSKU(t, s, "sku", 5, 100)
 	payBy := time.Date(2030, 1, 2, 3, 4, 5, 678_901_234, time.FixedZone("CST", 8*3600))
 	created, err := s.CreateOrder(context.Background(), orderdb.NewOrder{
-		OrderID: "o1", UserID: "u1", Items: []flashsale.Item{item("sku", 1)}, PayBy: payBy,
+		Order: flashsale.Order{OrderID: "o1", UserID: "u1", Items: []flashsale.Item{item("sku", 1)}},
+		PayBy: payBy,
 	})
 	require.NoError(t, err)
 	require.Equal(t, time.UTC, created.PayBy.Location())

@@ -163,7 +163,8 @@ func (w *Work) ShapeReserve(ctx context.Context, in ShapeInput) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, err := w.Acts.CreateOrder(ctx, contract.CreateOrderInput{OrderID: in.OrderID, UserID: in.UserID, Items: items, Degraded: r.Degraded})
+	c, err := w.Acts.CreateOrder(ctx, contract.CreateOrderInput{
+		Order: flashsale.Order{OrderID: in.OrderID, UserID: in.UserID, Items: items}, Degraded: r.Degraded})
 	if err != nil {
 		return 0, err
 	}

@@ -54,8 +54,8 @@ func scalar(t *testing.T, db *sql.DB, query string, args ...any) int64 {
 
 func newOrder(id, user string, qty int64) orderdb.NewOrder {
 	return orderdb.NewOrder{
-		OrderID: id, UserID: user, PayBy: time.Now().Add(15 * time.Minute),
-		Items: []flashsale.Item{{SKU: "hot", Quantity: qty}},
+		Order: flashsale.Order{OrderID: id, UserID: user, Items: []flashsale.Item{{SKU: "hot", Quantity: qty}}},
+		PayBy: time.Now().Add(15 * time.Minute),
 	}
 }
 
