@@ -95,7 +95,7 @@ func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	actx := workflow.WithActivityOptions(ctx, saleStepOptions)
 	var prepared contract.PreparedSale
 	if err := workflow.ExecuteActivity(actx, contract.PrepareSale, contract.PrepareSaleInput{
-		SKU: s.in.SKU, SaleID: workflow.GetInfo(ctx).WorkflowExecution.RunID, OpensAt: s.in.OpensAt, PassTTL: s.in.PassTTL,
+		SaleTerms: s.in, SaleID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
 	}).Get(ctx, &prepared); err != nil {
 		return s.view, fmt.Errorf("prepare sale: %w", err)
 	}

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -29,6 +31,31 @@ func TestReplayRecordedSaleHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(SaleWorkflow)
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+		})
+	}
+}
+
+// TestRecordedSaleInputsKeepTheirShape decodes every recorded sale's input
+// into today's SaleInput (contract.SaleTerms) and encodes it again: the
+// bytes must be the ones in the history.
+func TestRecordedSaleInputsKeepTheirShape(t *testing.T) {
+	files, err := filepath.Glob("testdata/sale/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			require.NoError(t, err)
+			var h struct {
+				Events []struct {
+					Started *struct {
+						Input payloads `json:"input"`
+					} `json:"workflowExecutionStartedEventAttributes"`
+				} `json:"events"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &h))
+			require.NotNil(t, h.Events[0].Started)
+			requireSameJSON[SaleInput](t, h.Events[0].Started.Input)
 		})
 	}
 }

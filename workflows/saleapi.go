@@ -39,16 +39,8 @@ const (
 // a sale started without its own (SaleInput.PassTTL).
 const DefaultPassTTL = 60 * time.Second
 
-// SaleInput starts a SaleWorkflow.
-type SaleInput struct {
-	SKU string `json:"sku_id"`
-	// OpensAt is when the pre-queue is shuffled and buying starts, by the
-	// Temporal server's clock (the workflow's timer).
-	OpensAt time.Time `json:"opens_at"`
-	// PassTTL is how long a pass may be spent; zero means
-	// DefaultPassTTL.
-	PassTTL time.Duration `json:"pass_ttl,omitempty"`
-}
+// SaleInput starts a SaleWorkflow: the sale's terms.
+type SaleInput = contract.SaleTerms
 
 // SaleControl is the argument of every operator Update: why, for the
 // audit trail.

@@ -15,12 +15,24 @@ const (
 	CancelSaleOrders = "CancelSaleOrders"
 )
 
-// PrepareSaleInput creates a sale.
+// SaleTerms are a fair sale's terms: workflows.SaleInput starts a
+// SaleWorkflow with them, and PrepareSaleInput carries them to Redis.
+type SaleTerms struct {
+	SKU string `json:"sku_id"`
+	// OpensAt is when the pre-queue is shuffled and buying starts, by the
+	// Temporal server's clock (the workflow's timer).
+	OpensAt time.Time `json:"opens_at"`
+	// PassTTL is how long a pass may be spent; zero means
+	// workflows.DefaultPassTTL (the workflow resolves it before
+	// PrepareSale, so a PrepareSaleInput always has one).
+	PassTTL time.Duration `json:"pass_ttl,omitempty"`
+}
+
+// PrepareSaleInput creates a sale: its terms and the id of the workflow
+// run that holds it.
 type PrepareSaleInput struct {
-	SKU     string        `json:"sku_id"`
-	SaleID  string        `json:"sale_id"`
-	OpensAt time.Time     `json:"opens_at"`
-	PassTTL time.Duration `json:"pass_ttl"`
+	SaleTerms
+	SaleID string `json:"sale_id"`
 }
 
 // PreparedSale is the sale's published commitment.
