@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -44,18 +42,9 @@ func TestRecordedSaleInputsKeepTheirShape(t *testing.T) {
 	require.NotEmpty(t, files)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			raw, err := os.ReadFile(f)
-			require.NoError(t, err)
-			var h struct {
-				Events []struct {
-					Started *struct {
-						Input payloads `json:"input"`
-					} `json:"workflowExecutionStartedEventAttributes"`
-				} `json:"events"`
-			}
-			require.NoError(t, json.Unmarshal(raw, &h))
-			require.NotNil(t, h.Events[0].Started)
-			requireSameJSON[SaleInput](t, h.Events[0].Started.Input)
+			events := recordedEvents(t, f)
+			require.NotNil(t, events[0].Started)
+			requireSameJSON[SaleInput](t, events[0].Started.Input)
 		})
 	}
 }

@@ -27,21 +27,8 @@ func TestRecordedPayloadsKeepTheirShape(t *testing.T) {
 	require.NotEmpty(t, files)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			raw, err := os.ReadFile(f)
-			require.NoError(t, err)
-			var h struct {
-				Events []struct {
-					Started *struct {
-						Input payloads `json:"input"`
-					} `json:"workflowExecutionStartedEventAttributes"`
-					Completed *struct {
-						Result payloads `json:"result"`
-					} `json:"workflowExecutionCompletedEventAttributes"`
-				} `json:"events"`
-			}
-			require.NoError(t, json.Unmarshal(raw, &h))
 			checked := 0
-			for _, e := range h.Events {
+			for _, e := range recordedEvents(t, f) {
 				if e.Started != nil {
 					requireSameJSON[OrderInput](t, e.Started.Input)
 					checked++
@@ -54,6 +41,28 @@ func TestRecordedPayloadsKeepTheirShape(t *testing.T) {
 			require.Positive(t, checked)
 		})
 	}
+}
+
+// recordedEvent is what the shape checks read of a recorded history's
+// event: a start's input, a completion's result.
+type recordedEvent struct {
+	Started *struct {
+		Input payloads `json:"input"`
+	} `json:"workflowExecutionStartedEventAttributes"`
+	Completed *struct {
+		Result payloads `json:"result"`
+	} `json:"workflowExecutionCompletedEventAttributes"`
+}
+
+func recordedEvents(t *testing.T, file string) []recordedEvent {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var h struct {
+		Events []recordedEvent `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &h))
+	return h.Events
 }
 
 type payloads struct {
