@@ -137,9 +137,6 @@ func (d *Door) Issue(p Place) string {
 // Store is the sales' store.
 func (d *Door) Store() *Store { return d.store }
 
-// outage codes a Redis failure Unavailable, as the stores do.
-func outage(err *error) {
-	if *err != nil && flashsale.ErrorCode(*err) == flashsale.Internal && redisguard.IsOutage(*err) {
-		*err = fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "redis unavailable"), *err)
-	}
-}
+// outage codes a Redis failure Unavailable, and an exhausted pool Busy, as
+// the stores do (redisguard.Code).
+func outage(err *error) { redisguard.Code(err, "redis unavailable") }
