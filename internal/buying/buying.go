@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -67,6 +68,9 @@ type Request struct {
 	// header); empty otherwise.
 	Pass string
 }
+
+// giveBackTimeout bounds giving back a pass that bought nothing.
+const giveBackTimeout = 2 * time.Second
 
 // Outcome names what decided a buy.
 type Outcome string
@@ -140,8 +144,11 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 		// out for, or MySQL had none): it goes back to its holder, who is
 		// then told the sell-out by queue/me and may buy a unit that comes
 		// back. A failure leaves the pass spent; this buy is answered
-		// SOLD_OUT all the same.
-		if gerr := claim.GiveBack(ctx, id); gerr != nil {
+		// SOLD_OUT all the same. Like the gate's, it is owed even to a
+		// buyer who hung up: bounded, and not cut short by their going.
+		giveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+		defer cancel()
+		if gerr := claim.GiveBack(giveCtx, id); gerr != nil {
 			s.logger().Warn("give back a pass that bought nothing", "order_id", id, "err", gerr)
 		}
 	}

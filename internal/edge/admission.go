@@ -14,6 +14,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/redisguard"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -41,6 +42,11 @@ func (g *Gate) Admit(ctx context.Context, req Request) (*Ticket, error) {
 		return nil, fmt.Errorf("admit order %s: %w", req.OrderID, context.Cause(ctx))
 	}
 	done(err)
+	if _, told := errors.AsType[*RetryError](err); redisguard.IsOverload(err) && !told {
+		// A store's BUSY (inventory.Store on an exhausted pool): the same
+		// answer, with the same Retry-After, as the gate's own.
+		return nil, g.overloaded(err)
+	}
 	if flashsale.ErrorCode(err) == flashsale.Unavailable && g.opts.DBAvailable != nil {
 		// Whatever this request did in Redis before it failed (a window
 		// slot, a placed marker) was undone or is harmless.
@@ -321,7 +327,17 @@ func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *infligh
 	return busy, nil
 }
 
-func (g *Gate) busy() error {
+// overloaded answers BUSY, with this instance's Retry-After, a request
+// that found every connection of its Redis pool taken. err, the cause,
+// stays wrapped for the logs.
+func (g *Gate) overloaded(err error) error {
+	busy := g.busy()
+	busy.Err = fmt.Errorf("%w: %w", busy.Err, err)
+	return busy
+}
+
+// busy answers BUSY with this instance's Retry-After.
+func (g *Gate) busy() *RetryError {
 	g.stats.busy.Add(1)
 	after := g.opts.BusyRetryAfter
 	if p := g.opts.Placements; p != nil {
@@ -333,10 +349,16 @@ func (g *Gate) busy() error {
 }
 
 // unavailable marks err as Redis (or MySQL) not answering, unless the
-// request's own context ended: a buyer who hung up is not an outage.
+// request's own context ended (a buyer who hung up is not an outage) or
+// this instance's Redis pool was exhausted: more buyers in flight than its
+// connections is this instance's overload, answered BUSY like the window's,
+// not a reason to degrade a healthy Redis to MySQL.
 func (g *Gate) unavailable(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return err
+	}
+	if redisguard.IsOverload(err) {
+		return g.overloaded(err)
 	}
 	g.stats.unavailable.Add(1)
 	return fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "edge unavailable"), err)

@@ -55,7 +55,10 @@ var answers = map[flashsale.Code]answer{
 	BadSignature: {status: http.StatusUnauthorized, message: "bad signature"},
 
 	flashsale.RateLimited: {status: http.StatusTooManyRequests, message: "too many buy requests from this user; retry later"},
-	flashsale.Busy:        {status: http.StatusTooManyRequests, message: "units remain but many buyers are ahead of you; retry shortly"},
+	// The edge's own BUSY says when to come back (edge.RetryError); a store's
+	// (its Redis pool exhausted under a burst) gets a second.
+	flashsale.Busy: {status: http.StatusTooManyRequests, message: "units remain but many buyers are ahead of you; retry shortly",
+		retryAfter: time.Second},
 	flashsale.Unavailable: {status: http.StatusServiceUnavailable, message: "service temporarily unavailable; retry",
 		retryAfter: unavailableRetry},
 

@@ -3,7 +3,6 @@ package inventory
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -40,27 +39,6 @@ func TestUnreachableRedisIsUnavailable(t *testing.T) {
 			_, isNet := errors.AsType[net.Error](err)
 			require.True(t, isNet, "cause kept: %v", err)
 			require.True(t, redisguard.IsOutage(err), "the breaker still trips on it")
-		})
-	}
-}
-
-func TestCodeOutage(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		err  error
-		want flashsale.Code
-	}{
-		{"deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), flashsale.Unavailable},
-		{"pool timeout", redis.ErrPoolTimeout, flashsale.Unavailable},
-		{"caller left", fmt.Errorf("get: %w", context.Canceled), flashsale.Internal},
-		{"a reply", redis.Nil, flashsale.Internal},
-		{"sold out", flashsale.Errorf(flashsale.SoldOut, "sold out"), flashsale.SoldOut},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.err
-			codeOutage(&err)
-			require.Equal(t, tt.want, flashsale.ErrorCode(err))
-			require.ErrorIs(t, err, tt.err)
 		})
 	}
 }

@@ -6,18 +6,22 @@
 // of real calls: a few consecutive outage errors open it; after a cool-down
 // one call is let through as a probe, and its success closes it again.
 // Only outages count: a reply from Redis, even an error reply, proves it
-// is up.
+// is up. An overload of this process's own connection pool (IsOverload)
+// counts neither way.
 package redisguard
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flashsale/flashsale"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
@@ -71,6 +75,13 @@ func New(opts Options) *Guard {
 		IsSuccessful: func(err error) bool {
 			return !IsOutage(err)
 		},
+		// A pool timeout says this process asked for more connections
+		// than it holds, not that Redis is down: it must not open the
+		// guard (a burst of buyers would degrade a healthy sale to MySQL).
+		// Nor may it close or keep closed a guard: a hung Redis also fills
+		// the pool, and there the calls holding the connections time out
+		// and count while their waiters say nothing.
+		IsExcluded: IsOverload,
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			switch to {
 			case gobreaker.StateOpen:
@@ -104,9 +115,10 @@ func (g *Guard) Up() bool {
 
 // IsOutage reports whether err means Redis could not be reached or did not
 // answer in time, as opposed to an answer: redis.Nil, an error reply, or a
-// business error (sold out, unknown SKU) built on one.
+// business error (sold out, unknown SKU) built on one. An overload is not
+// an outage.
 func IsOutage(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) {
+	if err == nil || errors.Is(err, redis.Nil) || IsOverload(err) {
 		return false
 	}
 	var reply redis.Error
@@ -124,12 +136,17 @@ func IsOutage(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE),
-		errors.Is(err, redis.ErrPoolTimeout):
+		errors.Is(err, syscall.EPIPE):
 		return true
 	}
 	return false
 }
+
+// IsOverload reports whether err is this process waiting too long for a
+// connection of its own pool (redis.ErrPoolTimeout): more calls in flight
+// than the pool holds. Redis may be perfectly well; the caller is told
+// BUSY and retries, rather than taking the path for a Redis that is down.
+func IsOverload(err error) bool { return errors.Is(err, redis.ErrPoolTimeout) }
 
 // unavailableReply recognises the error replies that mean "no node can
 // serve this now": CLUSTERDOWN and TRYAGAIN during a failover, MASTERDOWN
@@ -142,4 +159,28 @@ func unavailableReply(msg string) bool {
 		}
 	}
 	return false
+}
+
+// errBusy is the code of an overload; Retry-After comes with it at the door.
+var errBusy = &flashsale.Error{Code: flashsale.Busy, Message: "too many requests in flight; retry shortly"}
+
+// Code codes *err for the stores' callers, by the same tests the guard
+// trips on: Unavailable, with the client's words unavailable, when Redis
+// could not be reached or did not answer in time (IsOutage: a refused or
+// timed-out dial, a dropped connection, a deadline, CLUSTERDOWN during a
+// failover; never a caller's own cancellation); Busy when this process's
+// pool was exhausted (IsOverload). An error already coded keeps its code.
+// The cause stays wrapped: the guard, errors.Is and the logs still see the
+// driver's error. Stores defer it on every exported method, so each door
+// reads one code.
+func Code(err *error, unavailable string) {
+	if *err == nil || flashsale.ErrorCode(*err) != flashsale.Internal {
+		return
+	}
+	switch {
+	case IsOverload(*err):
+		*err = fmt.Errorf("%w: %w", errBusy, *err)
+	case IsOutage(*err):
+		*err = fmt.Errorf("%w: %w", &flashsale.Error{Code: flashsale.Unavailable, Message: unavailable}, *err)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/flashsale"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -40,13 +42,62 @@ func TestIsOutage(t *testing.T) {
 		{"net error", &net.OpError{Op: "read", Err: errors.New("i/o timeout")}, true},
 		{"deadline", fmt.Errorf("reserve: %w", context.DeadlineExceeded), true},
 		{"eof", io.EOF, true},
-		{"pool timeout", redis.ErrPoolTimeout, true},
+		{"pool timeout", fmt.Errorf("take: %w", redis.ErrPoolTimeout), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.Equal(t, tt.want, IsOutage(tt.err))
 		})
 	}
+	require.True(t, IsOverload(fmt.Errorf("take: %w", redis.ErrPoolTimeout)))
+	require.False(t, IsOverload(fmt.Errorf("dial: %w", syscall.ECONNREFUSED)))
+}
+
+// A burst that exhausts this process's pool is not an outage: any number
+// of pool timeouts leave the guard closed. Nor do they hide one: between
+// the outages of a hung Redis (the calls holding connections time out)
+// its waiters' pool timeouts do not reset the count, so it still opens.
+func TestGuardIgnoresPoolTimeouts(t *testing.T) {
+	g := New(Options{Failures: 2, Cooldown: time.Hour})
+	call := func(err error) {
+		done, ok := g.Allow()
+		require.True(t, ok)
+		done(err)
+	}
+	for range 100 {
+		call(fmt.Errorf("take: %w", redis.ErrPoolTimeout))
+	}
+	require.True(t, g.Up(), "an overload keeps Redis in use")
+
+	call(&net.OpError{Op: "read", Err: errors.New("i/o timeout")})
+	call(redis.ErrPoolTimeout)
+	require.True(t, g.Up())
+	call(&net.OpError{Op: "read", Err: errors.New("i/o timeout")})
+	require.False(t, g.Up(), "two outages with only pool timeouts between them open it")
+}
+
+func TestCode(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want flashsale.Code
+	}{
+		{"deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), flashsale.Unavailable},
+		{"pool timeout", fmt.Errorf("take: %w", redis.ErrPoolTimeout), flashsale.Busy},
+		{"caller left", fmt.Errorf("get: %w", context.Canceled), flashsale.Internal},
+		{"a reply", redis.Nil, flashsale.Internal},
+		{"coded already", fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.SoldOut, "sold out"), redis.ErrPoolTimeout), flashsale.SoldOut},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.err
+			Code(&err, "store unavailable")
+			require.Equal(t, tt.want, flashsale.ErrorCode(err))
+			require.ErrorIs(t, err, tt.err, "the cause stays wrapped")
+		})
+	}
+	var none error
+	Code(&none, "store unavailable")
+	require.NoError(t, none)
 }
 
 // The guard opens after Failures consecutive outages (replies in between

@@ -54,13 +54,17 @@ type Claim struct {
 // SaleClosed), a missing or forged pass (PassRequired) and another's
 // (PassForeign), and otherwise returns the claim to spend. While Redis
 // does not answer, a SKU this instance saw with a sale is Unavailable;
-// any other goes on as before (the edge degrades).
+// any other goes on as before (the edge degrades). With this instance's
+// Redis pool exhausted the buy is BUSY, whatever the SKU.
 func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, token string) (*Claim, error) {
 	var claim *Claim
 	for _, it := range items {
 		st, err := d.store.StateOf(ctx, it.SKU)
 		if err != nil {
-			if d.known(it.SKU) {
+			switch {
+			case flashsale.ErrorCode(err) == flashsale.Busy:
+				return nil, err // this instance's Redis pool, not the sale, is the matter
+			case d.known(it.SKU):
 				return nil, fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "the sale's queue is unavailable"), err)
 			}
 			continue
@@ -137,9 +141,6 @@ func (d *Door) Issue(p Place) string {
 // Store is the sales' store.
 func (d *Door) Store() *Store { return d.store }
 
-// outage codes a Redis failure Unavailable, as the stores do.
-func outage(err *error) {
-	if *err != nil && flashsale.ErrorCode(*err) == flashsale.Internal && redisguard.IsOutage(*err) {
-		*err = fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "redis unavailable"), *err)
-	}
-}
+// outage codes a Redis failure Unavailable, and an exhausted pool Busy, as
+// the stores do (redisguard.Code).
+func outage(err *error) { redisguard.Code(err, "redis unavailable") }
