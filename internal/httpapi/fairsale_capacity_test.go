@@ -3,7 +3,6 @@
 package httpapi_test
 
 import (
-	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -30,11 +29,7 @@ func TestFairSalePassHoldersBoundedByCapacityNeverBusy(t *testing.T) {
 	sku := s.name("capacity")
 	s.api.putSKU(sku, 8, 100, 2, 1)
 	s.startSale(sku, time.Now().Add(time.Hour), 0)
-	var users []string
-	for i := range 10 {
-		users = append(users, s.name(fmt.Sprintf("c%d", i)))
-		require.Equal(t, http.StatusCreated, s.api.enter(sku, users[i]).status)
-	}
+	users := s.enterQueue(sku, "c", 10)
 	require.Equal(t, http.StatusOK, s.api.control(sku, "open").status)
 
 	var created, soldOut, busy, over atomic.Int64

@@ -20,6 +20,31 @@ import (
 // 23): SOLD_OUT at once for everyone still queued, the waitlist in rank
 // order, the ETA, the queue on the live page.
 
+// enterQueue enters n new buyers (named prefix and a number) into the
+// pre-queue of sku's sale and returns them in the order they entered.
+func (s *stack) enterQueue(sku, prefix string, n int) []string {
+	s.t.Helper()
+	users := make([]string, n)
+	for i := range users {
+		users[i] = s.name(fmt.Sprintf("%s%02d", prefix, i))
+		require.Equal(s.t, http.StatusCreated, s.api.enter(sku, users[i]).status)
+	}
+	return users
+}
+
+// openQueuedSale puts a SKU named name with units (per buyer 1), enters
+// buyers into its sale's pre-queue, opens it and returns the SKU and the
+// buyers in rank order.
+func (s *stack) openQueuedSale(name string, units, buyers int) (string, []string) {
+	s.t.Helper()
+	sku := s.name(name)
+	s.api.putSKU(sku, int64(units), 100, 2, 1)
+	s.startSale(sku, time.Now().Add(time.Hour), 0)
+	users := s.enterQueue(sku, name[:1], buyers)
+	require.Equal(s.t, http.StatusOK, s.api.control(sku, "open").status)
+	return sku, s.byRank(sku, users)
+}
+
 // byRank is users sorted by their rank in sku's sale.
 func (s *stack) byRank(sku string, users []string) []string {
 	s.t.Helper()
@@ -41,17 +66,8 @@ func (s *stack) byRank(sku string, users []string) []string {
 func TestFairSaleSoldOutAtOnceWaitlistInRankOrder(t *testing.T) {
 	s := newStack(t, stackOptions{buyRate: 100})
 	api := s.api
-	sku := s.name("soldout")
 	const units, buyers = 3, 12
-	api.putSKU(sku, units, 100, 2, 1)
-	s.startSale(sku, time.Now().Add(time.Hour), 0)
-	var users []string
-	for i := range buyers {
-		users = append(users, s.name(fmt.Sprintf("q%02d", i)))
-		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
-	}
-	require.Equal(t, http.StatusOK, api.control(sku, "open").status)
-	ranked := s.byRank(sku, users)
+	sku, ranked := s.openQueuedSale("soldout", units, buyers)
 	winners, losers := ranked[:units], ranked[units:]
 
 	// The losers look at the queue every 100 ms while the winners buy.
@@ -141,17 +157,8 @@ func TestFairSaleSoldOutAtOnceWaitlistInRankOrder(t *testing.T) {
 func TestFairSaleLongPollAnswersTheSellOut(t *testing.T) {
 	s := newStack(t, stackOptions{buyRate: 100})
 	api := s.api
-	sku := s.name("longpoll")
 	const units, buyers = 2, 6
-	api.putSKU(sku, units, 100, 2, 1)
-	s.startSale(sku, time.Now().Add(time.Hour), 0)
-	var users []string
-	for i := range buyers {
-		users = append(users, s.name(fmt.Sprintf("l%02d", i)))
-		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
-	}
-	require.Equal(t, http.StatusOK, api.control(sku, "open").status)
-	ranked := s.byRank(sku, users)
+	sku, ranked := s.openQueuedSale("longpoll", units, buyers)
 	winners, losers := ranked[:units], ranked[units:]
 
 	for _, bad := range []string{"11", "-1", "1.5", "soon"} {
@@ -220,11 +227,7 @@ func TestFairSaleQueuePlaceETA(t *testing.T) {
 	sku := s.name("eta")
 	api.putSKU(sku, 2, 100, 2, 1)
 	s.startSale(sku, time.Now().Add(time.Hour), 1)
-	var users []string
-	for i := range 6 {
-		users = append(users, s.name(fmt.Sprintf("t%d", i)))
-		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
-	}
+	users := s.enterQueue(sku, "t", 6)
 	eta := func(u string) (float64, bool) {
 		v, ok := api.place(sku, u)["eta_seconds"].(float64)
 		return v, ok
@@ -285,11 +288,7 @@ func TestSalePageShowsTheQueue(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond)
 
 	s.startSale(sku, time.Now().Add(time.Hour), 0)
-	var users []string
-	for i := range 5 {
-		users = append(users, s.name(fmt.Sprintf("p%d", i)))
-		require.Equal(t, http.StatusCreated, api.enter(sku, users[i]).status)
-	}
+	users := s.enterQueue(sku, "p", 5)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		v := read()
 		assert.Equal(c, queueView{State: "PREQUEUE", Length: "5", Serving: "0", Updated: v.Updated}, v)
