@@ -4,7 +4,7 @@
 // (internal/config), plus HTTP_ADDR (default :8080), WEBHOOK_SECRET (comma
 // separated, newest first), ADMIN_TOKEN and BUYER_JWT_SECRET or
 // BUYER_JWKS_URL (internal/identity), which have no defaults, and
-// optionally HTTP_READ_TIMEOUT, BUYER_JWT_AUDIENCE, BUYER_JWT_ISSUER, BUYER_TOKEN_CACHE_SIZE, BUY_RATE_PER_USER,
+// optionally HTTP_READ_TIMEOUT, HTTP_H2C, BUYER_JWT_AUDIENCE, BUYER_JWT_ISSUER, BUYER_TOKEN_CACHE_SIZE, BUY_RATE_PER_USER,
 // ORDER_RATE_PER_USER, EDGE_MAX_IN_FLIGHT, WAITLIST_PER_UNIT and METRICS_ADDR (Prometheus
 // metrics on a listener of their own; off when unset). On SIGINT/SIGTERM it
 // fails /readyz, stops accepting connections and lets in-flight requests
@@ -43,6 +43,7 @@ flags:
 environment (api):
   HTTP_ADDR             public listener (default :8080)
   HTTP_READ_TIMEOUT     time to read a request's headers and body (default 15s); past it: 408 REQUEST_TIMEOUT
+  HTTP_H2C              true: serve HTTP/2 without TLS too (prior knowledge), e.g. for queue long polls (default false)
   WEBHOOK_SECRET        payment callback HMAC secrets, comma-separated, newest first (required, >= 16 chars each)
   ADMIN_TOKEN           operators' bearer token (required, >= 16 chars)
   BUYER_JWT_SECRET      HS256 key of buyer tokens (>= 32 bytes), or

@@ -181,7 +181,7 @@ func TestConfig(t *testing.T) {
 		"WEBHOOK_SECRET": testSecret + " , " + testOldSecret, "ADMIN_TOKEN": testAdmin, "BUYER_JWT_SECRET": testBuyerKey,
 		"HTTP_ADDR": "127.0.0.1:9999", "BUY_RATE_PER_USER": "7", "ORDER_RATE_PER_USER": "3", "EDGE_MAX_IN_FLIGHT": "4", "WAITLIST_PER_UNIT": "5",
 		"BUYER_JWT_AUDIENCE": "shop", "ADMISSION_TARGET_LATENCY": "250ms", "ADMISSION_THROUGHPUT": "80.5",
-		"ADMISSION_MAX_RETRY_AFTER": "4s", "SALE_PASSES_PER_INSTANCE": "40",
+		"ADMISSION_MAX_RETRY_AFTER": "4s", "SALE_PASSES_PER_INSTANCE": "40", "HTTP_H2C": "true",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, []string{testSecret, testOldSecret}, cfg.WebhookSecrets)
@@ -194,6 +194,7 @@ func TestConfig(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, cfg.AdmissionTargetLatency)
 	require.Equal(t, 80.5, cfg.AdmissionThroughput)
 	require.Equal(t, 4*time.Second, cfg.AdmissionMaxRetryAfter)
+	require.True(t, cfg.H2C)
 	require.Equal(t, identity.Config{Secret: []byte(testBuyerKey), Audience: "shop"}, cfg.Identity)
 
 	base := map[string]string{"WEBHOOK_SECRET": testSecret, "ADMIN_TOKEN": testAdmin, "BUYER_JWKS_URL": "https://idp.example/jwks.json"}
@@ -207,6 +208,7 @@ func TestConfig(t *testing.T) {
 	require.Zero(t, cfg.AdmissionThroughput, "zero: learned")
 	require.Zero(t, cfg.AdmissionMaxRetryAfter, "zero: edge.DefaultBusyRetryAfterMax")
 	require.Zero(t, cfg.SalePasses, "zero: DefaultSalePassWindows windows")
+	require.False(t, cfg.H2C, "HTTP/1.1 alone unless asked")
 	off := maps.Clone(base)
 	off["ADMISSION_TARGET_LATENCY"] = "off"
 	cfg, err = httpapi.LoadConfig(env(off))
@@ -214,7 +216,7 @@ func TestConfig(t *testing.T) {
 	require.Negative(t, cfg.AdmissionTargetLatency, "off turns the cap off")
 
 	for k, v := range map[string]string{"BUY_RATE_PER_USER": "0", "ORDER_RATE_PER_USER": "x", "WAITLIST_PER_UNIT": "-1", "BUYER_JWT_SECRET": "too-short",
-		"ADMISSION_TARGET_LATENCY": "0s", "ADMISSION_THROUGHPUT": "-3", "ADMISSION_MAX_RETRY_AFTER": "1500ms", "SALE_PASSES_PER_INSTANCE": "0"} {
+		"ADMISSION_TARGET_LATENCY": "0s", "ADMISSION_THROUGHPUT": "-3", "ADMISSION_MAX_RETRY_AFTER": "1500ms", "SALE_PASSES_PER_INSTANCE": "0", "HTTP_H2C": "yes please"} {
 		bad := maps.Clone(base)
 		bad[k] = v
 		if k == "BUYER_JWT_SECRET" {

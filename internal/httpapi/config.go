@@ -20,6 +20,11 @@ type Config struct {
 	// (HTTP_READ_TIMEOUT, default DefaultReadTimeout). A body not in by
 	// then is answered 408 REQUEST_TIMEOUT.
 	ReadTimeout time.Duration
+	// H2C also serves HTTP/2 without TLS (HTTP_H2C=true), for a load
+	// balancer or a client that speaks it with prior knowledge: many
+	// requests, long polls of the queue (?wait=) above all, over few
+	// connections. HTTP/1.1 is served either way.
+	H2C bool
 	// WebhookSecrets verify payment callbacks (WEBHOOK_SECRET, comma
 	// separated). During a rotation both the new and the old secret are
 	// listed; the first one is the current one, used by `starter pay
@@ -121,6 +126,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("HTTP_READ_TIMEOUT=%q: want a positive duration (15s)", v))
 		}
 		cfg.ReadTimeout = d
+	}
+	if v := getenv("HTTP_H2C"); v != "" {
+		h2c, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HTTP_H2C=%q: want true or false", v))
+		}
+		cfg.H2C = h2c
 	}
 	secrets, err := ParseSecrets(getenv("WEBHOOK_SECRET"))
 	if err != nil {

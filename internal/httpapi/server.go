@@ -238,9 +238,18 @@ func (s *Server) Drain() {
 // for a public listener.
 func (s *Server) HTTPServer() *http.Server {
 	readTimeout := cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout)
+	var protocols *http.Protocols
+	if s.cfg.H2C {
+		protocols = new(http.Protocols)
+		protocols.SetHTTP1(true)
+		protocols.SetUnencryptedHTTP2(true)
+	}
 	return &http.Server{
-		Addr:    s.cfg.Addr,
-		Handler: s.handler,
+		// HTTP/1.1, and HTTP/2 without TLS when the config asks (h2c);
+		// nil is net/http's default (HTTP/1.1 on a plain listener).
+		Protocols: protocols,
+		Addr:      s.cfg.Addr,
+		Handler:   s.handler,
 		// Slow-header clients (slowloris) are cut off early.
 		ReadHeaderTimeout: min(5*time.Second, readTimeout),
 		// A body not in by then is answered 408 (readBody): the write
