@@ -562,11 +562,16 @@ func (s *Store) Spend(ctx context.Context, sku string, rank int64, expiry time.T
 }
 
 // GiveBack gives the pass of rank, spent on orderID, back to its holder:
-// the order got no unit (sale_giveback.lua). Idempotent: only the order
-// the pass was spent on gives it back, once.
+// the order got no unit (sale_giveback.lua). It is outstanding again while
+// units are left for it, else released (its holder is told the sell-out).
+// Idempotent: only the order the pass was spent on gives it back, once.
 func (s *Store) GiveBack(ctx context.Context, sku string, rank int64, expiry time.Time, orderID string) (err error) {
 	defer outage(&err)
-	if err := giveBackScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID).Err(); err != nil {
+	units, err := s.stock(ctx, sku)
+	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
+		return fmt.Errorf("units of %s: %w", sku, err)
+	}
+	if err := giveBackScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID, units).Err(); err != nil {
 		return fmt.Errorf("give back pass %d of %s: %w", rank, sku, err)
 	}
 	return nil

@@ -68,6 +68,15 @@ type Options struct {
 	// MaxConns bounds the client's connections to the API in all (the
 	// process has one file table; the API may share it).
 	MaxConns int
+	// LongPoll, when positive (whole seconds, at most the API's
+	// MaxQueueWait), has queued buyers hold their looks
+	// (queue/me?wait=LongPoll), as a client of the long poll would: a
+	// look held to its end without news is sent again at once, a pass is
+	// spent at once, and the schedule's ticks are dropped while a look is
+	// held. The crowd then speaks HTTP/2 without TLS (the API must serve
+	// h2c): 10,000 held looks over a few connections, where one connection
+	// each would pass the process's file table.
+	LongPoll time.Duration
 }
 
 // ClassResult is one class's outcome.
@@ -99,11 +108,13 @@ type ClassResult struct {
 
 // Result is one run.
 type Result struct {
-	Queue    bool             `json:"queue"`
-	Units    int64            `json:"units"`
-	Classes  []ClassResult    `json:"classes"`
-	Answers  map[string]int64 `json:"answers"`
-	Requests int64            `json:"requests"`
+	Queue bool `json:"queue"`
+	// LongPollS is Options.LongPoll in seconds (0: the buyers poll).
+	LongPollS float64          `json:"long_poll_s,omitempty"`
+	Units     int64            `json:"units"`
+	Classes   []ClassResult    `json:"classes"`
+	Answers   map[string]int64 `json:"answers"`
+	Requests  int64            `json:"requests"`
 	// Reserved counts 201s the buyers saw (one per winner).
 	Reserved int64 `json:"reserved"`
 	// Oversold and Undersold compare the database's reserved units with
@@ -203,9 +214,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 1024
 	}
+	tr := &http.Transport{MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}
+	if o.LongPoll > 0 {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
 	s := &sim{o: o, answers: map[string]int64{},
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			MaxIdleConnsPerHost: o.MaxConns, MaxConnsPerHost: o.MaxConns}}}
+		client: &http.Client{Timeout: 30*time.Second + o.LongPoll, Transport: tr}}
 	defer s.client.CloseIdleConnections()
 	var buyers []*buyer
 	for ci, c := range o.Classes {
@@ -331,12 +346,45 @@ func (s *sim) step(ctx context.Context, b *buyer) {
 			b.mu.Unlock()
 		}
 	case pass != "" && !buying:
-		s.buy(ctx, b, pass)
-		b.mu.Lock()
-		b.buying = false
-		b.mu.Unlock()
+		s.spend(ctx, b, pass)
+	case s.o.LongPoll > 0:
+		s.hold(ctx, b)
 	default:
-		s.look(ctx, b)
+		s.look(ctx, b, 0)
+	}
+}
+
+// spend buys with the buyer's pass; step marked the buyer buying.
+func (s *sim) spend(ctx context.Context, b *buyer, pass string) {
+	s.buy(ctx, b, pass)
+	b.mu.Lock()
+	b.buying = false
+	b.mu.Unlock()
+}
+
+// hold is a long-polling buyer's look: held by the API until their turn
+// or the sell-out, sent again at once when it ended without news, and
+// followed at once by the buy when it brought a pass. A look answered
+// before it could be held (the pre-queue, a refusal, a pass already out)
+// goes back to the schedule.
+func (s *sim) hold(ctx context.Context, b *buyer) {
+	for ctx.Err() == nil {
+		sent := time.Now()
+		s.look(ctx, b, s.o.LongPoll)
+		b.mu.Lock()
+		done, pass := b.done, b.pass
+		buying := pass != "" && !b.buying
+		if buying {
+			b.buying = true
+		}
+		b.mu.Unlock()
+		switch {
+		case buying:
+			s.spend(ctx, b, pass)
+			return
+		case done || time.Since(sent) < s.o.LongPoll/2:
+			return
+		}
 	}
 }
 
@@ -370,15 +418,20 @@ func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
 	}
 }
 
-// look reads the buyer's place in the queue.
-func (s *sim) look(ctx context.Context, b *buyer) {
+// look reads the buyer's place in the queue, held up to wait (whole
+// seconds) while the buyer waits for their turn.
+func (s *sim) look(ctx context.Context, b *buyer, wait time.Duration) {
 	var p struct {
 		Rank    int64  `json:"rank"`
 		Pass    string `json:"pass"`
 		Spent   bool   `json:"pass_spent"`
 		SoldOut bool   `json:"sold_out"`
 	}
-	a := s.call(ctx, http.MethodGet, "/api/v1/skus/"+s.o.SKU+"/queue/me", nil, b.auth)
+	path := "/api/v1/skus/" + s.o.SKU + "/queue/me"
+	if wait > 0 {
+		path += fmt.Sprintf("?wait=%d", int(wait.Seconds()))
+	}
+	a := s.call(ctx, http.MethodGet, path, nil, b.auth)
 	status, body := a.Status, a.Body
 	if status != http.StatusOK || json.Unmarshal(body, &p) != nil {
 		return
@@ -457,7 +510,7 @@ func (s *sim) watch(ctx context.Context) watchFigures {
 }
 
 func (s *sim) result(buyers []*buyer, w watchFigures) Result {
-	r := Result{Queue: s.o.Queue, Units: s.o.Units, Answers: s.answers, Reserved: s.reserved.Load(),
+	r := Result{Queue: s.o.Queue, LongPollS: s.o.LongPoll.Seconds(), Units: s.o.Units, Answers: s.answers, Reserved: s.reserved.Load(),
 		Seconds: time.Since(s.start).Seconds(), LastUnitS: time.Duration(s.lastUnit.Load()).Seconds(),
 		Entered: s.entered.Load(), EnteredLate: s.late.Load()}
 	for _, n := range s.answers {
