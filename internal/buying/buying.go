@@ -69,8 +69,8 @@ type Request struct {
 	Pass string
 }
 
-// giveBackTimeout bounds giving back a pass that bought nothing.
-const giveBackTimeout = 2 * time.Second
+// settleTimeout bounds settling a pass once its order answered.
+const settleTimeout = 2 * time.Second
 
 // Outcome names what decided a buy.
 type Outcome string
@@ -139,17 +139,22 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 	// The gate learns the outcome even if the buyer has gone: its slot must
 	// be freed, and a sold-out answer is worth caching for the next buyer.
 	ticket.Done(ctx, rejected && res.Reason == flashsale.SoldOut)
-	if rejected && claim != nil && (res.Reason == flashsale.SoldOut || res.Reason == flashsale.StockDrift) {
-		// The pass bought nothing (a buy in flight took the unit it went
-		// out for, or MySQL had none): it goes back to its holder, who is
-		// then told the sell-out by queue/me and may buy a unit that comes
-		// back. A failure leaves the pass spent; this buy is answered
-		// SOLD_OUT all the same. Like the gate's, it is owed even to a
-		// buyer who hung up: bounded, and not cut short by their going.
-		giveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+	if claim != nil && err == nil {
+		// The pass counted as outstanding while its order was placed (its
+		// unit still in the buckets); the answer settles it. A pass that
+		// bought nothing (a buy in flight took the unit it went out for,
+		// or MySQL had none) goes back to its holder: outstanding again
+		// while a unit is left for it, else released and its holder told
+		// the sell-out by queue/me. Any other answer spends it for good.
+		// Owed even to a buyer who hung up: bounded, and not cut short by
+		// their going. A failure leaves the pass outstanding until its
+		// expiry; this buy's answer is the same. So does a placement whose
+		// answer is unknown (err): its order may still take the unit.
+		noUnit := rejected && (res.Reason == flashsale.SoldOut || res.Reason == flashsale.StockDrift)
+		settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 		defer cancel()
-		if gerr := claim.GiveBack(giveCtx, id); gerr != nil {
-			s.logger().Warn("give back a pass that bought nothing", "order_id", id, "err", gerr)
+		if serr := claim.Settle(settleCtx, id, !noUnit); serr != nil {
+			s.logger().Warn("settle the pass of a buy", "order_id", id, "bought", !noUnit, "err", serr)
 		}
 	}
 	return Result{Outcome: Admitted, Reservation: res}, err

@@ -9,6 +9,8 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/redisguard"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Door is the sale's part of a buy (internal/buying): a SKU without a sale
@@ -90,12 +92,21 @@ func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, 
 }
 
 // outstanding reports whether p is outstanding: issued with its signed
-// expiry, not spent, and not past the expiry by this instance's clock (a
-// pass within the clocks' skew of its end is Spend's to refuse). A failed
-// read is false: the buy then meets the edge's caps as any other.
+// expiry, not spent (a spent pass counts among the outstanding ones until
+// its order's answer, but is not the holder's any more), and not past the
+// expiry by this instance's clock (a pass within the clocks' skew of its
+// end is Spend's to refuse). A failed read is false: the buy then meets
+// the edge's caps as any other.
 func (s *Store) outstanding(ctx context.Context, sku string, p Pass) bool {
-	score, err := s.rdb.ZScore(ctx, keys(sku)[kPasses], strconv.FormatInt(p.Rank, 10)).Result()
-	return err == nil && int64(score) == p.Expiry.UnixMilli() && time.Now().Before(p.Expiry)
+	k, rank := keys(sku), strconv.FormatInt(p.Rank, 10)
+	var score *redis.FloatCmd
+	var spent *redis.BoolCmd
+	_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		score = pipe.ZScore(ctx, k[kPasses], rank)
+		spent = pipe.HExists(ctx, k[kSpent], rank)
+		return nil
+	})
+	return err == nil && int64(score.Val()) == p.Expiry.UnixMilli() && !spent.Val() && time.Now().Before(p.Expiry)
 }
 
 // Spend spends the claim's pass on orderID (Store.Spend).
@@ -103,10 +114,10 @@ func (c *Claim) Spend(ctx context.Context, orderID string) error {
 	return c.store.Spend(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID)
 }
 
-// GiveBack gives the claim's pass back after the order it was spent on
-// got no unit (Store.GiveBack).
-func (c *Claim) GiveBack(ctx context.Context, orderID string) error {
-	return c.store.GiveBack(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID)
+// Settle settles the claim's pass once the order it was spent on has its
+// answer: bought, or given back (Store.Settle).
+func (c *Claim) Settle(ctx context.Context, orderID string, bought bool) error {
+	return c.store.Settle(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID, bought)
 }
 
 func (d *Door) known(sku string) bool {

@@ -109,6 +109,9 @@ func TestPassesNeverExceedThePublishedCapacity(t *testing.T) {
 	}
 	wg.Wait()
 	units.Add(-3)
+	for i, u := range order[:3] {
+		require.NoError(t, a.Settle(ctx, sku, holders[u].Rank, holders[u].PassExpiry, fmt.Sprintf("o%d", i), true))
+	}
 	holders = look(3)
 	require.Len(t, holders, 5, "ranks 4 and 5 still hold theirs, 6..8 got one")
 	for _, u := range order[3:8] {
@@ -126,6 +129,9 @@ func TestPassesNeverExceedThePublishedCapacity(t *testing.T) {
 		require.NoError(t, b.Spend(ctx, sku, holders[u].Rank, holders[u].PassExpiry, "x"+u))
 	}
 	units.Store(2)
+	for _, u := range order[3:6] {
+		require.NoError(t, b.Settle(ctx, sku, holders[u].Rank, holders[u].PassExpiry, "x"+u, true))
+	}
 	look(2)
 	board, err = a.BoardOf(ctx, sku)
 	require.NoError(t, err)
@@ -165,12 +171,17 @@ func TestDeadInstanceCapacityDropsOut(t *testing.T) {
 
 	// Four of the five are spent: one outstanding, one more pass (the
 	// capacity is 2).
+	var passes []sale.Place
 	for rank := int64(1); rank <= 4; rank++ {
 		p, err := live.PlaceOf(ctx, sku, order[rank-1])
 		require.NoError(t, err)
 		require.NoError(t, live.Spend(ctx, sku, rank, p.PassExpiry, fmt.Sprintf("o%d", rank)))
+		passes = append(passes, p)
 	}
 	units.Add(-4)
+	for _, p := range passes {
+		require.NoError(t, live.Settle(ctx, sku, p.Rank, p.PassExpiry, fmt.Sprintf("o%d", p.Rank), true))
+	}
 	p, err = live.PlaceOf(ctx, sku, order[5])
 	require.NoError(t, err)
 	require.Equal(t, int64(6), p.Serving)

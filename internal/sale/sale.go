@@ -44,15 +44,15 @@ var luaFiles embed.FS
 func script(name string) *redis.Script { return luascript.Load(luaFiles, name) }
 
 var (
-	prepareScript  = script("sale_prepare.lua")
-	freezeScript   = script("sale_freeze.lua")
-	revealScript   = script("sale_reveal.lua")
-	stateScript    = script("sale_state.lua")
-	enterScript    = script("sale_enter.lua")
-	meScript       = script("sale_me.lua")
-	spendScript    = script("sale_spend.lua")
-	giveBackScript = script("sale_giveback.lua")
-	boardScript    = script("sale_board.lua")
+	prepareScript = script("sale_prepare.lua")
+	freezeScript  = script("sale_freeze.lua")
+	revealScript  = script("sale_reveal.lua")
+	stateScript   = script("sale_state.lua")
+	enterScript   = script("sale_enter.lua")
+	meScript      = script("sale_me.lua")
+	spendScript   = script("sale_spend.lua")
+	settleScript  = script("sale_settle.lua")
+	boardScript   = script("sale_board.lua")
 )
 
 // Stock reads a SKU's units left in Redis (inventory.Store's AvailableTo
@@ -561,18 +561,25 @@ func (s *Store) Spend(ctx context.Context, sku string, rank int64, expiry time.T
 	return StateError(sku, State(res))
 }
 
-// GiveBack gives the pass of rank, spent on orderID, back to its holder:
-// the order got no unit (sale_giveback.lua). It is outstanding again while
-// units are left for it, else released (its holder is told the sell-out).
-// Idempotent: only the order the pass was spent on gives it back, once.
-func (s *Store) GiveBack(ctx context.Context, sku string, rank int64, expiry time.Time, orderID string) (err error) {
+// Settle settles the pass of rank, spent on orderID, once the order has
+// its answer (sale_settle.lua): bought, it leaves the passes outstanding,
+// spent for good; not bought, it is given back to its holder, outstanding
+// again while a unit is left for it, else released (its holder is told the
+// sell-out). Until then a spent pass counts as outstanding: its unit is
+// still in the buckets. Idempotent: only the order the pass was spent on
+// settles it, once.
+func (s *Store) Settle(ctx context.Context, sku string, rank int64, expiry time.Time, orderID string, bought bool) (err error) {
 	defer outage(&err)
 	units, err := s.stock(ctx, sku)
 	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
 		return fmt.Errorf("units of %s: %w", sku, err)
 	}
-	if err := giveBackScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID, units).Err(); err != nil {
-		return fmt.Errorf("give back pass %d of %s: %w", rank, sku, err)
+	outcome := "nothing"
+	if bought {
+		outcome = "bought"
+	}
+	if err := settleScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID, units, outcome).Err(); err != nil {
+		return fmt.Errorf("settle pass %d of %s (%s): %w", rank, sku, outcome, err)
 	}
 	return nil
 }

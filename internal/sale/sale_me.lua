@@ -24,7 +24,9 @@
 -- Returns {state, ticket, rank, serving, ranked, pass_expiry_ms, spent,
 -- seed_hash, seed, outstanding, now_ms, opens_at_ms, first_served,
 -- first_served_at_ms, capacity}: pass_expiry_ms is 0 unless the buyer's
--- pass is outstanding, spent 1 when it was spent. state '' is no sale.
+-- pass is outstanding and not spent, spent 1 when it was spent. The
+-- passes outstanding include those spent on orders still being placed
+-- (sale_settle.lua). state '' is no sale.
 --
 -- first_served and first_served_at record the counter's first move: every
 -- rank served after min(units, capacity) at the open was served by a pass
@@ -78,9 +80,10 @@ local ticket = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
 local rank = tonumber(redis.call('ZSCORE', KEYS[6], ARGV[1]) or '0')
 local expiry, spent = 0, 0
 if rank > 0 and rank <= serving then
-  expiry = tonumber(redis.call('ZSCORE', KEYS[8], rank) or '0')
   if redis.call('HEXISTS', KEYS[9], rank) == 1 then
     spent = 1
+  else
+    expiry = tonumber(redis.call('ZSCORE', KEYS[8], rank) or '0')
   end
 end
 local hash, seed, opens, first, first_at = unpack(redis.call('HMGET', KEYS[1], 'seed_hash', 'seed', 'opens_at',

@@ -1,5 +1,7 @@
 -- Spends a pass on an order, once. The same order again (a retried buy)
--- is answered as the first time; any other order is a replay.
+-- is answered as the first time; any other order is a replay. The pass
+-- stays among the outstanding ones until the order's answer settles it
+-- (sale_settle.lua): its unit is still in the buckets meanwhile.
 --
 -- KEYS: the sale's keys (keys.go order)
 -- ARGV[1] rank
@@ -25,6 +27,5 @@ local expiry = redis.call('ZSCORE', KEYS[8], ARGV[1])
 if not expiry or tonumber(expiry) ~= tonumber(ARGV[2]) or tonumber(expiry) <= now then
   return 'EXPIRED'
 end
-redis.call('ZREM', KEYS[8], ARGV[1])
 redis.call('HSET', KEYS[9], ARGV[1], ARGV[3])
 return 'OK'

@@ -161,7 +161,12 @@ func TestPassesFollowTheStock(t *testing.T) {
 	require.NoError(t, st.Spend(ctx, sku, 1, p0.PassExpiry, "o1"))
 	require.NoError(t, st.Spend(ctx, sku, 1, p0.PassExpiry, "o1"), "a retried buy")
 	require.Equal(t, flashsale.PassUsed, flashsale.ErrorCode(st.Spend(ctx, sku, 1, p0.PassExpiry, "o2")))
+	require.Equal(t, int64(2), place(order[3]).Serving, "spent, its order still placing: its unit is nobody else's")
+	require.True(t, place(order[0]).Spent)
+	require.True(t, place(order[0]).PassExpiry.IsZero(), "a spent pass is not shown again")
 	units.Add(-1)
+	require.NoError(t, st.Settle(ctx, sku, 1, p0.PassExpiry, "o1", true))
+	require.NoError(t, st.Settle(ctx, sku, 1, p0.PassExpiry, "o1", true), "a repeat changes nothing")
 	require.Equal(t, int64(2), place(order[3]).Serving, "one unit, one pass outstanding")
 	require.True(t, place(order[0]).Spent)
 
@@ -184,6 +189,7 @@ func TestPassesFollowTheStock(t *testing.T) {
 
 	// The last unit is taken: everyone still queued hears it at once.
 	units.Add(-1)
+	require.NoError(t, st.Settle(ctx, sku, 3, p2.PassExpiry, "o4", true))
 	p3 = place(order[3])
 	require.True(t, p3.SoldOut)
 	require.True(t, p3.PassExpiry.IsZero())
@@ -262,7 +268,7 @@ func TestGiveBackAPassThatBoughtNothing(t *testing.T) {
 	require.True(t, spent.Spent)
 	require.False(t, spent.SoldOut, "spent: the buyer is not told the sell-out")
 
-	require.NoError(t, base.GiveBack(ctx, sku, p.Rank, p.PassExpiry, "another-order"))
+	require.NoError(t, base.Settle(ctx, sku, p.Rank, p.PassExpiry, "another-order", false))
 	still, err := base.PlaceOf(ctx, sku, order[0])
 	require.NoError(t, err)
 	require.True(t, still.Spent, "only the order the pass was spent on gives it back")
@@ -270,13 +276,13 @@ func TestGiveBackAPassThatBoughtNothing(t *testing.T) {
 	// A unit came back before the pass did: it is outstanding again, for
 	// that unit, and buys it.
 	units.Store(1)
-	require.NoError(t, base.GiveBack(ctx, sku, p.Rank, p.PassExpiry, "lost"))
+	require.NoError(t, base.Settle(ctx, sku, p.Rank, p.PassExpiry, "lost", false))
 	back, err := base.PlaceOf(ctx, sku, order[0])
 	require.NoError(t, err)
 	require.False(t, back.Spent)
 	require.Equal(t, p.PassExpiry, back.PassExpiry, "the same pass, outstanding again")
 	require.Equal(t, int64(1), back.Outstanding, "and no other pass for the one unit")
-	require.NoError(t, base.GiveBack(ctx, sku, p.Rank, p.PassExpiry, "lost"), "a repeat changes nothing")
+	require.NoError(t, base.Settle(ctx, sku, p.Rank, p.PassExpiry, "lost", false), "a repeat changes nothing")
 	board, err := base.BoardOf(ctx, sku)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), board.Outstanding)
@@ -287,7 +293,7 @@ func TestGiveBackAPassThatBoughtNothing(t *testing.T) {
 	// passes outstanding never exceed the units left), and its holder is
 	// told the sell-out.
 	units.Store(0) // "won" was refused too
-	require.NoError(t, base.GiveBack(ctx, sku, p.Rank, p.PassExpiry, "won"))
+	require.NoError(t, base.Settle(ctx, sku, p.Rank, p.PassExpiry, "won", false))
 	gone, err := base.PlaceOf(ctx, sku, order[0])
 	require.NoError(t, err)
 	require.False(t, gone.Spent)
@@ -303,7 +309,7 @@ func TestGiveBackAPassThatBoughtNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, short.Spend(ctx, sku2, q.Rank, q.PassExpiry, "late"))
 	time.Sleep(time.Until(q.PassExpiry) + 50*time.Millisecond)
-	require.NoError(t, short.GiveBack(ctx, sku2, q.Rank, q.PassExpiry, "late"))
+	require.NoError(t, short.Settle(ctx, sku2, q.Rank, q.PassExpiry, "late", false))
 	b2, err := short.BoardOf(ctx, sku2)
 	require.NoError(t, err)
 	require.Zero(t, b2.Outstanding)

@@ -77,6 +77,9 @@ func TestWaitsWakeTheServedThenEveryoneAtTheSellOut(t *testing.T) {
 		require.NoError(t, st.Spend(ctx, sku, places[u].Rank, places[u].PassExpiry, "o"+string(rune('a'+i))))
 	}
 	units.Store(98)
+	for i, u := range order[:2] {
+		require.NoError(t, st.Settle(ctx, sku, places[u].Rank, places[u].PassExpiry, "o"+string(rune('a'+i)), true))
+	}
 	for range order[2:4] {
 		got := <-wakes
 		require.True(t, got.woken)
