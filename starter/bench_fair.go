@@ -18,19 +18,38 @@ import (
 // for its 10,000 buyers (fairness.DefaultClasses).
 const fairUnits = 1000
 
+// fairRun is one sale of the fairness benchmark: the queue off (the
+// race) or on, its buyers polling their place or holding their looks.
+type fairRun struct {
+	name     string
+	queue    bool
+	longPoll time.Duration
+}
+
+// fairRuns are the fairness benchmark's sales, in the order they run.
+var fairRuns = []fairRun{
+	{name: "off"},
+	{name: "on", queue: true},
+	{name: "on-longpoll", queue: true, longPoll: httpapi.MaxQueueWait},
+}
+
 // fair runs the fairness benchmark (issue 23, item 6) on st: the same crowd
 // against a SKU sold as today (no queue: the race), then against a SKU sold
-// through the fair queue, each on an API instance of its own with the
-// production edge (its in-flight cap is the passes' bound).
+// through the fair queue, its buyers polling, then holding their looks
+// (the long poll, over h2c), each SKU of its own on one API instance with
+// the production edge (its in-flight cap is the passes' bound).
 func (b *benchRun) fair(ctx context.Context, st *stack) error {
 	inFlight := int64(edge.DefaultMaxInFlight)
-	api, err := st.WithAPI(ctx, func(c *httpapi.Config) { c.MaxInFlight, c.SalePasses = inFlight, b.p.FairPasses })
+	api, err := st.WithAPI(ctx, func(c *httpapi.Config) {
+		c.MaxInFlight, c.SalePasses, c.H2C = inFlight, b.p.FairPasses, true
+	})
 	if err != nil {
 		return err
 	}
 	sales := app.SaleStore(st.Backend)
-	for _, queue := range []bool{false, true} {
-		sku := fmt.Sprintf("bench-fair-%s-%t", b.run, queue)
+	for _, run := range fairRuns {
+		queue := run.queue
+		sku := fmt.Sprintf("bench-fair-%s-%s", b.run, run.name)
 		if err := api.Admin(ctx, http.MethodPut, "/api/v1/admin/skus/"+sku,
 			map[string]any{"total": fairUnits, "price": 100, "buckets": 16, "per_user_limit": 1}, nil); err != nil {
 			return fmt.Errorf("fair: create %s: %w", sku, err)
@@ -38,7 +57,7 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 		if err := api.Admin(ctx, http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", struct{}{}, nil); err != nil {
 			return fmt.Errorf("fair: preheat %s: %w", sku, err)
 		}
-		b.logf("fairness: %d buyers for %d units, queue %s", classBuyers(), fairUnits, map[bool]string{false: "off", true: "on"}[queue])
+		b.logf("fairness: %d buyers for %d units, queue %s", classBuyers(), fairUnits, run.name)
 		res, err := fairness.Run(ctx, fairness.Options{
 			Base: api.URL, SKU: sku, Units: fairUnits, Classes: fairness.DefaultClasses,
 			Token: func(user string) (string, error) { return api.Buyers.Token(user, time.Hour) },
@@ -51,7 +70,7 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 				board, err := sales.BoardOf(ctx, sku)
 				return av.Units, board.Outstanding, board.Capacity, err
 			},
-			InFlightCap: inFlight, Deadline: b.p.FairDeadline, Seed: 23,
+			InFlightCap: inFlight, Deadline: b.p.FairDeadline, Seed: 23, LongPoll: run.longPoll,
 		})
 		if err != nil {
 			return fmt.Errorf("fair: %w", err)

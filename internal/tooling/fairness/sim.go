@@ -408,8 +408,13 @@ func (s *sim) buy(ctx context.Context, b *buyer, pass string) {
 		}
 	case s.o.Queue && status != http.StatusTooManyRequests && status != 0:
 		// The pass is spent, expired or refused: back to the queue,
-		// which says what is left.
+		// which says what is left (a pass given back may buy a unit
+		// that came back). A SOLD_OUT answer told the buyer the
+		// sell-out all the same.
 		b.pass = ""
+		if code == "SOLD_OUT" && b.soldOut.IsZero() {
+			b.soldOut = time.Now()
+		}
 	case !s.o.Queue && code == "SOLD_OUT":
 		b.done = true
 		if b.soldOut.IsZero() {
