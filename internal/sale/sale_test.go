@@ -244,13 +244,12 @@ func TestOpenRetriedAfterACrashChangesNoRank(t *testing.T) {
 	require.Equal(t, int64(101), p.Queued)
 }
 
-// A pass spent on an order that got no unit is given back (GiveBack): the
-// holder is no longer shown pass_spent. While a unit is left for it the
-// pass is outstanding again and buys it; with none left it is released and
-// its holder told the sell-out, so the passes outstanding never exceed the
-// units left (the fairness bench's long poll saw 64 outstanding for none
-// before). Only the order it was spent on gives it back, once; a pass past
-// its expiry stays gone.
+// A pass spent on an order that got no unit is given back (Settle, not
+// bought): its holder is no longer shown pass_spent. While a unit is left
+// for it the pass is outstanding again and buys it; with none left it is
+// released and its holder told the sell-out, so the passes outstanding
+// never exceed the units left. Only the order it was spent on gives it
+// back, once; a pass past its expiry stays gone.
 func TestGiveBackAPassThatBoughtNothing(t *testing.T) {
 	var units atomic.Int64
 	units.Store(1)
