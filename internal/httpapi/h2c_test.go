@@ -3,8 +3,6 @@
 package httpapi_test
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -24,18 +22,7 @@ func TestH2CServedOnlyWhenAsked(t *testing.T) {
 		cfg.H2C = h2c
 		api, err := httpapi.New(deps(t, s.b), cfg)
 		require.NoError(t, err)
-		srv := api.HTTPServer()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(ln) }()
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			require.NoError(t, srv.Shutdown(ctx))
-			require.ErrorIs(t, <-served, http.ErrServerClosed)
-		})
-		return "http://" + ln.Addr().String()
+		return "http://" + serveHTTP(t, api)
 	}
 	client := func(h2c bool) *http.Client {
 		p := new(http.Protocols)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -371,4 +372,23 @@ func (s *stack) countWorkflows(sku string) int64 {
 	})
 	require.NoError(s.t, err)
 	return resp.GetCount()
+}
+
+// serveHTTP serves api through its real http.Server (HTTPServer, with its
+// timeouts and protocols) on a loopback port until the test ends, and
+// returns the address.
+func serveHTTP(t *testing.T, api *httpapi.Server) string {
+	t.Helper()
+	srv := api.HTTPServer()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+		require.ErrorIs(t, <-served, http.ErrServerClosed)
+	})
+	return ln.Addr().String()
 }

@@ -5,7 +5,6 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,24 +36,14 @@ func TestStalledCallbackIsNotAcknowledged(t *testing.T) {
 	cfg.ReadTimeout = readTimeout
 	api, err := httpapi.New(deps(t, s.b), cfg)
 	require.NoError(t, err)
-	srv := api.HTTPServer()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-		require.ErrorIs(t, <-served, http.ErrServerClosed)
-	})
+	addr := serveHTTP(t, api)
 
 	body := mustJSON(t, callback{OrderID: id, TransactionID: s.name("tx-1"), Amount: 4999, Status: "SUCCESS"})
 	sig := httpapi.Sign(testSecret, time.Now(), body)
 
 	// The provider's first attempt: headers and half the body, then
 	// nothing, its connection still open.
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = fmt.Fprintf(conn, "POST /api/v1/payments/callback HTTP/1.1\r\nHost: provider\r\nContent-Type: application/json\r\n"+
@@ -83,7 +72,7 @@ func TestStalledCallbackIsNotAcknowledged(t *testing.T) {
 	require.Zero(t, api.Metrics().Responses["200"])
 
 	// The provider's retry, the whole signed callback, to the same server.
-	req, err := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/api/v1/payments/callback", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/payments/callback", bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(httpapi.SignatureHeader, sig)
