@@ -324,7 +324,10 @@ type Place struct {
 	Serving int64 `json:"serving"`
 	// Queued is how many buyers hold a rank.
 	Queued int64 `json:"queued"`
-	// Outstanding is how many passes are issued and not spent or expired.
+	// Outstanding is how many passes hold a unit: issued, not expired,
+	// and not settled (a spent pass counts until its order's answer, its
+	// unit still in the buckets): what the counter bounds by the units
+	// left.
 	Outstanding int64 `json:"outstanding"`
 	// Capacity is the placement capacity the counter read: the units the
 	// live API instances can have in flight, summed. Passes outstanding

@@ -32,5 +32,14 @@ for i = 1, #published, 2 do
     capacity = capacity + tonumber(units)
   end
 end
+-- A spent pass stays in KEYS[8] while its order is placed (sale_settle.lua)
+-- but is no longer out: count only those not spent (at most the capacity
+-- of them are in the set).
+local outstanding = 0
+for _, rank in ipairs(redis.call('ZRANGEBYSCORE', KEYS[8], '(' .. now, '+inf')) do
+  if redis.call('HEXISTS', KEYS[9], rank) == 0 then
+    outstanding = outstanding + 1
+  end
+end
 return {state, entrants, queued, tonumber(redis.call('GET', KEYS[7]) or '0'),
-  redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('HLEN', KEYS[9]), tonumber(opens or '0'), capacity}
+  outstanding, redis.call('HLEN', KEYS[9]), tonumber(opens or '0'), capacity}
