@@ -152,8 +152,9 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 		// answer is unknown (err): its order may still take the unit.
 		noUnit := rejected && (res.Reason == flashsale.SoldOut || res.Reason == flashsale.StockDrift)
 		settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-		defer cancel()
-		if serr := claim.Settle(settleCtx, id, !noUnit); serr != nil {
+		serr := claim.Settle(settleCtx, id, !noUnit)
+		cancel()
+		if serr != nil {
 			s.logger().Warn("settle the pass of a buy", "order_id", id, "bought", !noUnit, "err", serr)
 		}
 	}

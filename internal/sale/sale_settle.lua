@@ -21,6 +21,7 @@
 -- ARGV[2] the pass's expiry (ms), as signed
 -- ARGV[3] order id the pass was spent on
 -- ARGV[4] the SKU's available units, read from its buckets just before
+--         (read for 'nothing' only; 'bought' ignores it)
 -- ARGV[5] 'bought' or 'nothing'
 --
 -- Returns 1 when settled now as asked (bought; or given back and
