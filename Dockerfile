@@ -1,9 +1,8 @@
 # The production image of flashsale: the worker, the api and the starter
 # CLI (for operators and the reconcile Schedule job of docker-compose.yml).
-# The starter is built with the "nodemo" tag: without `starter demo` and
-# `starter bench`, which embed a Redis (miniredis), a MySQL-compatible server
-# (go-mysql-server) and start Temporal dev servers, none of which belongs in
-# production.
+# The lab (lab/) and the demo's embedded MySQL (internal/devstack/mysqld) are
+# modules of their own and not in the build context; GOWORK=off builds the
+# product's module alone.
 #
 # golang 1.26.7-bookworm is the newest 1.26 tag in docker-library's list
 # (official-images library/golang at 37079fb, 2026-08-21); go.mod asks for
@@ -24,14 +23,13 @@ ARG CREATED=
 FROM golang:1.26.7-bookworm AS build
 ARG REVISION
 ARG VERSION
-ENV GOTOOLCHAIN=go1.26.8 CGO_ENABLED=0
+ENV GOTOOLCHAIN=go1.26.8 CGO_ENABLED=0 GOWORK=off
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN ldflags="-X github.com/flashsale/flashsale/internal/buildinfo.Revision=${REVISION} -X github.com/flashsale/flashsale/internal/buildinfo.Version=${VERSION}" && \
-    go build -trimpath -ldflags "$ldflags" -o /out/ ./worker ./api && \
-    go build -trimpath -tags nodemo -ldflags "$ldflags" -o /out/starter ./starter
+    go build -trimpath -ldflags "$ldflags" -o /out/ ./worker ./api ./starter
 
 # Static binaries on distroless: no shell, no package manager; nonroot.
 FROM gcr.io/distroless/static-debian12:nonroot

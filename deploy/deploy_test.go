@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -281,23 +280,4 @@ func TestHAProxyConfigBothWays(t *testing.T) {
 	require.NoError(t, err, "compose's way: %s", out)
 	out, err = check()
 	require.Error(t, err, "no API configured, yet valid: %s", out)
-}
-
-// The production image's starter (Dockerfile: -tags nodemo) has no demo,
-// no benchmark and none of the servers they embed.
-func TestProductionStarterHasNoEmbeddedServers(t *testing.T) {
-	out, err := exec.Command("go", "list", "-tags", "nodemo", "-deps", "../starter", "../worker", "../api").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	deps := strings.Fields(string(out))
-	for _, bad := range []string{"github.com/alicebob/miniredis/v2", "github.com/dolthub/go-mysql-server",
-		"github.com/flashsale/flashsale/internal/tooling/devstack", "github.com/flashsale/flashsale/internal/tooling/demo"} {
-		require.False(t, slices.Contains(deps, bad), "the production binaries import %s", bad)
-	}
-	raw, err := os.ReadFile("../Dockerfile")
-	require.NoError(t, err)
-	require.Regexp(t, `go build [^\n]*-tags nodemo [^\n]*-o /out/starter \./starter`, string(raw))
-	// The same check that can fail: the default build does embed them.
-	out, err = exec.Command("go", "list", "-deps", "../starter").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Contains(t, strings.Fields(string(out)), "github.com/flashsale/flashsale/internal/tooling/devstack")
 }

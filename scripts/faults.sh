@@ -23,7 +23,7 @@ fi
 log=$(mktemp -t flashsale-faults.XXXXXX)
 trap 'rm -f "$log"' EXIT
 status=0
-go test -tags faults -count=1 -v -timeout 90m "$@" ./faults/ 2>&1 | tee "$log" || status=$?
+go test -tags faults -count=1 -v -timeout 90m "$@" ./lab/faults/ 2>&1 | tee "$log" || status=$?
 echo
 # The table TestMain prints, repeated at the end where it is easy to find.
 sed -n '/^fault-injection summary/,$p' "$log" | grep -v '^\(PASS\|FAIL\|ok \)' || true

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 log=$(mktemp -t flashsale-scaleout.XXXXXX)
 trap 'rm -f "$log"' EXIT
 status=0
-go test -tags scaleout -count=1 -v -timeout 60m "$@" ./scaleout/ 2>&1 | tee "$log" || status=$?
+go test -tags scaleout -count=1 -v -timeout 60m "$@" ./lab/scaleout/ 2>&1 | tee "$log" || status=$?
 echo
 # The table TestMain prints, repeated at the end where it is easy to find.
 sed -n '/^scale-out summary:/,$p' "$log" | grep -v '^\(PASS\|FAIL\|ok \)' || true

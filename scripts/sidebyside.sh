@@ -8,4 +8,4 @@
 # SBS_UNITS and SBS_BUYERS size the sale (default 300 units, 1500 buyers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec go test -tags scaleout -count=1 -v -timeout 30m -run '^TestSideBySide$' ./scaleout/
+exec go test -tags scaleout -count=1 -v -timeout 30m -run '^TestSideBySide$' ./lab/scaleout/

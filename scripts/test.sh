@@ -17,9 +17,9 @@ fi
 # `go test ./...` is the fast inner loop; this script runs every test. The
 # fault and scale-out suites have tags of their own: vetted here, run by
 # scripts/faults.sh and scripts/scaleout.sh (the smoke below).
-go vet -tags integration ./...
-go vet -tags faults ./faults/
-go vet -tags scaleout ./scaleout/
+go vet -tags integration ./... ./lab/...
+go vet -tags faults ./lab/faults/
+go vet -tags scaleout ./lab/scaleout/
 
 # The lint gate (samples-go's Makefile): go.mod must match the imports,
 # staticcheck over everything, errcheck (no error dropped unless
@@ -28,11 +28,13 @@ go vet -tags scaleout ./scaleout/
 # (time.Now, goroutines, map ranges, global state). Pinned versions, built
 # from the module proxy on first use.
 echo "test: lint (go mod tidy -diff, staticcheck, errcheck, workflowcheck)" >&2
-go mod tidy -diff
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags integration ./...
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults,scaleout ./faults/ ./scaleout/
-go run github.com/kisielk/errcheck@v1.30.0 -exclude scripts/errcheck.exclude -tags integration ./...
-go run github.com/kisielk/errcheck@v1.30.0 -exclude scripts/errcheck.exclude -tags faults,scaleout ./faults/ ./scaleout/
+GOWORK=off go mod tidy -diff
+(cd lab && GOWORK=off go mod tidy -diff)
+(cd internal/devstack/mysqld && GOWORK=off go mod tidy -diff)
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags integration ./... ./lab/...
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults,scaleout ./lab/faults/ ./lab/scaleout/
+go run github.com/kisielk/errcheck@v1.30.0 -exclude scripts/errcheck.exclude -tags integration ./... ./lab/...
+go run github.com/kisielk/errcheck@v1.30.0 -exclude scripts/errcheck.exclude -tags faults,scaleout ./lab/faults/ ./lab/scaleout/
 go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
 # docker-compose validates docker-compose.yml (no Docker engine runs here:
@@ -43,7 +45,7 @@ go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 need=()
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
-# internal/tooling/bench drives the API with wrk beside its own load generator.
+# lab/bench drives the API with wrk beside its own load generator.
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # promtool (Debian's prometheus package; the service is never started here)
 # checks deploy/prometheus/ and runs its rule tests.
@@ -85,6 +87,10 @@ fi
 # -p 2: packages share one Temporal dev server on 2 cores; more parallel
 # packages only add contention.
 go test -tags integration -race -count=1 -p 2 -timeout 20m ./...
+# The lab (its own module, lab/): the benchmark's, crowds' and fairness
+# simulator's own tests. Its fault and scale-out suites run by
+# scripts/faults.sh and scripts/scaleout.sh; the smoke below is one of them.
+(cd lab && go test -tags integration -count=1 -timeout 20m ./...)
 
 # A short smoke of the cluster topology (issue 9): scripts/cluster.sh up
 # (Temporal as five processes on PostgreSQL, the Redis Cluster, two workers,
@@ -102,5 +108,5 @@ echo "test: cluster smoke (scripts/cluster.sh up, then one sale through HAProxy)
 # This checkout's worker, api and starter: binaries an earlier up built
 # (from another checkout, or before these changes) are not what is tested.
 scripts/cluster.sh build
-go test -tags scaleout -count=1 -v -timeout 40m -run '^TestSmoke$' ./scaleout/
+go test -tags scaleout -count=1 -v -timeout 40m -run '^TestSmoke$' ./lab/scaleout/
 echo "test: cluster smoke passed in $(($(date +%s) - smoke_start)) s" >&2

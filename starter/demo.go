@@ -1,5 +1,3 @@
-//go:build !nodemo
-
 package main
 
 import (
@@ -11,7 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/internal/config"
-	"github.com/flashsale/flashsale/internal/tooling/demo"
+	"github.com/flashsale/flashsale/internal/demo"
 )
 
 // demoResult prints the summary table for a person, or JSON with --json.

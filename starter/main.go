@@ -46,7 +46,7 @@ type command struct {
 }
 
 func commands() []command {
-	return append([]command{
+	return []command{
 		{"migrate", "apply the database migrations", runMigrate},
 		{"sku", "sku create|preheat: set up a SKU before a sale", runSKU},
 		{"stock", "show a SKU's stock in Redis and MySQL", runStock},
@@ -60,7 +60,8 @@ func commands() []command {
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
 		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
 		{"sale", "sale start|show|open|pause|resume|close: a SKU's fair sale (queue, passes, scheduled open)", runSale},
-	}, embeddedCommands()...)
+		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
+	}
 }
 
 func main() {

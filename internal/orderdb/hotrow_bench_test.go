@@ -8,7 +8,7 @@ package orderdb_test
 // machine is shared, so the paths take turns: each round runs every path
 // for a slice of time, in a rotating order, and the medians over the
 // rounds are reported with their ratios to today's order. Reproduce (the
-// table in docs/bench/hotrow.md):
+// table in lab/results/hotrow.md):
 //
 //	go test -tags integration -run '^$' -bench HotRow -benchtime 1x ./internal/orderdb/
 //
@@ -48,8 +48,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/flashsale/flashsale/internal/orderdb"
+	"github.com/flashsale/flashsale/internal/procstat"
 	"github.com/flashsale/flashsale/internal/testenv"
-	"github.com/flashsale/flashsale/internal/tooling/bench"
 )
 
 // benchBuckets is the bucket rows' count in the benchmark: Redis's default.
@@ -119,9 +119,9 @@ func BenchmarkHotRow(b *testing.B) {
 	require.NoError(b, s.DB().Callback().Raw().Before("gorm:raw").Register("bench:hold", markHold))
 	run := testenv.UniqueID(b)
 	var skus atomic.Int64
-	db, ok := bench.FindPID("mariadbd")
+	db, ok := procstat.FindPID("mariadbd")
 	require.True(b, ok, "no mariadbd process on this machine: its CPU is part of the measurement")
-	procs := []bench.Proc{{Name: "client", PID: os.Getpid()}, {Name: "mariadbd", PID: db}}
+	procs := []procstat.Proc{{Name: "client", PID: os.Getpid()}, {Name: "mariadbd", PID: db}}
 
 	// A round trip is a median: on a shared machine a few late wake-ups
 	// move the mean by more than the delay.
@@ -156,9 +156,9 @@ func BenchmarkHotRow(b *testing.B) {
 					if p.setup != nil {
 						require.NoError(b, p.setup(s, ctx, sku))
 					}
-					c0 := bench.CPUOf(procs)
+					c0 := procstat.CPUOf(procs)
 					sl := createFor(b, s, p.create, sku, conns, slice)
-					c1 := bench.CPUOf(procs)
+					c1 := procstat.CPUOf(procs)
 					sl.clientCPU = (c1[0] - c0[0]) / time.Duration(max(sl.creates, 1))
 					sl.dbCPU = (c1[1] - c0[1]) / time.Duration(max(sl.creates, 1))
 					slots[i] = append(slots[i], sl)

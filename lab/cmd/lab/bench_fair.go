@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/app"
+	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/lab/fairness"
+)
+
+// fairUnits is the fairness benchmark's stock: issue 23's 1,000 units
+// for its 10,000 buyers (fairness.DefaultClasses).
+const fairUnits = 1000
+
+// fairRun is one sale of the fairness benchmark: the queue off (the
+// race) or on, its buyers polling their place or holding their looks.
+type fairRun struct {
+	name     string
+	queue    bool
+	longPoll time.Duration
+}
+
+// fairRuns are the fairness benchmark's sales, in the order they run.
+var fairRuns = []fairRun{
+	{name: "off"},
+	{name: "on", queue: true},
+	{name: "on-longpoll", queue: true, longPoll: httpapi.MaxQueueWait},
+}
+
+// fair runs the fairness benchmark (issue 23, item 6) on st: the same crowd
+// against a SKU sold as today (no queue: the race), then against a SKU sold
+// through the fair queue, its buyers polling, then holding their looks
+// (the long poll, over h2c), each SKU of its own on one API instance with
+// the production edge (its in-flight cap is the passes' bound).
+func (b *benchRun) fair(ctx context.Context, st *stack) error {
+	inFlight := int64(edge.DefaultMaxInFlight)
+	api, err := st.WithAPI(ctx, func(c *httpapi.Config) {
+		c.MaxInFlight, c.SalePasses, c.H2C = inFlight, b.p.FairPasses, true
+	})
+	if err != nil {
+		return err
+	}
+	sales := app.SaleStore(st.Backend)
+	for _, run := range fairRuns {
+		queue := run.queue
+		sku := fmt.Sprintf("bench-fair-%s-%s", b.run, run.name)
+		if err := api.Admin(ctx, http.MethodPut, "/api/v1/admin/skus/"+sku,
+			map[string]any{"total": fairUnits, "price": 100, "buckets": 16, "per_user_limit": 1}, nil); err != nil {
+			return fmt.Errorf("fair: create %s: %w", sku, err)
+		}
+		if err := api.Admin(ctx, http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", struct{}{}, nil); err != nil {
+			return fmt.Errorf("fair: preheat %s: %w", sku, err)
+		}
+		b.logf("fairness: %d buyers for %d units, queue %s", classBuyers(), fairUnits, run.name)
+		res, err := fairness.Run(ctx, fairness.Options{
+			Base: api.URL, SKU: sku, Units: fairUnits, Classes: fairness.DefaultClasses,
+			Token: func(user string) (string, error) { return api.Buyers.Token(user, time.Hour) },
+			Queue: queue, PreQueue: b.p.FairPreQueue, Admin: api.Admin,
+			Watch: func(ctx context.Context) (int64, int64, int64, error) {
+				av, err := st.Backend.Stock.AvailableTo(ctx, sku, "")
+				if err != nil {
+					return 0, 0, 0, err
+				}
+				board, err := sales.BoardOf(ctx, sku)
+				return av.Units, board.Outstanding, board.Capacity, err
+			},
+			InFlightCap: inFlight, Deadline: b.p.FairDeadline, Seed: 23, LongPoll: run.longPoll,
+		})
+		if err != nil {
+			return fmt.Errorf("fair: %w", err)
+		}
+		inv, err := st.Backend.Orders.Inventory(ctx, sku)
+		if err != nil {
+			return fmt.Errorf("fair: %w", err)
+		}
+		taken := inv.Frozen + inv.Sold
+		res.Oversold = max(0, taken-fairUnits, res.Reserved-fairUnits)
+		res.Undersold = max(0, fairUnits-taken)
+		for _, c := range res.Classes {
+			b.logf("  %s: %d of %d won (%.3f, 95%% CI %.3f-%.3f), %d requests, %d ticks dropped, sends late by %.1f ms mean, %.0f ms max; rate minus the first class's: 95%% CI %+.3f..%+.3f",
+				c.Name, c.Wins, c.Buyers, c.WinRate, c.Lo, c.Hi, c.Requests, c.Skipped, c.LateMs, c.LateMaxMs, c.DiffLo, c.DiffHi)
+		}
+		b.logf("  reserved %d (MySQL %d), oversold %d, undersold %d, last unit after %.1f s, %d requests in %.0f s; tau %.3f (tau-b %.3f of max %.3f, %d admitted at %d moments), passes outstanding max %d (over left+cap: %d, over capacity %d of max %d, in %d samples), sold-out lag %.0f ms, %d never told; %d of %d entered after the open",
+			res.Reserved, taken, res.Oversold, res.Undersold, res.LastUnitS, res.Requests, res.Seconds, res.KendallTau, res.KendallTauB, res.MaxTauB,
+			res.Admitted, res.AdmissionMoments, res.MaxOutstanding, res.MaxOverCap, res.MaxOverCapacity, res.MaxCapacity, res.Samples, res.SoldOutLagMs, res.NotToldSoldOut, res.EnteredLate, res.Entered)
+		b.r.Fair = append(b.r.Fair, res)
+	}
+	return nil
+}
+
+func classBuyers() int {
+	n := 0
+	for _, c := range fairness.DefaultClasses {
+		n += c.Buyers
+	}
+	return n
+}
