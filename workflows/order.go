@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -227,6 +228,9 @@ func (o *order) setStatus(ctx workflow.Context, s flashsale.Status, reason flash
 	o.view.Status = s
 	o.view.Reason = reason
 	o.logger.Info("order status", "status", s, "reason", reason)
+	// What the Web UI shows as the order's current details. Not a command
+	// and not in the history, so it needs no patch (docs/versioning.md).
+	workflow.SetCurrentDetails(ctx, o.details())
 	if shown, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(OrderStatusKey); ok && shown == string(s) {
 		return
 	}
@@ -264,4 +268,17 @@ func sortedSKUs(o flashsale.Order) []string {
 	ids := o.SKUs()
 	slices.Sort(ids)
 	return ids
+}
+
+// details is the order's current state in words, for the Web UI's
+// "Current Details": its status, why, and until when it can be paid.
+func (o *order) details() string {
+	d := "order " + string(o.view.Status)
+	if o.view.Reason != "" {
+		d += " (" + string(o.view.Reason) + ")"
+	}
+	if o.view.Status == flashsale.StatusPendingPayment && !o.view.PayBy.IsZero() {
+		d += ", pay by " + o.view.PayBy.UTC().Format(time.RFC3339)
+	}
+	return d
 }

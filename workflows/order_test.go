@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -406,6 +407,27 @@ func (s *orderSuite) TestStatusQueryWhilePending() {
 
 	s.env.ExecuteWorkflow(s.wf, input())
 	s.Equal(flashsale.StatusExpired, s.result().Status)
+}
+
+// The order's current details (the Web UI's "Current Details", read by
+// the __temporal_workflow_metadata query) say its status and, while it
+// waits for money, until when. The first change made under
+// docs/versioning.md: the histories recorded before it replay
+// (TestReplayRecordedHistories), since the details are not in them.
+func (s *orderSuite) TestCurrentDetailsSayTheStatus() {
+	payBy := s.expectReserved()
+	s.expectCompensation(flashsale.StatusExpired)
+	s.env.RegisterDelayedCallback(func() {
+		res, err := s.env.QueryWorkflow("__temporal_workflow_metadata")
+		s.Require().NoError(err)
+		var md sdkpb.WorkflowMetadata
+		s.Require().NoError(res.Get(&md))
+		s.Equal("order PENDING_PAYMENT, pay by "+payBy.Format(time.RFC3339), md.GetCurrentDetails())
+	}, 5*time.Minute)
+
+	s.env.ExecuteWorkflow(s.wf, input())
+	s.Equal(flashsale.StatusExpired, s.result().Status)
+	s.Equal("order EXPIRED (PAYMENT_TIMEOUT)", (&order{view: s.result()}).details())
 }
 
 // A reserve from another user (an order id reused by someone else) is
