@@ -9,12 +9,9 @@ import (
 )
 
 // TestReplayRecordedSaleHistories replays SaleWorkflow histories recorded
-// from the dev server (workflows/testdata/sale/README.md): a sale opened by
-// its timer, then paused, resumed and closed by `starter sale`; one opened
-// early by the open Update with 40 entrants, then closed (both before
-// saleEndChangeID: they complete at the close); and two that end
-// (saleEndChangeID 1): closed, then settled, checked, reported and removed
-// from Redis; voided with a paid order refunded, then ended. A change to
+// from the dev server (workflows/testdata/sale/README.md): a sale closed,
+// then settled, checked, reported and removed from Redis; one voided with a
+// paid order refunded, then ended. A change to
 // SaleWorkflow that would break a running sale makes this fail.
 func TestReplayRecordedSaleHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/sale/*.json")
