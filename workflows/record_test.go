@@ -121,6 +121,26 @@ func TestRecord(t *testing.T) {
 	require.Equal(t, flashsale.StatusExpired, ended(id).Status)
 	paths["late"] = id
 
+	// degraded: Redis known down when the order reserves (the guard open,
+	// as after three failed calls), so it is reserved in MySQL alone, then
+	// paid. The guard probes Redis again after its cooldown (a second).
+	for range 3 {
+		done, ok := sys.Guard.Allow()
+		require.True(t, ok)
+		done(context.DeadlineExceeded)
+	}
+	require.False(t, sys.Guard.Up())
+	id = sys.ID + "-degraded"
+	res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: "u-deg", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	require.NoError(t, err)
+	require.Equal(t, flashsale.StatusPendingPayment, res.Status)
+	v, err = svc.Status(ctx, id)
+	require.NoError(t, err)
+	require.True(t, v.Degraded, "reserved in MySQL alone")
+	require.Equal(t, flashsale.StatusPaid, pay(id, id+"-tx", 2500).Status)
+	require.Equal(t, flashsale.StatusPaid, ended(id).Status)
+	paths["degraded"] = id
+
 	for path, id := range paths {
 		events := history(ctx, t, sys.Temporal, workflows.OrderWorkflowID(id))
 		require.NotEmpty(t, events)

@@ -19,7 +19,7 @@ import (
 // orderPaths are the order's paths, each with a history recorded from a
 // real server by TestRecord (record_test.go) in testdata/<path>.json.
 var orderPaths = []string{
-	"cancelled", "expired", "late", "paid", "refund-required", "rejected",
+	"cancelled", "degraded", "expired", "late", "paid", "refund-required", "rejected",
 	"waitlist-offer", "waitlist-released",
 }
 
