@@ -18,6 +18,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/app/apptest"
+	"github.com/flashsale/flashsale/internal/catalog"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -164,4 +165,74 @@ func history(ctx context.Context, t *testing.T, c client.Client, workflowID stri
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
 	require.NoError(t, err)
 	return data
+}
+
+// TestRecordSales runs every sale path on a real worker and dev server and,
+// with -record, writes each sale's history to
+// workflows/testdata/sale/<path>.json, the files
+// TestReplayRecordedSaleHistories replays: a sale opened by its own timer,
+// paused, resumed and closed, then ended; one opened early by the open
+// Update and closed; one voided.
+func TestRecordSales(t *testing.T) {
+	ctx := context.Background()
+	sys := apptest.Start(t, apptest.Options{Name: "record-sale", PaymentTimeout: 2 * time.Second})
+	sales := catalog.Sales{DB: sys.Orders, Temporal: sys.Temporal, TaskQueue: sys.Config.TaskQueue}
+	newSKU := func(name string) string {
+		t.Helper()
+		sku := sys.ID + "-" + name
+		_, err := sys.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 3, Price: 100, Buckets: 2, PerUserLimit: 1})
+		require.NoError(t, err)
+		_, err = sys.Stock.Preheat(ctx, sku, 3, 2)
+		require.NoError(t, err)
+		return sku
+	}
+	control := func(sku, action string, want flashsale.SaleState) {
+		t.Helper()
+		v, err := sales.Control(ctx, sku, action, "recorded")
+		require.NoError(t, err, action)
+		require.Equal(t, want, v.State, action)
+	}
+	ended := func(sku string) workflows.SaleView {
+		t.Helper()
+		var v workflows.SaleView
+		require.NoError(t, sys.Temporal.GetWorkflow(ctx, workflows.SaleWorkflowID(sku), "").Get(ctx, &v))
+		return v
+	}
+
+	paths := map[string]string{}
+	sku := newSKU("timer")
+	_, err := sales.Start(ctx, sku, time.Now().Add(time.Second), 0)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := sales.View(ctx, sku)
+		return err == nil && v.State == flashsale.SaleStateOpen
+	}, 10*time.Second, 50*time.Millisecond, "opened by its timer")
+	control(sku, workflows.UpdateSalePause, flashsale.SaleStatePaused)
+	control(sku, workflows.UpdateSaleResume, flashsale.SaleStateOpen)
+	control(sku, workflows.UpdateSaleClose, flashsale.SaleStateClosed)
+	require.Equal(t, flashsale.SaleStateClosed, ended(sku).State)
+	paths["timer-pause-resume-close"] = sku
+
+	sku = newSKU("early")
+	_, err = sales.Start(ctx, sku, time.Now().Add(time.Hour), 0)
+	require.NoError(t, err)
+	control(sku, workflows.UpdateSaleOpen, flashsale.SaleStateOpen)
+	control(sku, workflows.UpdateSaleClose, flashsale.SaleStateClosed)
+	require.Equal(t, flashsale.SaleStateClosed, ended(sku).State)
+	paths["open-update-close"] = sku
+
+	sku = newSKU("void")
+	_, err = sales.Start(ctx, sku, time.Now().Add(time.Hour), 0)
+	require.NoError(t, err)
+	control(sku, workflows.UpdateSaleVoid, flashsale.SaleStateClosed)
+	require.True(t, ended(sku).Voided)
+	paths["void"] = sku
+
+	for path, sku := range paths {
+		events := history(ctx, t, sys.Temporal, workflows.SaleWorkflowID(sku))
+		require.NotEmpty(t, events)
+		if *record {
+			require.NoError(t, os.WriteFile(filepath.Join("testdata", "sale", path+".json"), events, 0o644))
+		}
+	}
 }
