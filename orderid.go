@@ -6,13 +6,12 @@ import (
 )
 
 // BuyerOrderPrefix starts every order id derived from a buyer's own key
-// (BuyerOrderID). No client id of the earlier scheme and no server-made id
-// (a UUID) is expected under it, and a waitlist offer's id starts with
-// WaitlistOrderPrefix instead.
+// (BuyerOrderID). No server-made id (a UUID) starts with it, and a waitlist
+// offer's id starts with WaitlistOrderPrefix instead.
 const BuyerOrderPrefix = "b-"
 
 // BuyerOrderID is the order id of the order a buyer placed with their own
-// idempotency key clientKey (the buy request's order_id).
+// idempotency key clientKey (the buy request's client_order_id).
 //
 // The key is the buyer's, not the system's: the id carries the buyer, so
 // two buyers' equal keys are two orders, nobody can take a buyer's

@@ -63,11 +63,10 @@ var (
 	SearchAttributes = []temporal.SearchAttributeKey{OrderStatusKey, UserIDKey, SKUIDsKey}
 )
 
-// OrderSearchAttributes are the search attributes an order of
-// OrderWorkflowV2 is started with: its buyer, its SKUs (sorted) and
-// OrderStatus PENDING_PAYMENT, which a reserved order keeps without an
-// upsert of its own (a rejected one upserts REJECTED). Set on the start,
-// they cost the workflow no event. OrderWorkflow was started RESERVING.
+// OrderSearchAttributes are the search attributes an order is started
+// with: its buyer, its SKUs (sorted) and OrderStatus PENDING_PAYMENT, which
+// a reserved order keeps without an upsert of its own (a rejected one
+// upserts REJECTED). Set on the start, they cost the workflow no event.
 func OrderSearchAttributes(in OrderInput) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		OrderStatusKey.ValueSet(string(flashsale.StatusPendingPayment)),
@@ -76,19 +75,16 @@ func OrderSearchAttributes(in OrderInput) temporal.SearchAttributes {
 	)
 }
 
-// OrderWorkflowTypes names the workflow types that run orders: what the
-// Web UI shows in its Type column, and what every query for orders names
-// (RunningOrdersQuery). OrderWorkflowV2 is started; OrderWorkflow runs the
-// orders started before it until none is left (versions.go).
-var OrderWorkflowTypes = []string{"OrderWorkflow", "OrderWorkflowV2"}
+// OrderWorkflowType is the order workflow's registered type: what the Web
+// UI shows in its Type column, and what every query for orders names
+// (RunningOrdersQuery).
+const OrderWorkflowType = "OrderWorkflow"
 
-// isOrder is the visibility filter that finds orders of every type.
-func isOrder() string {
-	return "WorkflowType IN ('" + strings.Join(OrderWorkflowTypes, "', '") + "')"
-}
+// isOrder is the visibility filter that finds orders.
+func isOrder() string { return "WorkflowType = '" + OrderWorkflowType + "'" }
 
 // RunningOrdersQuery is the visibility query for the running order
-// workflows holding sku, of either type.
+// workflows holding sku.
 func RunningOrdersQuery(sku string) string {
 	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sku)
 	return fmt.Sprintf("ExecutionStatus = 'Running' AND %s AND %s = '%s'",
@@ -103,9 +99,9 @@ func StalledOrdersQuery() string {
 		isOrder(), OrderStatusKey.GetName(), flashsale.StatusStalled)
 }
 
-// OrderInput starts an order (OrderWorkflowV2, or OrderWorkflow): the buyer's order (the fields of
-// flashsale.Order, flat, as every recorded history has them) and how long
-// they have to pay.
+// OrderInput starts an order (OrderWorkflow): the buyer's order (the fields
+// of flashsale.Order, flat, as every recorded history has them) and how
+// long they have to pay.
 //
 // The order's fields are listed rather than flashsale.Order embedded
 // because the Temporal client checks a workflow argument's Go type against
@@ -161,7 +157,7 @@ type Payment struct {
 	Amount        int64  `json:"amount"`
 	// ReceivedAt is when our door (the HTTP API, the CLI) took the
 	// payment. The order judges it against pay_by by this time, not by
-	// when the workflow got to it (see paymentArrivalChangeID). Set by our
+	// when the workflow got to it (see arrivalGrace). Set by our
 	// processes only: a provider's callback cannot carry it.
 	ReceivedAt time.Time `json:"received_at,omitzero"`
 }

@@ -67,30 +67,26 @@ var errFoundPaid = errors.New("order found paid")
 // a disconnected context (Temporal's cancellation sample): an operator's
 // cancel of the workflow must not stop the units from coming back.
 //
-// Its activities never give up, because the units must come back. On a
-// bounded order that closes unpaid, a watch shows the order STALLED while
+// Its activities never give up, because the units must come back. On an
+// order that closes unpaid, a watch shows the order STALLED while
 // compensation runs past its bound (watchStall), and the final status is
 // set once it completes.
 func (o *order) compensate(ctx workflow.Context, end outcome) error {
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
-	if end.status == flashsale.StatusRejected || !o.bounded(ctx) {
+	if end.status == flashsale.StatusRejected {
 		return o.runUndo(ctx, end)
 	}
 	var stopWatch func()
 	began := workflow.Now(ctx)
-	if o.rev >= settleInTask {
-		// Compensation settling inside this task needs no watch: the
-		// watch starts only if a step falls back to an activity
-		// (inTaskFirst), which keeps a timer out of every normal history.
-		o.fellBack = func() {
-			if stopWatch == nil {
-				stopWatch = o.watchStall(ctx, end.reason, began)
-			}
+	// Compensation settling inside this task needs no watch: the watch
+	// starts only if a step falls back to an activity (inTaskFirst), which
+	// keeps a timer out of every normal history.
+	o.fellBack = func() {
+		if stopWatch == nil {
+			stopWatch = o.watchStall(ctx, end.reason, began)
 		}
-		defer func() { o.fellBack = nil }()
-	} else {
-		stopWatch = o.watchStall(ctx, end.reason, began)
 	}
+	defer func() { o.fellBack = nil }()
 	err := o.runUndo(ctx, end)
 	if stopWatch != nil {
 		stopWatch()
@@ -167,7 +163,9 @@ func (o *order) closeInDatabase(ctx workflow.Context, end outcome) error {
 
 // abandonInDatabase is the undo of a CreateOrder that got no answer: the
 // order may or may not exist, and a tombstone keeps a late attempt from
-// creating it. A regular activity, as orders before settleInTask ran it.
+// creating it. A regular activity, not tried inside the task first: the
+// database just failed to answer CreateOrder, so a local attempt would
+// only hold the workflow task.
 func (o *order) abandonInDatabase(ctx workflow.Context, end outcome) error {
 	err := workflow.ExecuteActivity(o.activityOptions(ctx, "release order in database"), contract.CloseOrder,
 		contract.CloseOrderInput{
@@ -188,7 +186,7 @@ func (o *order) abandonInDatabase(ctx workflow.Context, end outcome) error {
 // release only returns what an earlier attempt may have taken (its
 // tombstones also keep an abandoned attempt from taking any later).
 func (o *order) giveBackUnits(ctx workflow.Context, end outcome) error {
-	if o.offersUnitsOn(ctx, end) {
+	if o.offersUnitsOn(end) {
 		offered, err := o.offerToWaitlist(ctx)
 		if err != nil || offered {
 			return err

@@ -20,11 +20,9 @@ var (
 // awaitPayment waits for money, a cancel or the deadline, whichever comes
 // first, then settles the order.
 func (o *order) awaitPayment(ctx workflow.Context) error {
-	closeAt := o.view.PayBy
-	byArrival := o.paymentVersion(ctx) >= judgedByArrival
-	if byArrival {
-		closeAt = closeAt.Add(arrivalGrace)
-	}
+	// Money our door received by pay_by may reach the order a moment
+	// later (arrivalGrace): the order waits that long for it.
+	closeAt := o.view.PayBy.Add(arrivalGrace)
 	for {
 		remaining := closeAt.Sub(workflow.Now(ctx))
 		ok := false
@@ -46,25 +44,23 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 		}
 		switch {
 		case len(o.pending) > 0:
-			if byArrival {
-				p := o.pending[0]
-				if _, done := o.outcomes[p.TransactionID]; done {
-					// The same payment twice: the API's pay update and
-					// the signal it falls back to when the update is
-					// slow. The first was applied; nobody waits on this.
-					o.pending = o.pending[1:]
-					continue
-				}
-				if o.arrivedLate(ctx, p) {
-					// Money after the deadline: the order is over. It
-					// closes now rather than at closeAt, and finish()
-					// records the payment for refund.
-					o.logger.Info("payment received after the deadline", "transaction_id", p.TransactionID,
-						"received_at", p.ReceivedAt, "pay_by", o.view.PayBy)
-					return o.closeUnpaid(ctx)
-				}
+			p := o.pending[0]
+			if _, done := o.outcomes[p.TransactionID]; done {
+				// The same payment twice: the API's pay update and the
+				// signal it falls back to when the update is slow. The
+				// first was applied; nobody waits on this one.
+				o.pending = o.pending[1:]
+				continue
 			}
-			if o.bounded(ctx) && !o.takesPayments(ctx) {
+			if o.arrivedLate(ctx, p) {
+				// Money after the deadline: the order is over. It closes
+				// now rather than at closeAt, and finish() records the
+				// payment for refund.
+				o.logger.Info("payment received after the deadline", "transaction_id", p.TransactionID,
+					"received_at", p.ReceivedAt, "pay_by", o.view.PayBy)
+				return o.closeUnpaid(ctx)
+			}
+			if !o.takesPayments(ctx) {
 				// Payments kept the order open past pay_by until its
 				// bound: no new one starts. Close; finish() settles the
 				// rest late.
@@ -72,7 +68,6 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 			}
 			// Money first: a payment that arrived together with a cancel
 			// or the deadline wins, because the buyer has paid.
-			p := o.pending[0]
 			o.pending = o.pending[1:]
 			applied, err := o.applyPayment(ctx, p)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -29,25 +30,12 @@ import (
 //
 // Payments that arrive after the order closed are recorded for refund.
 //
-// OrderWorkflow is the order's first workflow type, kept registered for the
-// orders started as it and for their recorded histories: it asks
-// workflow.GetVersion at each change made since (versions.go). Starters
-// start OrderWorkflowV2.
+// Started with OrderStatus PENDING_PAYMENT (OrderSearchAttributes), it
+// writes that status no second time: a paid order's history has one
+// search-attribute upsert (PAID). How a change to it is shipped once orders
+// run in production is docs/versioning.md.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderView, error) {
 	return (&order{}).start(ctx, in)
-}
-
-// OrderWorkflowV2 is OrderWorkflow on its newest side of every version
-// branch, without asking: no version marker and no TemporalChangeVersion
-// visibility write in its history. Started with OrderStatus PENDING_PAYMENT
-// (OrderSearchAttributes), it writes that status no second time, so a paid
-// order's history has 17 events and one search-attribute upsert (PAID)
-// where OrderWorkflow's had 20 and three (PENDING_PAYMENT, the version, PAID);
-// with the start's, two visibility writes. Every starter starts this type
-// since issue 26; a change that alters its histories is a new type, not a
-// GetVersion branch (versions.go).
-func OrderWorkflowV2(ctx workflow.Context, in OrderInput) (OrderView, error) {
-	return (&order{latest: true, rev: settleInTask}).start(ctx, in)
 }
 
 func (o *order) start(ctx workflow.Context, in OrderInput) (OrderView, error) {
@@ -81,13 +69,6 @@ type order struct {
 	// restored after the order showed STALLED.
 	closedAs     flashsale.Status
 	closedReason flashsale.Code
-	// latest: the order runs as OrderWorkflowV2, on the newest side of
-	// every version branch without asking (versions.go).
-	latest bool
-	// rev is the order's paymentArrivalChangeID version, read when it
-	// starts waiting for money (paymentVersion); DefaultVersion before.
-	// OrderWorkflowV2 starts at settleInTask.
-	rev workflow.Version
 	// fellBack, set while compensation runs, is called when a step falls
 	// back from the task to a regular activity (inTaskFirst).
 	fellBack func()
@@ -241,17 +222,17 @@ func (o *order) finish(ctx workflow.Context) (OrderView, error) {
 
 // setStatus changes the status and keeps the OrderStatus search attribute
 // current, so the Web UI filters by the real state. Each upsert is an event
-// and a visibility write: OrderWorkflowV2 skips one that would write the
-// value already there (the PENDING_PAYMENT it was started with).
-// OrderWorkflow's histories upsert every change, so it still does.
+// and a visibility write: one that would write the value already there (the
+// PENDING_PAYMENT the order was started with) is skipped.
 func (o *order) setStatus(ctx workflow.Context, s flashsale.Status, reason flashsale.Code) {
 	o.view.Status = s
 	o.view.Reason = reason
 	o.logger.Info("order status", "status", s, "reason", reason)
-	if o.latest {
-		if shown, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(OrderStatusKey); ok && shown == string(s) {
-			return
-		}
+	// What the Web UI shows as the order's current details. Not a command
+	// and not in the history, so it needs no patch (docs/versioning.md).
+	workflow.SetCurrentDetails(ctx, o.details())
+	if shown, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(OrderStatusKey); ok && shown == string(s) {
+		return
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(s))); err != nil {
 		o.logger.Warn("upsert OrderStatus search attribute", "error", err)
@@ -287,4 +268,17 @@ func sortedSKUs(o flashsale.Order) []string {
 	ids := o.SKUs()
 	slices.Sort(ids)
 	return ids
+}
+
+// details is the order's current state in words, for the Web UI's
+// "Current Details": its status, why, and until when it can be paid.
+func (o *order) details() string {
+	d := "order " + string(o.view.Status)
+	if o.view.Reason != "" {
+		d += " (" + string(o.view.Reason) + ")"
+	}
+	if o.view.Status == flashsale.StatusPendingPayment && !o.view.PayBy.IsZero() {
+		d += ", pay by " + o.view.PayBy.UTC().Format(time.RFC3339)
+	}
+	return d
 }

@@ -41,8 +41,8 @@ const (
 const arrivalGrace = 5 * time.Second
 
 // arrivedLate reports whether p reached the API after the deadline. A
-// payment without an arrival time (a client from before the change) is
-// judged by the workflow's clock, as before.
+// payment without an arrival time (a signal sent by hand, from the CLI or
+// the Web UI) is judged by the workflow's clock.
 func (o *order) arrivedLate(ctx workflow.Context, p Payment) bool {
 	at := p.ReceivedAt
 	if at.IsZero() {
@@ -56,7 +56,7 @@ func (o *order) arrivedLate(ctx workflow.Context, p Payment) bool {
 const inTaskBudget = 10 * time.Second
 
 // inTaskOptions are the options of a settlement step run inside the workflow
-// task (settleInTask). MySQL and Redis answer in milliseconds; a step that
+// task. MySQL and Redis answer in milliseconds; a step that
 // has no answer within ten seconds (two attempts of five) is not going to
 // get one soon, and holding the task longer would hold the order's updates
 // too: it continues as a regular activity, with its own retries.
@@ -68,26 +68,26 @@ func inTaskOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// inTaskFirst runs one settlement step: on a settleInTask order first as a local
-// activity inside the current workflow task, then, if that got no answer,
-// as the regular activity run(ctx) starts. A business answer from the local
-// attempt is final (the database decided); so is the context's end.
+// inTaskFirst runs one settlement step: first as a local activity inside
+// the current workflow task, then, if that got no answer, as the regular
+// activity run(ctx) starts. A business answer from the local attempt is
+// final (the database decided); so is the context's end. Each regular
+// activity would cost the server three state transitions and a task round
+// trip more, so the local attempt is the normal path.
 func (o *order) inTaskFirst(ctx workflow.Context, summary string, activity, in, out any, run func(workflow.Context) error) error {
-	if o.rev >= settleInTask {
-		err := workflow.ExecuteLocalActivity(inTaskOptions(ctx), activity, in).Get(ctx, out)
-		if err == nil || answered(err) || ctx.Err() != nil {
-			return err
-		}
-		o.logger.Warn(summary+": no answer inside the workflow task; continuing as an activity", "error", err)
-		if o.fellBack != nil {
-			o.fellBack()
-		}
+	err := workflow.ExecuteLocalActivity(inTaskOptions(ctx), activity, in).Get(ctx, out)
+	if err == nil || answered(err) || ctx.Err() != nil {
+		return err
+	}
+	o.logger.Warn(summary+": no answer inside the workflow task; continuing as an activity", "error", err)
+	if o.fellBack != nil {
+		o.fellBack()
 	}
 	return run(ctx)
 }
 
-// takesPayments reports whether a bounded order may still start applying
-// a payment.
+// takesPayments reports whether an open order may still start applying a
+// payment.
 func (o *order) takesPayments(ctx workflow.Context) bool {
 	return workflow.Now(ctx).Before(o.view.PayBy.Add(paymentGrace))
 }
@@ -147,12 +147,13 @@ func (o *order) execPaymentActivity(ctx workflow.Context, bounded bool, summary 
 	}
 }
 
-// applyPayment handles one payment while the order is open. It reports
-// false when a bounded order's payment got no answer in time: nothing is
-// known about it then, and the caller closes the order, whose CloseOrder
-// decides under the order lock whether it landed after all.
+// applyPayment handles one payment while the order is open, bounded by
+// pay_by (paymentOptions). It reports false when the payment got no answer
+// in time: nothing is known about it then, and the caller closes the
+// order, whose CloseOrder decides under the order lock whether it landed
+// after all.
 func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
-	bounded := o.bounded(ctx)
+	const bounded = true
 	if p.Amount != o.view.Amount {
 		o.logger.Warn("payment amount mismatch", "transaction_id", p.TransactionID, "paid", p.Amount, "amount", o.view.Amount)
 		return o.refund(ctx, bounded, p, flashsale.AmountMismatch)

@@ -118,9 +118,6 @@ func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return s.view, err
 	}
-	if !s.ends(ctx) {
-		return s.view, nil
-	}
 	if err := s.end(ctx); err != nil {
 		return s.view, err
 	}
@@ -166,7 +163,7 @@ var (
 	}
 )
 
-// end ends a closed sale (issue 23, close): once its last order has settled
+// end ends a closed sale: once its last order has settled
 // (none unpaid, no compensation running) it checks that MySQL and Redis
 // agree, records the final report (from history from then on: a retry or a
 // replay never reads it again from keys half removed), marks the sale ended
@@ -261,7 +258,7 @@ var voidStepOptions = workflow.ActivityOptions{
 }
 
 // void closes the sale (no pass or buy from then on), then cancels every
-// order of it still unpaid and refunds the paid ones (saleEndChangeID).
+// order of it still unpaid and refunds the paid ones.
 // It holds mu throughout, so no other control or the end interleaves.
 func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
 	if err := s.mu.Lock(ctx); err != nil {
@@ -283,10 +280,8 @@ func (s *saleRun) void(ctx workflow.Context, c SaleControl) (SaleView, error) {
 		return s.view, fmt.Errorf("cancel the sale's orders: %w", err)
 	}
 	s.view.Voided, s.view.Cancelled = true, voided.Cancelled
-	if s.ends(ctx) {
-		if err := s.refund(ctx); err != nil {
-			return s.view, err
-		}
+	if err := s.refund(ctx); err != nil {
+		return s.view, err
 	}
 	s.logger.Info("sale voided", "cancelled", voided.Cancelled, "refunded", s.view.Refunded, "reason", c.Reason)
 	return s.view, nil

@@ -9,11 +9,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/activities/contract"
 )
 
 // TestRecordedPayloadsKeepTheirShape decodes every recorded order's input
@@ -83,10 +80,8 @@ func requireSameJSON[T any](t *testing.T, p payloads) {
 	require.Equal(t, string(recorded), string(again))
 }
 
-// TestOrderInputValidate checks both validators on one table: Validate
-// (flashsale.Order.Validate and the workflow's field) and lengthsOnly, the
-// check of orders recorded before validateChangeID, which must keep
-// accepting what it accepted (wantOld).
+// TestOrderInputValidate checks Validate (flashsale.Order.Validate and the
+// workflow's field) on one table.
 func TestOrderInputValidate(t *testing.T) {
 	long := string(make([]byte, flashsale.MaxIDLength+1))
 	ok := flashsale.Item{SKU: "1001", Quantity: 1}
@@ -94,24 +89,23 @@ func TestOrderInputValidate(t *testing.T) {
 		return OrderInput{OrderID: id, UserID: "u", Items: items}
 	}
 	tests := []struct {
-		name             string
-		in               OrderInput
-		wantErr, wantOld string
+		name    string
+		in      OrderInput
+		wantErr string
 	}{
-		{"valid", order("o", ok), "", ""},
-		{"no order id", order("", ok), "order_id", "order_id"},
-		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []flashsale.Item{ok}}, "user_id", "user_id"},
-		{"no items", order("o"), "items", "items"},
-		{"zero quantity", order("o", flashsale.Item{SKU: "1", Quantity: 0}), "quantity", "quantity"},
-		{"negative quantity", order("o", flashsale.Item{SKU: "1", Quantity: -3}), "quantity", "quantity"},
-		{"absurd quantity", order("o", flashsale.Item{SKU: "1", Quantity: 1 << 40}), "quantity", "quantity"},
-		{"duplicate sku", order("o", ok, ok), "twice", "twice"},
-		{"empty sku", order("o", flashsale.Item{Quantity: 1}), "sku", "sku_id"},
-		{"negative timeout", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}, PaymentTimeout: -1}, "payment_timeout", "payment_timeout"},
-		// The stricter rules: refused now, accepted by the old check.
-		{"reserved prefix", order("wl-o", ok), "reserved", ""},
-		{"space in id", order("o 1", ok), "order_id", ""},
-		{"offer", OrderInput{OrderID: flashsale.WaitlistOrderID("o"), UserID: "u", Items: []flashsale.Item{ok}, FromOrder: "o"}, "", ""},
+		{"valid", order("o", ok), ""},
+		{"no order id", order("", ok), "order_id"},
+		{"long user id", OrderInput{OrderID: "o", UserID: long, Items: []flashsale.Item{ok}}, "user_id"},
+		{"no items", order("o"), "items"},
+		{"zero quantity", order("o", flashsale.Item{SKU: "1", Quantity: 0}), "quantity"},
+		{"negative quantity", order("o", flashsale.Item{SKU: "1", Quantity: -3}), "quantity"},
+		{"absurd quantity", order("o", flashsale.Item{SKU: "1", Quantity: 1 << 40}), "quantity"},
+		{"duplicate sku", order("o", ok, ok), "twice"},
+		{"empty sku", order("o", flashsale.Item{Quantity: 1}), "sku"},
+		{"negative timeout", OrderInput{OrderID: "o", UserID: "u", Items: []flashsale.Item{ok}, PaymentTimeout: -1}, "payment_timeout"},
+		{"reserved prefix", order("wl-o", ok), "reserved"},
+		{"space in id", order("o 1", ok), "order_id"},
+		{"offer", OrderInput{OrderID: flashsale.WaitlistOrderID("o"), UserID: "u", Items: []flashsale.Item{ok}, FromOrder: "o"}, ""},
 	}
 	check := func(t *testing.T, err error, want string) {
 		t.Helper()
@@ -128,13 +122,12 @@ func TestOrderInputValidate(t *testing.T) {
 			if err != nil {
 				require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err))
 			}
-			check(t, lengthsOnly(tt.in), tt.wantOld)
 		})
 	}
 }
 
 // A buyer's order under a waitlist offer's id is refused before any stock
-// moves: the stricter rule, recorded with its version marker.
+// moves: refused by the workflow itself.
 func (s *orderSuite) TestReservedPrefixIsRejected() {
 	s.env.ExecuteWorkflow(s.wf, OrderInput{OrderID: "wl-x", UserID: "u1",
 		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}})
@@ -143,23 +136,4 @@ func (s *orderSuite) TestReservedPrefixIsRejected() {
 	s.Equal(flashsale.StatusRejected, v.Status)
 	s.Equal(flashsale.Invalid, v.Reason)
 	s.env.AssertNotCalled(s.T(), "ReserveStock", mock.Anything, mock.Anything)
-}
-
-// The same order started before the stricter rule (no marker in its
-// history) is judged as it was then: by lengths, so it reserves. Only an
-// OrderWorkflow can have been started then.
-func (s *orderSuite) TestReservedPrefixBeforeTheChangeGoesOn() {
-	s.env.OnGetVersion(validateChangeID, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).
-		Return(contract.ReserveStockResult{}, nil).Once()
-	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).
-		Return(contract.CreateOrderResult{}, temporal.NewNonRetryableApplicationError("sold out", contract.TypeFor(flashsale.SoldOut), nil)).Once()
-	s.env.OnActivity(contract.ReleaseStock, mock.Anything, mock.Anything).Return(contract.ReleaseStockResult{}, nil).Once()
-
-	s.env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "wl-x", UserID: "u1",
-		Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}})
-
-	v := s.result()
-	s.Equal(flashsale.StatusRejected, v.Status)
-	s.Equal(flashsale.SoldOut, v.Reason, "reserved, then refused by MySQL: the old path")
 }

@@ -4,37 +4,26 @@ import (
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
 )
 
-// offerStart is the offer's id and how its start treats an id seen before.
-func (o *order) offerStart(ctx workflow.Context) (string, enumspb.WorkflowIdReusePolicy) {
-	if !o.offersByDigest(ctx) {
-		return legacyOfferID(o.in.OrderID), enumspb.WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED
-	}
-	// An offer id is started once, ever: a closed order of that id is not
-	// a slot a second offer may reuse.
-	return flashsale.WaitlistOrderID(o.in.OrderID), enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-}
-
 // offersUnitsOn says whether compensation ending as end offers the order's
 // units to the waitlist before putting them on open sale: an expired or
-// cancelled order's, and (offerIDChangeID) a waitlist offer's that MySQL
+// cancelled order's, and a waitlist offer's that MySQL
 // refused because its buyer already holds the limit: the unit was on its
 // way to a waiting buyer and goes to the next one. A degraded order's units
 // never left Redis's buckets (giveBackUnits).
-func (o *order) offersUnitsOn(ctx workflow.Context, end outcome) bool {
+func (o *order) offersUnitsOn(end outcome) bool {
 	switch {
 	case o.view.Degraded:
 		return false
 	case end.status != flashsale.StatusRejected:
 		return true
 	}
-	return o.in.FromOrder != "" && end.reason == flashsale.LimitExceeded && o.offersByDigest(ctx)
+	return o.in.FromOrder != "" && end.reason == flashsale.LimitExceeded
 }
 
 // waitlistEligible says whether this order's units may be offered to a
@@ -67,9 +56,6 @@ func (o *order) waitlistEligible() bool {
 // once, but it only corrects a drift seen identically twice, and the child
 // starts within one workflow task.
 func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
-	if !o.offersToWaitlist(ctx) {
-		return false, nil
-	}
 	if !o.waitlistEligible() {
 		return false, nil
 	}
@@ -84,30 +70,23 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		return false, nil
 	}
 
-	offerID, reuse := o.offerStart(ctx)
 	child := OrderInput{
-		OrderID: offerID, UserID: offer.UserID,
+		OrderID: flashsale.WaitlistOrderID(o.in.OrderID), UserID: offer.UserID,
 		Items: []flashsale.Item{it}, PaymentTimeout: o.in.PaymentTimeout, FromOrder: o.in.OrderID,
 	}
-	// Set on start, like the starters do, so the offer is findable in the
-	// Web UI by buyer and SKU without an extra event. The offer runs this
-	// order's type: an OrderWorkflow's history names OrderWorkflow.
-	childType, attrs := any(OrderWorkflowV2), OrderSearchAttributes(child)
-	if !o.latest {
-		childType, attrs = OrderWorkflow, temporal.NewSearchAttributes(
-			UserIDKey.ValueSet(child.UserID), SKUIDsKey.ValueSet(sortedSKUs(child.Order())),
-			OrderStatusKey.ValueSet(string(flashsale.StatusReserving)),
-		)
-	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            OrderWorkflowID(child.OrderID),
-		WorkflowIDReusePolicy: reuse,
+		WorkflowID: OrderWorkflowID(child.OrderID),
+		// An offer id (a digest of this order's id) is started once, ever:
+		// a closed order of that id is not a slot a second offer may reuse.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		TypedSearchAttributes: attrs,
+		// Set on start, as the starters do, so the offer is findable in the
+		// Web UI by buyer and SKU without an extra event.
+		TypedSearchAttributes: OrderSearchAttributes(child),
 		StaticSummary:         "waitlist offer of the unit released by order " + o.in.OrderID,
 	})
 	var exec workflow.Execution
-	err = workflow.ExecuteChildWorkflow(cctx, childType, child).GetChildWorkflowExecution().Get(ctx, &exec)
+	err = workflow.ExecuteChildWorkflow(cctx, OrderWorkflow, child).GetChildWorkflowExecution().Get(ctx, &exec)
 	if err != nil {
 		// Only an id used before can refuse the start (the id is a digest
 		// of this order's, so another run of this order made the offer).

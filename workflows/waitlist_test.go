@@ -113,7 +113,7 @@ func (s *orderSuite) TestWaitlistOrderRejectedReleasesUnits() {
 }
 
 // An offer refused because its buyer already holds the limit passes the
-// unit to the next waiting buyer (issue 21: it went to open sale, and the
+// unit to the next waiting buyer (not to open sale, where the
 // buyers still waiting were passed over).
 func (s *orderSuite) TestRejectedOfferGoesToNextWaiter() {
 	in := offerInput()
@@ -177,16 +177,13 @@ func (s *orderSuite) TestWaitlistOrderPaid() {
 
 func (s *orderSuite) TestWaitlistOrderID() {
 	short := flashsale.WaitlistOrderID("A1")
-	s.Equal("wl-A1", legacyOfferID("A1"), "offers recorded before offerIDChangeID")
 	s.Len(short, len(flashsale.WaitlistOrderPrefix)+32, "a digest, never the raw id")
 	long := flashsale.WaitlistOrderID(strings.Repeat("x", flashsale.MaxIDLength))
 	s.Len(long, len(short))
 	s.Equal(long, flashsale.WaitlistOrderID(strings.Repeat("x", flashsale.MaxIDLength)), "deterministic")
 	s.NotEqual(long, flashsale.WaitlistOrderID(strings.Repeat("y", flashsale.MaxIDLength)))
-	// The collision of issue 21: the old rule hashed a long id X to wl-<Y>,
-	// the raw form of a 32-character id Y.
+	// A raw id of the digest's length does not name the digest's offer.
 	x := strings.Repeat("x", 62)
-	y := strings.TrimPrefix(legacyOfferID(x), flashsale.WaitlistOrderPrefix)
-	s.Equal(legacyOfferID(x), legacyOfferID(y))
+	y := strings.TrimPrefix(flashsale.WaitlistOrderID(x), flashsale.WaitlistOrderPrefix)
 	s.NotEqual(flashsale.WaitlistOrderID(x), flashsale.WaitlistOrderID(y))
 }

@@ -9,14 +9,13 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// Register puts every workflow of this package on w: the order (both
-// types), the reconciler, the resync and the sale. The workflows run their
+// Register puts every workflow of this package on w: the order, the
+// reconciler, the resync and the sale. The workflows run their
 // activities by the names in package contract; the activities themselves
 // are built and registered under those names where the process is assembled
 // (internal/app), with the worker's options, so workflows reaches no store.
 func Register(w worker.Registry) {
-	w.RegisterWorkflow(OrderWorkflow) // orders in flight since before OrderWorkflowV2
-	w.RegisterWorkflow(OrderWorkflowV2)
+	w.RegisterWorkflow(OrderWorkflow)
 	w.RegisterWorkflow(ReconcileWorkflow)
 	w.RegisterWorkflow(ResyncWorkflow)
 	w.RegisterWorkflow(SaleWorkflow)

@@ -104,7 +104,7 @@ func (r Result) Rejected() bool { return r.Reservation.Status == flashsale.Statu
 // (edge's, wrapped; a RetryError for BUSY, the placement limit's included,
 // and RATE_LIMITED), and PlaceOrder's.
 func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
-	id, marker, err := s.OrderIDFor(ctx, req.Buyer, req.Key)
+	id, err := OrderIDFor(req.Buyer, req.Key)
 	if err != nil {
 		return Result{}, err
 	}
@@ -114,7 +114,7 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 			return Result{Outcome: Shed}, err
 		}
 	}
-	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items, Marker: marker,
+	ticket, err := s.Gate.Admit(ctx, edge.Request{OrderID: id, ClientOrderID: req.Key != "", UserID: req.Buyer, Items: req.Items,
 		Pass: claim != nil && claim.Live})
 	s.Recorder.Admission(req.Items, err == nil && ticket.Duplicate, err)
 	if err != nil {
@@ -166,39 +166,17 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 // creation in the database index). With one it is
 // flashsale.BuyerOrderID(buyer, key): the key is the buyer's idempotency
 // key, never an id shared with other buyers, so nobody can take it first
-// and no answer tells anyone whether another buyer used it.
-//
-// Orders placed before that scheme are named by the bare key (workflow
-// order-<key>). A retry of one must reach it, not buy a second unit: the
-// edge's placed marker of the bare key names the buyer it was placed for,
-// for as long as a retry skips shedding (edge.DefaultPlacedTTL, 24 h).
-// Only that buyer is sent to it; for anyone else the key is theirs alone as
-// for any key, so the marker tells them nothing. The lookup can go once
-// every marker written before the scheme has expired.
-//
-// With a key, the placed marker of the id is returned too (nil: not read):
-// both ids a key may name are read in one round trip, and the gate is
-// handed the one it needs instead of reading it again.
-func (s *Service) OrderIDFor(ctx context.Context, buyer, key string) (string, *string, error) {
+// and no answer tells anyone whether another buyer used it. It reads
+// nothing: the gate reads the id's placed marker once (edge.Gate.Admit).
+func OrderIDFor(buyer, key string) (string, error) {
 	if key == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return "", nil, fmt.Errorf("new order id: %w", err)
+			return "", fmt.Errorf("new order id: %w", err)
 		}
-		return id.String(), nil, nil
+		return id.String(), nil
 	}
-	id := flashsale.BuyerOrderID(buyer, key)
-	owners, err := s.Gate.PlacedByEach(ctx, key, id)
-	switch {
-	case err != nil:
-		// Redis down: the edge degrades to MySQL; a retry of an order of
-		// the old scheme within that outage gets an order of the new one.
-		s.logger().DebugContext(ctx, "placed markers of an order key unreadable", "error", err)
-		return id, nil, nil
-	case owners[0] == buyer:
-		return key, &owners[0], nil
-	}
-	return id, &owners[1], nil
+	return flashsale.BuyerOrderID(buyer, key), nil
 }
 
 func (s *Service) logger() *slog.Logger {

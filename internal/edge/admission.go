@@ -63,7 +63,7 @@ func (g *Gate) admitRedis(ctx context.Context, req Request, items []flashsale.It
 	// limit). Only client-chosen ids can be repeats, so server-made ids
 	// skip this read.
 	if req.ClientOrderID {
-		owner, err := g.marker(ctx, req)
+		owner, err := g.PlacedBy(ctx, req.OrderID)
 		switch {
 		case err != nil:
 			return nil, err
@@ -92,15 +92,6 @@ func (g *Gate) admitRedis(ctx context.Context, req Request, items []flashsale.It
 	}
 
 	return g.admit(ctx, req, items)
-}
-
-// marker is the placed marker of the request's order: the one the caller
-// read, or read now.
-func (g *Gate) marker(ctx context.Context, req Request) (string, error) {
-	if req.Marker != nil {
-		return *req.Marker, nil
-	}
-	return g.PlacedBy(ctx, req.OrderID)
 }
 
 // shedLocal answers what this instance knows without the network: a SKU

@@ -124,10 +124,6 @@ type Request struct {
 	ClientOrderID bool
 	UserID        string
 	Items         []flashsale.Item
-	// Marker, when not nil, is the order's placed marker as the caller
-	// read it for this request (PlacedByEach): the buyer it names, or ""
-	// for none. Admit then does not read it again. Nil: Admit reads it.
-	Marker *string
 	// Pass is true when the buyer holds a live pass of a queued SKU (the
 	// caller read it outstanding: sale.Claim.Live). Such a request is not
 	// answered BUSY by the per-SKU window's MaxInFlight nor by the

@@ -63,9 +63,6 @@ func (g *Gate) QuickAnswer(sku, key, claimedBuyer string) Quick {
 	case placed == nil:
 		return QuickMaybeRepeat
 	}
-	if _, ok := placed.ids[key]; ok {
-		return QuickMaybeRepeat
-	}
 	if flashsale.ValidID(claimedBuyer, flashsale.MaxIDLength) {
 		var id [flashsale.BuyerOrderIDLength]byte
 		if _, ok := placed.ids[string(flashsale.AppendBuyerOrderID(id[:0], claimedBuyer, key))]; ok {

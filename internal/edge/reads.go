@@ -51,30 +51,3 @@ func (g *Gate) PlacedBy(ctx context.Context, orderID string) (string, error) {
 	}
 	return owner, nil
 }
-
-// PlacedByEach is PlacedBy for several order ids in one round trip (a
-// pipeline; on a Redis Cluster, one per node holding them): owners[i] is
-// ids[i]'s buyer, "" for none. A buy with a key of the buyer's reads both
-// ids the key may name this way (buying.Service.OrderIDFor) and hands the
-// one it places to Admit as Request.Marker, so a refused buy costs one
-// round trip for its markers, not two.
-func (g *Gate) PlacedByEach(ctx context.Context, ids ...string) ([]string, error) {
-	pipe := g.rdb.Pipeline()
-	gets := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		gets[i] = pipe.Get(ctx, placedKey(id))
-	}
-	_, _ = pipe.Exec(ctx) // each command's own error is read below
-	owners := make([]string, len(ids))
-	for i, get := range gets {
-		owner, err := get.Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
-			return nil, g.unavailable(ctx, fmt.Errorf("read placed marker of order %s: %w", ids[i], err))
-		default:
-			owners[i] = owner
-		}
-	}
-	return owners, nil
-}

@@ -228,7 +228,7 @@ func TestFairSaleVoid(t *testing.T) {
 		types := map[string]int{}
 		for _, e := range resp.GetExecutions() {
 			typ := e.GetType().GetName()
-			if slices.Contains(workflows.OrderWorkflowTypes, typ) {
+			if typ == workflows.OrderWorkflowType {
 				typ = "order"
 			}
 			types[typ]++

@@ -367,8 +367,7 @@ func (s *stack) countWorkflows(sku string) int64 {
 	s.t.Helper()
 	resp, err := s.b.Temporal.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
 		Namespace: s.cfg.TemporalNamespace,
-		Query: fmt.Sprintf("WorkflowType IN ('%s') AND SkuIds = '%s'",
-			strings.Join(workflows.OrderWorkflowTypes, "', '"), sku),
+		Query:     fmt.Sprintf("WorkflowType = '%s' AND SkuIds = '%s'", workflows.OrderWorkflowType, sku),
 	})
 	require.NoError(s.t, err)
 	return resp.GetCount()

@@ -3,24 +3,20 @@
 package httpapi_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
-	"github.com/flashsale/flashsale/internal/testenv"
 )
 
 // TestClientOrderIDsAreTheBuyers: a buy request's order_id is the buyer's
 // own key. A squatter who sends a buyer's predictable key first neither
 // blocks the buyer nor learns anything (no ORDER_ID_CONFLICT across buyers,
 // an unknown SKU answers the same whoever used the key); a retry with the
-// same key reaches the same order; orders of the old scheme (named by the
-// bare key) stay readable, payable, cancellable, and a retry reaches them.
+// same key reaches the same order, and a key is never an order id.
 func TestClientOrderIDsAreTheBuyers(t *testing.T) {
 	s := newStack(t, stackOptions{})
 	api := s.api
@@ -78,38 +74,6 @@ func TestClientOrderIDsAreTheBuyers(t *testing.T) {
 	require.Equal(t, "LIMIT_EXCEEDED", r.code(t), "one unit per buyer")
 	r = api.buy(s.name("cart-2"), carol, sku, 1)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-
-	// Orders of the old scheme, placed as the API placed them before
-	// (workflow order-<key>, the edge's marker naming the buyer).
-	d := deps(t, s.b)
-	rdb := testenv.Redis(t)
-	legacy := func(key, user string) string {
-		ctx := context.Background()
-		res, err := d.Orders.PlaceOrder(ctx, flashsale.Order{OrderID: key, UserID: user, Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
-		require.NoError(t, err)
-		require.Equal(t, flashsale.StatusPendingPayment, res.Status)
-		require.NoError(t, rdb.Set(ctx, "fs:placed:"+key, user, 24*time.Hour).Err())
-		return key
-	}
-	dave, erin, frank := s.name("dave"), s.name("erin"), s.name("frank")
-	old := legacy(s.name("old-1"), dave)
-	r = api.buy(old, dave, sku, 1)
-	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-	require.Equal(t, old, r.json(t)["order_id"], "a retry reaches the order placed before the scheme")
-	r = api.call(http.MethodGet, "/api/v1/orders/"+old, nil, buyerHeader(t, dave))
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, "PENDING_PAYMENT", r.json(t)["status"])
-	r = api.pay(callback{OrderID: old, TransactionID: s.name("tx-old"), Amount: 500, Status: "SUCCESS"})
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, "PAID", r.json(t)["status"])
-	old2 := legacy(s.name("old-2"), erin)
-	r = api.cancel(erin, old2)
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, "CANCELLED", r.json(t)["status"])
-	// Somebody else's old key is just a key of their own.
-	r = api.buy(old, frank, sku, 1)
-	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-	require.NotEqual(t, old, r.json(t)["order_id"])
 
 	require.Zero(t, api.metrics().Edge.IDConflicts, "no ORDER_ID_CONFLICT across buyers")
 	// What starter check runs: no invariant broken by anything above.

@@ -16,7 +16,7 @@ import (
 
 // orderCreated is the 201 answer to a buy request.
 type orderCreated struct {
-	// OrderID is the system's id of the order (see buying.Service.OrderIDFor): GET,
+	// OrderID is the system's id of the order (see buying.OrderIDFor): GET,
 	// cancel and the payment provider name the order by it.
 	OrderID string `json:"order_id"`
 	// ClientOrderID echoes the buyer's own key, when the request had one.

@@ -49,7 +49,7 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 		TypedSearchAttributes: workflows.OrderSearchAttributes(in),
 		StaticSummary:         fmt.Sprintf("order %s by %s", in.OrderID, in.UserID),
 		Priority:              s.Priority,
-	}, workflows.OrderWorkflowV2, in)
+	}, workflows.OrderWorkflow, in)
 
 	h, err := s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,

@@ -22,7 +22,7 @@ import (
 )
 
 // The order at its minimum (issue 26), read from the real server as the
-// bench reads it: an order placed as the API places it runs OrderWorkflowV2;
+// bench reads it: an order placed as the API places it runs OrderWorkflow;
 // a paid one costs at most 17 events, 4 state transitions and one
 // search-attribute upsert (PAID; with the start's, two visibility writes),
 // an expired or cancelled one at most 6 transitions, and no path writes
@@ -50,7 +50,7 @@ func TestOrderPathsCostTheMinimum(t *testing.T) {
 		got[p.Path] = p
 	}
 	for _, path := range []string{PathPaid, PathExpired, PathCancelled, PathRejected} {
-		require.Equal(t, "OrderWorkflowV2", got[path].WorkflowType, path)
+		require.Equal(t, "OrderWorkflow", got[path].WorkflowType, path)
 		require.Equal(t, []int64{1, 1}, []int64{got[path].UpsertsMin, got[path].UpsertsMax}, "%s: only the final status is upserted", path)
 	}
 	paid := got[PathPaid]

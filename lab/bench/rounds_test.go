@@ -136,9 +136,9 @@ func TestReportJSONShape(t *testing.T) {
 }
 
 func TestSummarizeCosts(t *testing.T) {
-	pc := SummarizeCosts("s", PathExpired, "EXPIRED", []WorkflowCost{{Transitions: 18, Events: 35, Upserts: 2, Type: "OrderWorkflowV2"},
-		{Transitions: 14, Events: 28, Upserts: 1, Type: "OrderWorkflowV2"}, {Transitions: 15, Events: 30, Upserts: 1, Type: "OrderWorkflowV2"}})
-	require.Equal(t, PathCost{Server: "s", Path: "expired", Status: "EXPIRED", Workflows: 3, WorkflowType: "OrderWorkflowV2",
+	pc := SummarizeCosts("s", PathExpired, "EXPIRED", []WorkflowCost{{Transitions: 18, Events: 35, Upserts: 2, Type: "OrderWorkflow"},
+		{Transitions: 14, Events: 28, Upserts: 1, Type: "OrderWorkflow"}, {Transitions: 15, Events: 30, Upserts: 1, Type: "OrderWorkflow"}})
+	require.Equal(t, PathCost{Server: "s", Path: "expired", Status: "EXPIRED", Workflows: 3, WorkflowType: "OrderWorkflow",
 		Transitions: 15, TransitionsMin: 14, TransitionsMax: 18, Events: 30, EventsMin: 28, EventsMax: 35,
 		Upserts: 1, UpsertsMin: 1, UpsertsMax: 2}, pc)
 	even := SummarizeCosts("s", PathPaid, "PAID", []WorkflowCost{{Transitions: 9, Events: 23}, {Transitions: 8, Events: 23}})

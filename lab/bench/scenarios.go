@@ -13,7 +13,6 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/inventory"
@@ -138,32 +137,6 @@ func OrdersPlacedBy(ctx context.Context, svc *orders.Service, place Place, sku s
 	reserve = Summarize("reservation answer (Update-with-Start)", reserveLat[:whole.Ops], time.Duration(whole.Seconds*float64(time.Second)))
 	reserve.PerSec = whole.PerSec
 	return reserve, whole
-}
-
-// PlaceOrderWorkflow places an order as the starters did before
-// OrderWorkflowV2: the first type, started RESERVING, so the two types'
-// whole orders can be measured side by side. Nothing else starts it.
-func PlaceOrderWorkflow(c client.Client, queue string) Place {
-	return func(ctx context.Context, in workflows.OrderInput) (workflows.Reservation, error) {
-		op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID: workflows.OrderWorkflowID(in.OrderID), TaskQueue: queue,
-			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				workflows.OrderStatusKey.ValueSet(string(flashsale.StatusReserving)),
-				workflows.UserIDKey.ValueSet(in.UserID), workflows.SKUIDsKey.ValueSet(in.Order().SKUs())),
-		}, workflows.OrderWorkflow, in)
-		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: op,
-			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateReserve,
-				UpdateID: workflows.UpdateReserve + "-" + in.UserID, Args: []any{workflows.ReserveRequest{UserID: in.UserID}},
-				WaitForStage: client.WorkflowUpdateStageCompleted},
-		})
-		var res workflows.Reservation
-		if err == nil {
-			err = h.Get(ctx, &res)
-		}
-		return res, err
-	}
 }
 
 // Ceiling measures the cheapest durable order the server can run: a

@@ -67,43 +67,6 @@ func report(b *testing.B, s bench.Stat) {
 	b.ReportMetric(s.P99ms, "p99-ms")
 }
 
-// BenchmarkOrderTypes measures whole orders (reserve, create, pay, confirm)
-// of OrderWorkflowV2, as the starters place them, against OrderWorkflow's,
-// placed as they were before it, on the same server and worker with the same
-// callers, in interleaved rounds (bench.Paired). It reports OrderWorkflowV2's
-// rate over OrderWorkflow's (the median of the rounds' ratios, their range
-// beside it) and both p99s; b.N orders per round.
-//
-//	flock /tmp/flashsale-heavy.lock go test -tags integration -run '^$' -bench OrderTypes -benchtime 200x ./e2e/
-func BenchmarkOrderTypes(b *testing.B) {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	sys := apptest.Start(b, apptest.Options{Name: "types", WorkerConcurrency: 256, Logger: logger})
-	ctx, cfg, be := context.Background(), sys.Config, sys.Backend
-	sku := benchSKU(ctx, b, sys, "types-")
-	svc := &orders.Service{Temporal: be.Temporal, TaskQueue: cfg.TaskQueue, Orders: be.Orders}
-	run := testenv.UniqueID(b)
-	const rounds = 6
-
-	b.ResetTimer()
-	round := func(name string, place bench.Place) bench.Round {
-		return func(ctx context.Context, n int) (bench.Stat, error) {
-			_, whole := bench.OrdersPlacedBy(ctx, svc, place, sku, 100, fmt.Sprintf("%s-%s-%d-%d", name, run, b.N, n), b.N, callers)
-			return whole, nil
-		}
-	}
-	cmp, err := bench.Paired(ctx, "order types", rounds,
-		round("v2", svc.Place), round("v1", bench.PlaceOrderWorkflow(be.Temporal, cfg.TaskQueue)),
-		"OrderWorkflowV2 vs OrderWorkflow, whole orders")
-	require.NoError(b, err)
-	b.ReportMetric(cmp.Ratio, "v2/v1-rate")
-	b.ReportMetric(cmp.RatioSpread.Min, "v2/v1-min")
-	b.ReportMetric(cmp.RatioSpread.Max, "v2/v1-max")
-	b.ReportMetric(cmp.Measured.PerSec, "v2-orders/s")
-	b.ReportMetric(cmp.Against.PerSec, "v1-orders/s")
-	b.ReportMetric(cmp.Measured.P99ms, "v2-p99-ms")
-	b.ReportMetric(cmp.Against.P99ms, "v1-p99-ms")
-}
-
 // benchSKU puts a SKU too large to sell out in a benchmark and preheats it
 // in 16 buckets; one unit a buyer.
 func benchSKU(ctx context.Context, b *testing.B, sys *apptest.System, prefix string) string {
