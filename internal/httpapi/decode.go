@@ -165,7 +165,7 @@ func decodeOrder(body []byte) (flashsale.Order, string, error) {
 	if req.ClientOrderID != nil {
 		// Present but empty is refused: the client meant to choose one.
 		key = *req.ClientOrderID
-		if err := checkClientOrderID(key); err != nil {
+		if err := flashsale.CheckClientOrderID(key); err != nil {
 			problems = append(problems, flashsale.ErrorMessage(err))
 		}
 	}
@@ -173,19 +173,6 @@ func decodeOrder(body []byte) (flashsale.Order, string, error) {
 		return flashsale.Order{}, "", invalid(strings.Join(problems, "\n"))
 	}
 	return o, key, nil
-}
-
-// checkClientOrderID checks the buyer's key as an id, outside the prefix
-// of waitlist offers' ids (which an order named by a key never takes, but a
-// key that looks like one would confuse whoever reads the logs).
-func checkClientOrderID(key string) error {
-	if err := checkID("client_order_id", key, flashsale.MaxIDLength); err != nil {
-		return err
-	}
-	if strings.HasPrefix(key, flashsale.WaitlistOrderPrefix) {
-		return invalid(fmt.Sprintf("client_order_id must not start with %s, reserved for waitlist offers", flashsale.WaitlistOrderPrefix))
-	}
-	return nil
 }
 
 // Callback statuses a payment provider reports.
