@@ -281,12 +281,12 @@ func (in *instance) buyRetrying(key, user, sku string, qty int64) response {
 type inventoryOut struct {
 	SKU         string `json:"sku_id"`
 	Total       int64  `json:"total"`
-	Available   int64  `json:"available"`
+	Available   int64  `json:"redis_available"`
 	DBAvailable int64  `json:"db_available"`
 	Frozen      int64  `json:"frozen"`
 	Sold        int64  `json:"sold"`
-	IsSoldOut   bool   `json:"is_sold_out"`
-	BucketCount int    `json:"bucket_count"`
+	IsSoldOut   bool   `json:"sold_out"`
+	BucketCount int    `json:"buckets"`
 }
 
 // inventory reads sku's stock now, as an operator: the admin token skips
