@@ -188,8 +188,9 @@ func TestOrderPaidEndToEnd(t *testing.T) {
 	var again orderOut
 	s.starter(&again, "order", "--user", "alice", "--sku", sku, "--client-order-id", key)
 	require.Equal(t, o, again)
-	s.starter(&again, "order", "--user", "alice", "--sku", sku, "--order-id", o.OrderID)
-	require.Equal(t, orderOut{OrderID: o.OrderID, Status: o.Status, PayBy: o.PayBy, Amount: o.Amount}, again)
+	var byID orderOut
+	s.starter(&byID, "order", "--user", "alice", "--sku", sku, "--order-id", o.OrderID)
+	require.Equal(t, orderOut{OrderID: o.OrderID, Status: o.Status, PayBy: o.PayBy, Amount: o.Amount}, byID)
 	// The order's id from another user is refused, not answered.
 	_, stderr, err := s.run("order", "--user", "mallory", "--sku", sku, "--order-id", o.OrderID)
 	require.Error(t, err)
