@@ -3,6 +3,7 @@ package flashsale
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // BuyerOrderPrefix starts every order id derived from a buyer's own key
@@ -42,4 +43,19 @@ func AppendBuyerOrderID(dst []byte, buyer, clientKey string) []byte {
 	sum := sha256.Sum256(in)
 	dst = append(dst, BuyerOrderPrefix...)
 	return hex.AppendEncode(dst, sum[:20])
+}
+
+// CheckClientOrderID is the check of a buyer's idempotency key, at every
+// door that takes one (the buy request's client_order_id, `starter order
+// --client-order-id`): an id, outside the prefix of waitlist offers' ids,
+// which an order named by a key never takes but which a key that looks
+// like one would confuse in the logs.
+func CheckClientOrderID(key string) error {
+	if err := CheckID("client_order_id", key, MaxIDLength); err != nil {
+		return err
+	}
+	if strings.HasPrefix(key, WaitlistOrderPrefix) {
+		return Errorf(Invalid, "client_order_id must not start with %s, reserved for waitlist offers", WaitlistOrderPrefix)
+	}
+	return nil
 }

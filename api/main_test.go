@@ -120,10 +120,10 @@ func TestBinariesEndToEnd(t *testing.T) {
 	status, _ := call(http.MethodPut, "/api/v1/admin/skus/"+sku, `{"total":3,"price":1250,"buckets":2}`,
 		http.Header{"Authorization": {"Bearer " + admin}})
 	require.Equal(t, http.StatusOK, status)
-	// The buy request's order_id is the buyer's key; the order's id is
+	// The buy request's client_order_id is the buyer's key; the order's id is
 	// derived from it and the buyer.
 	order := flashsale.BuyerOrderID("bin-u-"+id, "bin-o-"+id)
-	body := `{"order_id":"bin-o-` + id + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
+	body := `{"client_order_id":"bin-o-` + id + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
 	status, out := call(http.MethodPost, "/api/v1/orders", body, nil)
 	require.Equal(t, http.StatusUnauthorized, status, "no token: %v", out)
 	require.Equal(t, "UNAUTHENTICATED", out["code"])

@@ -176,7 +176,7 @@ func TestMetricsDuringSale(t *testing.T) {
 		h := token(fmt.Sprintf("met-u%d-%s", i, id))
 		users = append(users, h)
 		order := fmt.Sprintf("met-o%d-%s", i, id)
-		body := `{"order_id":"` + order + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
+		body := `{"client_order_id":"` + order + `","items":[{"sku_id":"` + sku + `","quantity":1}]}`
 		want := http.StatusCreated
 		if i >= 3 {
 			want = http.StatusConflict // SOLD_OUT

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/testenv"
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -123,11 +124,12 @@ type stockOut struct {
 }
 
 type orderOut struct {
-	OrderID string    `json:"order_id"`
-	Status  string    `json:"status"`
-	PayBy   time.Time `json:"pay_by"`
-	Amount  int64     `json:"amount"`
-	Reason  string    `json:"reason"`
+	OrderID       string    `json:"order_id"`
+	ClientOrderID string    `json:"client_order_id"`
+	Status        string    `json:"status"`
+	PayBy         time.Time `json:"pay_by"`
+	Amount        int64     `json:"amount"`
+	Reason        string    `json:"reason"`
 }
 
 type statusOut struct {
@@ -171,17 +173,26 @@ func TestOrderPaidEndToEnd(t *testing.T) {
 	s.createSKU(sku, 10, 4999, 4)
 
 	var o orderOut
-	s.starter(&o, "order", "--user", "alice", "--sku", sku, "--order-id", "paid-"+sku)
+	key := "paid-" + sku
+	s.starter(&o, "order", "--user", "alice", "--sku", sku, "--client-order-id", key)
 	require.Equal(t, "PENDING_PAYMENT", o.Status)
 	require.Equal(t, int64(4999), o.Amount)
 	require.WithinDuration(t, time.Now().Add(15*time.Minute), o.PayBy, time.Minute)
+	// The key names the order as the API's client_order_id does, and is
+	// echoed beside the order's own id.
+	require.Equal(t, flashsale.BuyerOrderID("alice", key), o.OrderID)
+	require.Equal(t, key, o.ClientOrderID)
 
-	// A repeated click with the same order id: same answer, no second unit.
+	// A repeated click with the same key, or naming the order by its id:
+	// same answer, no second unit.
 	var again orderOut
-	s.starter(&again, "order", "--user", "alice", "--sku", sku, "--order-id", "paid-"+sku)
+	s.starter(&again, "order", "--user", "alice", "--sku", sku, "--client-order-id", key)
 	require.Equal(t, o, again)
-	// The same order id from another user is refused, not answered.
-	_, stderr, err := s.run("order", "--user", "mallory", "--sku", sku, "--order-id", "paid-"+sku)
+	var byID orderOut
+	s.starter(&byID, "order", "--user", "alice", "--sku", sku, "--order-id", o.OrderID)
+	require.Equal(t, orderOut{OrderID: o.OrderID, Status: o.Status, PayBy: o.PayBy, Amount: o.Amount}, byID)
+	// The order's id from another user is refused, not answered.
+	_, stderr, err := s.run("order", "--user", "mallory", "--sku", sku, "--order-id", o.OrderID)
 	require.Error(t, err)
 	require.Contains(t, string(stderr), `"code":"ORDER_ID_CONFLICT"`)
 	st := s.stock(sku)
@@ -295,6 +306,8 @@ func TestStarterRejectsBadInput(t *testing.T) {
 		{[]string{"order", "--sku", "1"}, "USAGE"},
 		{[]string{"order", "--user", "u", "--sku", strings.Repeat("x", 65)}, "INVALID_REQUEST"},
 		{[]string{"order", "--user", "u", "--sku", "1", "--order-id", "wl-x"}, "INVALID_REQUEST"},
+		{[]string{"order", "--user", "u", "--sku", "1", "--client-order-id", "wl-x"}, "INVALID_REQUEST"},
+		{[]string{"order", "--user", "u", "--sku", "1", "--client-order-id", "k", "--order-id", "o"}, "USAGE"},
 		{[]string{"pay", "--order", "o", "--txn", "t", "--amount", "0"}, "USAGE"},
 		{[]string{"nope"}, "USAGE"},
 	}

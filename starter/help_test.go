@@ -89,7 +89,7 @@ func TestHelp(t *testing.T) {
 			"stock":              {"-sku"},
 			"restock":            {"-sku", "-qty", "-request-id"},
 			"buckets":            {"-sku", "-buckets"},
-			"order":              {"-user", "-sku", "-qty", "-order-id"},
+			"order":              {"-user", "-sku", "-qty", "-client-order-id", "-order-id"},
 			"pay":                {"-order", "-txn", "-amount", "-via-api", "-status"},
 			"cancel":             {"-order"},
 			"status":             {"-order"},

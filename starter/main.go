@@ -10,7 +10,7 @@
 //	starter stock --sku ID
 //	starter restock --sku ID --qty N [--request-id ID]
 //	starter buckets --sku ID --buckets N
-//	starter order --user U --sku ID [--qty N] [--order-id ID]
+//	starter order --user U --sku ID [--qty N] [--client-order-id KEY | --order-id ID]
 //	starter pay --order ID --txn T --amount MINOR [--via-api URL [--status SUCCESS|FAILED]]
 //	starter cancel --order ID
 //	starter status --order ID

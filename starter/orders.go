@@ -20,12 +20,21 @@ func orderService(b *backend.Backend) *orders.Service {
 	return &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders}
 }
 
+// placed is `starter order`'s answer: the reservation (its order_id is the
+// order's id, for pay, cancel and status) and, as the API echoes it, the
+// buyer's key it was named from.
+type placed struct {
+	workflows.Reservation
+	ClientOrderID string `json:"client_order_id,omitempty"`
+}
+
 func runOrder(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("order", flag.ContinueOnError)
 	user := fs.String("user", "", "buyer's user id")
 	sku := fs.String("sku", "", "SKU id")
 	qty := fs.Int64("qty", 1, "units")
-	orderID := fs.String("order-id", "", "order id; repeat it to retry safely (default: a new UUIDv7)")
+	key := fs.String("client-order-id", "", "the buyer's idempotency key, as the API's client_order_id: the same key again reaches the same order (default: none, a new order)")
+	orderID := fs.String("order-id", "", "the order's own id (the order_id pay, cancel and status name), for an order known by its id; not with --client-order-id")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -35,10 +44,21 @@ func runOrder(ctx context.Context, args []string) (any, error) {
 	if err := required("sku", *sku); err != nil {
 		return nil, err
 	}
-	if *orderID == "" {
-		*orderID = uuid.Must(uuid.NewV7()).String()
-	}
 	o := flashsale.Order{OrderID: *orderID, UserID: *user, Items: []flashsale.Item{{SKU: *sku, Quantity: *qty}}}
+	switch {
+	case *key != "" && *orderID != "":
+		return nil, usageError("--client-order-id names the order from the buyer's key, --order-id names it outright: give one")
+	case *key != "":
+		if err := flashsale.CheckClientOrderID(*key); err != nil {
+			return nil, err
+		}
+		// The order a buy with this key through the API names, so a
+		// retry through either door reaches the same order.
+		o.OrderID = flashsale.BuyerOrderID(*user, *key)
+	case *orderID == "":
+		// As the API names an order bought without a key.
+		o.OrderID = uuid.Must(uuid.NewV7()).String()
+	}
 	// The one validation of an order, before any connection: a bad order
 	// fails fast and the same way as through the API.
 	if err := o.Validate(); err != nil {
@@ -51,7 +71,7 @@ func runOrder(ctx context.Context, args []string) (any, error) {
 			// an answer.
 			return nil, err
 		}
-		return res, nil
+		return placed{Reservation: res, ClientOrderID: *key}, nil
 	})
 }
 

@@ -104,6 +104,10 @@ func TestCommandRefusals(t *testing.T) {
 		{[]string{"buckets", "--sku", "s", "--buckets", "-1"}, 1, "INVALID_REQUEST"},
 		// The reserved prefix of waitlist offers is refused at every door.
 		{[]string{"order", "--user", "u", "--sku", "s", "--order-id", "wl-x"}, 1, "INVALID_REQUEST"},
+		{[]string{"order", "--user", "u", "--sku", "s", "--client-order-id", "wl-x"}, 1, "INVALID_REQUEST"},
+		{[]string{"order", "--user", "u", "--sku", "s", "--client-order-id", "a b"}, 1, "INVALID_REQUEST"},
+		// One name for the order: from the buyer's key, or its own id.
+		{[]string{"order", "--user", "u", "--sku", "s", "--client-order-id", "k", "--order-id", "o"}, 2, "USAGE"},
 		{[]string{"order", "--user", "u", "--sku", "s", "--qty", "0"}, 1, "INVALID_REQUEST"},
 		{[]string{"sku", "create", "--sku", "s", "--stock", "1", "--price", "1", "--buckets", "0"}, 1, "INVALID_REQUEST"},
 		{[]string{"nope"}, 2, "USAGE"},
@@ -114,4 +118,6 @@ func TestCommandRefusals(t *testing.T) {
 	}
 	e := refused(t, 1, "order", "--user", "u", "--sku", "s", "--order-id", "wl-x")
 	require.Equal(t, "order ids starting with wl- are reserved for waitlist offers", e.Message)
+	e = refused(t, 1, "order", "--user", "u", "--sku", "s", "--client-order-id", "wl-x")
+	require.Equal(t, "client_order_id must not start with wl-, reserved for waitlist offers", e.Message)
 }

@@ -108,10 +108,16 @@ func checkID(field, v string, max int) error { return flashsale.CheckID(field, v
 
 // orderRequest is the POST /api/v1/orders body.
 type orderRequest struct {
-	// OrderID is optional: a client that sets it can retry safely.
-	OrderID *string       `json:"order_id"`
-	UserID  string        `json:"user_id"`
-	Items   []itemRequest `json:"items"`
+	// ClientOrderID is the buyer's idempotency key, optional: a client
+	// that sets it can retry safely. The order's id is the answer's
+	// order_id, never chosen by the client.
+	ClientOrderID *string `json:"client_order_id"`
+	// OrderID is only here to be refused by name (errOrderIDInRequest):
+	// any value, null included, is a client written for the earlier
+	// contract, where the key travelled as order_id.
+	OrderID json.RawMessage `json:"order_id,omitempty"`
+	UserID  string          `json:"user_id"`
+	Items   []itemRequest   `json:"items"`
 }
 
 type itemRequest struct {
@@ -119,35 +125,54 @@ type itemRequest struct {
 	Quantity int64  `json:"quantity"`
 }
 
+// errOrderIDInRequest refuses a buy naming order_id. The answer's order_id
+// is the order's id; a request field of the same name meaning the buyer's
+// key is what led clients to use the wrong id for every later call, so
+// the old name is refused with the new one named, never read as the key.
+var errOrderIDInRequest = invalid("order_id is not a buy request field: send your idempotency key as client_order_id " +
+	"(the answer's order_id is the order's id, for reading, cancelling and paying it)")
+
 // decodeOrder turns a buy request body into an order, checked by the one
-// validation of an order (flashsale.Order.Validate). The order id is empty
-// when the client did not choose one, the user id when the body names
-// none (the token's subject is the buyer; createOrder fills both in).
-func decodeOrder(body []byte) (flashsale.Order, error) {
+// validation of an order (flashsale.Order.Validate), and the buyer's key.
+// The order's OrderID is left empty (buying.Service.OrderIDFor names it
+// from the key), the user id too when the body names none (the token's
+// subject is the buyer; createOrder fills it in).
+func decodeOrder(body []byte) (flashsale.Order, string, error) {
 	var req orderRequest
 	if err := decodeJSON(body, &req); err != nil {
-		return flashsale.Order{}, err
+		return flashsale.Order{}, "", err
+	}
+	if req.OrderID != nil {
+		return flashsale.Order{}, "", errOrderIDInRequest
 	}
 	o := flashsale.Order{UserID: req.UserID}
-	if req.OrderID != nil {
-		// Present but empty is refused: the client meant to choose one.
-		o.OrderID = *req.OrderID
-	}
 	for _, it := range req.Items {
 		o.Items = append(o.Items, flashsale.Item{SKU: it.SKU, Quantity: it.Quantity})
 	}
-	// What the server fills in gets a placeholder for the check.
+	// What the server fills in gets a placeholder for the check: the
+	// order's id (named from the key) and the buyer when the body names
+	// none.
 	check := o
-	if req.OrderID == nil {
-		check.OrderID = "placeholder"
-	}
+	check.OrderID = "placeholder"
 	if check.UserID == "" {
 		check.UserID = "placeholder"
 	}
+	var problems []string
 	if err := check.Validate(); err != nil {
-		return flashsale.Order{}, err
+		problems = append(problems, flashsale.ErrorMessage(err))
 	}
-	return o, nil
+	key := ""
+	if req.ClientOrderID != nil {
+		// Present but empty is refused: the client meant to choose one.
+		key = *req.ClientOrderID
+		if err := flashsale.CheckClientOrderID(key); err != nil {
+			problems = append(problems, flashsale.ErrorMessage(err))
+		}
+	}
+	if len(problems) > 0 {
+		return flashsale.Order{}, "", invalid(strings.Join(problems, "\n"))
+	}
+	return o, key, nil
 }
 
 // Callback statuses a payment provider reports.

@@ -171,7 +171,7 @@ func TestRefusalShowsItsWords(t *testing.T) {
 
 func TestDecodeMessagesDoNotEchoInput(t *testing.T) {
 	long := strings.Repeat("z", 5000)
-	_, err := decodeOrder([]byte(`{"user_id":"u","items":[],"` + long + `":1}`))
+	_, _, err := decodeOrder([]byte(`{"user_id":"u","items":[],"` + long + `":1}`))
 	require.Error(t, err)
 	require.Less(t, len(err.Error()), 200)
 	require.Contains(t, err.Error(), "unknown field")
@@ -207,4 +207,38 @@ func TestCancelledRequestStillAnswered(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, w.Code)
 	require.JSONEq(t, `{"code":"INTERNAL","message":"internal error"}`, w.Body.String())
 	require.Contains(t, logs.String(), "handler returned without an answer")
+}
+
+// TestBuyNamingOrderIDIsRefusedByName: the buyer's key is client_order_id;
+// a body with order_id (the earlier contract's name for the key, and the
+// answer's name for the order's id) is refused, whatever its value, with
+// words that name the field to use, and never read as the key.
+func TestBuyNamingOrderIDIsRefusedByName(t *testing.T) {
+	for _, v := range []string{`"cart-7"`, `null`, `""`, `1`, `"b-0123"`} {
+		for _, body := range []string{
+			`{"order_id":` + v + `,"items":[{"sku_id":"s1","quantity":1}]}`,
+			`{"client_order_id":"cart-7","order_id":` + v + `,"items":[{"sku_id":"s1","quantity":1}]}`,
+		} {
+			_, _, err := decodeOrder([]byte(body))
+			a, out := answerFor(err)
+			require.Equal(t, http.StatusBadRequest, a.status, body)
+			require.Equal(t, flashsale.Invalid, out.Code, body)
+			require.Equal(t, "order_id is not a buy request field: send your idempotency key as client_order_id "+
+				"(the answer's order_id is the order's id, for reading, cancelling and paying it)", out.Message, body)
+		}
+	}
+	o, key, err := decodeOrder([]byte(`{"client_order_id":"cart-7","items":[{"sku_id":"s1","quantity":1}]}`))
+	require.NoError(t, err)
+	require.Equal(t, "cart-7", key)
+	require.Empty(t, o.OrderID, "the order's id is the server's to name")
+	for body, words := range map[string]string{
+		`{"client_order_id":"","items":[{"sku_id":"s1","quantity":1}]}`:     "client_order_id must be 1-64",
+		`{"client_order_id":"wl-x","items":[{"sku_id":"s1","quantity":1}]}`: "client_order_id must not start with wl-",
+		`{"client_order_id":"a b","items":[]}`:                              "an order needs 1-20 items\nclient_order_id must be",
+	} {
+		_, _, err := decodeOrder([]byte(body))
+		_, out := answerFor(err)
+		require.Equal(t, flashsale.Invalid, out.Code, body)
+		require.Contains(t, out.Message, words, body)
+	}
 }

@@ -144,7 +144,7 @@ func TestFlood(t *testing.T) {
 // floodBuy is one buyer's request, without test assertions so it can run on
 // any goroutine. It returns the status, the error code and Retry-After.
 func floodBuy(ctx context.Context, in *instance, orderID, user, sku string) (int, string, time.Duration, error) {
-	body := fmt.Appendf(nil, `{"order_id":%q,"user_id":%q,"items":[{"sku_id":%q,"quantity":1}]}`, orderID, user, sku)
+	body := fmt.Appendf(nil, `{"client_order_id":%q,"user_id":%q,"items":[{"sku_id":%q,"quantity":1}]}`, orderID, user, sku)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.url+"/api/v1/orders", bytes.NewReader(body))
 	if err != nil {
 		return 0, "", 0, err

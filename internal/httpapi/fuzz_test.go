@@ -30,9 +30,10 @@ func mustRefuse(t *testing.T, err error) {
 
 func FuzzDecodeOrder(f *testing.F) {
 	for _, seed := range []string{
+		`{"client_order_id":"o-1","user_id":"u1","items":[{"sku_id":"1001","quantity":1}]}`,
 		`{"order_id":"o-1","user_id":"u1","items":[{"sku_id":"1001","quantity":1}]}`,
 		`{"user_id":"u1","items":[{"sku_id":"1001","quantity":2},{"sku_id":"1002","quantity":1}]}`,
-		`{"order_id":null,"user_id":"u1","items":[{"sku_id":"1001","quantity":1}]}`,
+		`{"client_order_id":null,"user_id":"u1","items":[{"sku_id":"1001","quantity":1}]}`,
 		`{"user_id":"u1","items":[{"sku_id":"1001","quantity":1}],"extra":1}`,
 		`{"user_id":"u1","items":[{"sku_id":"1001","quantity":-1}]}`,
 		`{"user_id":"u1","items":[{"sku_id":"a}b","quantity":1}]}`,
@@ -43,14 +44,17 @@ func FuzzDecodeOrder(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, err := decodeOrder(body)
+		in, key, err := decodeOrder(body)
 		if err != nil {
 			mustRefuse(t, err)
 			return
 		}
 		// Whatever is accepted is safe for every layer below.
-		if in.OrderID != "" && !flashsale.ValidID(in.OrderID, flashsale.MaxIDLength) {
-			t.Fatalf("accepted order id %q", in.OrderID)
+		if in.OrderID != "" {
+			t.Fatalf("the client chose the order's id %q", in.OrderID)
+		}
+		if key != "" && !flashsale.ValidID(key, flashsale.MaxIDLength) {
+			t.Fatalf("accepted key %q", key)
 		}
 		if !flashsale.ValidID(in.UserID, flashsale.MaxIDLength) {
 			t.Fatalf("accepted user id %q", in.UserID)
@@ -61,23 +65,21 @@ func FuzzDecodeOrder(f *testing.F) {
 			}
 		}
 		check := in
-		if check.OrderID == "" {
-			check.OrderID = "x"
-		}
+		check.OrderID = flashsale.BuyerOrderID(in.UserID, key)
 		if err := check.Validate(); err != nil {
 			t.Fatalf("accepted an order the workflow refuses: %v", err)
 		}
-		// Re-encoding what was accepted decodes to the same order.
+		// Re-encoding what was accepted decodes to the same order and key.
 		req := orderRequest{UserID: in.UserID}
-		if in.OrderID != "" {
-			req.OrderID = &in.OrderID
+		if key != "" {
+			req.ClientOrderID = &key
 		}
 		for _, it := range in.Items {
 			req.Items = append(req.Items, itemRequest{SKU: it.SKU, Quantity: it.Quantity})
 		}
-		again, err := decodeOrder(mustMarshal(t, req))
-		if err != nil || !equalOrders(in, again) {
-			t.Fatalf("round trip: %+v -> %+v, %v", in, again, err)
+		again, againKey, err := decodeOrder(mustMarshal(t, req))
+		if err != nil || !equalOrders(in, again) || againKey != key {
+			t.Fatalf("round trip: %+v %q -> %+v %q, %v", in, key, again, againKey, err)
 		}
 	})
 }

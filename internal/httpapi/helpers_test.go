@@ -172,7 +172,7 @@ func (s *stack) secondInstance() *instance {
 func (s *stack) name(n string) string { return s.id + "-" + n }
 
 // orderID is the id of the order user placed with their key (a buy
-// request's order_id).
+// request's client_order_id).
 func orderID(user, key string) string { return flashsale.BuyerOrderID(user, key) }
 
 type response struct {
@@ -239,9 +239,9 @@ func (in *instance) putSKU(sku string, total, price int64, buckets, limit int) {
 }
 
 // buy places an order as user, with user's token.
-func (in *instance) buy(orderID, user, sku string, qty int64) response {
+func (in *instance) buy(key, user, sku string, qty int64) response {
 	in.t.Helper()
-	return in.call(http.MethodPost, "/api/v1/orders", buyBody(in.t, orderID, user, sku, qty), buyerHeader(in.t, user))
+	return in.call(http.MethodPost, "/api/v1/orders", buyBody(in.t, key, user, sku, qty), buyerHeader(in.t, user))
 }
 
 // mustBuy places an order as user with their key and returns its id.
@@ -252,14 +252,15 @@ func (in *instance) mustBuy(key, user, sku string, qty int64) string {
 	return r.json(in.t)["order_id"].(string)
 }
 
-// buyBody is a buy request; user goes into user_id unless it is empty.
-func buyBody(t *testing.T, orderID, user, sku string, qty int64) []byte {
+// buyBody is a buy request with the buyer's key (none when empty); user
+// goes into user_id unless it is empty.
+func buyBody(t *testing.T, key, user, sku string, qty int64) []byte {
 	body := map[string]any{"items": []map[string]any{{"sku_id": sku, "quantity": qty}}}
 	if user != "" {
 		body["user_id"] = user
 	}
-	if orderID != "" {
-		body["order_id"] = orderID
+	if key != "" {
+		body["client_order_id"] = key
 	}
 	return mustJSON(t, body)
 }
@@ -267,9 +268,9 @@ func buyBody(t *testing.T, orderID, user, sku string, qty int64) []byte {
 // buyRetrying is a well-behaved client: it retries 429 BUSY (units remain,
 // too many buyers in flight) until it gets another answer. Safe to call from
 // several goroutines: it reports failures with t.Errorf.
-func (in *instance) buyRetrying(orderID, user, sku string, qty int64) response {
+func (in *instance) buyRetrying(key, user, sku string, qty int64) response {
 	for {
-		r := in.buy(orderID, user, sku, qty)
+		r := in.buy(key, user, sku, qty)
 		if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), `"BUSY"`) {
 			return r
 		}
@@ -280,12 +281,12 @@ func (in *instance) buyRetrying(orderID, user, sku string, qty int64) response {
 type inventoryOut struct {
 	SKU         string `json:"sku_id"`
 	Total       int64  `json:"total"`
-	Available   int64  `json:"available"`
+	Available   int64  `json:"redis_available"`
 	DBAvailable int64  `json:"db_available"`
 	Frozen      int64  `json:"frozen"`
 	Sold        int64  `json:"sold"`
-	IsSoldOut   bool   `json:"is_sold_out"`
-	BucketCount int    `json:"bucket_count"`
+	IsSoldOut   bool   `json:"sold_out"`
+	BucketCount int    `json:"buckets"`
 }
 
 // inventory reads sku's stock now, as an operator: the admin token skips

@@ -12,7 +12,7 @@ import (
 	"github.com/flashsale/flashsale"
 )
 
-// TestClientOrderIDsAreTheBuyers: a buy request's order_id is the buyer's
+// TestClientOrderIDsAreTheBuyers: a buy request's client_order_id is the buyer's
 // own key. A squatter who sends a buyer's predictable key first neither
 // blocks the buyer nor learns anything (no ORDER_ID_CONFLICT across buyers,
 // an unknown SKU answers the same whoever used the key); a retry with the

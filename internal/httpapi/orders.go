@@ -19,7 +19,8 @@ type orderCreated struct {
 	// OrderID is the system's id of the order (see buying.OrderIDFor): GET,
 	// cancel and the payment provider name the order by it.
 	OrderID string `json:"order_id"`
-	// ClientOrderID echoes the buyer's own key, when the request had one.
+	// ClientOrderID echoes the request's client_order_id, the buyer's own
+	// key, when it had one.
 	ClientOrderID string           `json:"client_order_id,omitempty"`
 	Status        flashsale.Status `json:"status"`
 	Amount        int64            `json:"amount"`
@@ -52,7 +53,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	in, err := decodeOrder(body)
+	in, key, err := decodeOrder(body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -63,7 +64,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), placeTimeout)
 	defer cancel()
-	res, err := s.buying.Buy(ctx, buying.Request{Buyer: c.buyer, Key: in.OrderID, Items: in.Items,
+	res, err := s.buying.Buy(ctx, buying.Request{Buyer: c.buyer, Key: key, Items: in.Items,
 		Pass: r.Header.Get(sale.PassHeader)})
 	if res.Outcome != "" {
 		// After the answer is written, as the whole answer time.
@@ -84,7 +85,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rv := res.Reservation
-	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: rv.OrderID, ClientOrderID: in.OrderID,
+	s.writeJSON(w, r, http.StatusCreated, orderCreated{OrderID: rv.OrderID, ClientOrderID: key,
 		Status: rv.Status, Amount: rv.Amount, PayBy: rv.PayBy})
 }
 

@@ -172,7 +172,7 @@ func (s *scanner) end() bool {
 }
 
 // scanQuickBuy reads body as a buy of exactly one line, the only shape the
-// quick answer takes: {"order_id"?, "user_id"?, "items":[{"sku_id",
+// quick answer takes: {"client_order_id"?, "user_id"?, "items":[{"sku_id",
 // "quantity"}]}, each key once, plain strings, every id as
 // flashsale.Order.Validate wants it. ok is false for anything else.
 func scanQuickBuy(body []byte) (q quickBuy, ok bool) {
@@ -196,7 +196,7 @@ func scanQuickBuy(body []byte) (q quickBuy, ok bool) {
 			return q, false
 		}
 		switch string(k) {
-		case "order_id":
+		case "client_order_id":
 			v, ok := s.plainString()
 			if !ok || q.hasKey {
 				return q, false

@@ -13,8 +13,8 @@ import (
 func TestScanQuickBuyAgreesWithDecodeOrder(t *testing.T) {
 	takes := []string{
 		`{"items":[{"sku_id":"s1","quantity":1}]}`,
-		` { "order_id" : "k-1" , "user_id":"u1", "items" : [ { "quantity" : 1000 , "sku_id" : "s.1" } ] } `,
-		`{"items":[{"sku_id":"s1","quantity":3}],"order_id":"cart-42-try-1"}`,
+		` { "client_order_id" : "k-1" , "user_id":"u1", "items" : [ { "quantity" : 1000 , "sku_id" : "s.1" } ] } `,
+		`{"items":[{"sku_id":"s1","quantity":3}],"client_order_id":"cart-42-try-1"}`,
 	}
 	refuses := []string{
 		`{"items":[{"sku_id":"s1","quantity":1},{"sku_id":"s2","quantity":1}]}`,
@@ -23,10 +23,12 @@ func TestScanQuickBuyAgreesWithDecodeOrder(t *testing.T) {
 		`{"items":[{"sku_id":"s1","quantity":1001}]}`,
 		`{"items":[{"sku_id":"s1","quantity":1.0}]}`,
 		`{"items":[{"sku_id":"s1","quantity":01}]}`,
-		`{"items":[{"sku_id":"s1","quantity":1}],"order_id":""}`,
-		`{"items":[{"sku_id":"s1","quantity":1}],"order_id":"wl-x"}`,
+		`{"items":[{"sku_id":"s1","quantity":1}],"client_order_id":""}`,
+		`{"items":[{"sku_id":"s1","quantity":1}],"client_order_id":"wl-x"}`,
+		// The earlier contract's name for the key: the full path refuses it.
+		`{"items":[{"sku_id":"s1","quantity":1}],"order_id":"k-1"}`,
 		`{"items":[{"sku_id":"s\u0031","quantity":1}]}`,
-		`{"items":[{"sku_id":"s1","quantity":1}],"order_id":null}`,
+		`{"items":[{"sku_id":"s1","quantity":1}],"client_order_id":null}`,
 		`{"items":[{"sku_id":"s1","quantity":1}]}x`,
 		`{"items":[{"sku_id":"s1","quantity":1}],"items":[{"sku_id":"s1","quantity":1}]}`,
 		`{"items":[{"sku_id":"s 1","quantity":1}]}`,
@@ -37,11 +39,11 @@ func TestScanQuickBuyAgreesWithDecodeOrder(t *testing.T) {
 		if !ok {
 			t.Fatalf("scan refused %s", b)
 		}
-		o, err := decodeOrder([]byte(b))
+		o, key, err := decodeOrder([]byte(b))
 		if err != nil {
 			t.Fatalf("decode refused %s: %v", b, err)
 		}
-		if q.sku != o.Items[0].SKU || q.key != o.OrderID || q.user != o.UserID {
+		if q.sku != o.Items[0].SKU || q.key != key || q.user != o.UserID {
 			t.Fatalf("%s: scan read %+v, decode %+v", b, q, o)
 		}
 	}

@@ -41,12 +41,19 @@ func skuParam(r *http.Request) (string, error) {
 	return sku, checkID("sku id", sku, flashsale.MaxIDLength)
 }
 
-// inventoryResponse is GET /api/v1/inventory/{sku}: Redis (available,
-// is_sold_out, bucket_count) beside MySQL (the rest).
+// inventoryResponse is GET /api/v1/inventory/{sku}: Redis
+// (redis_available, sold_out, buckets) beside MySQL (the rest). Its names
+// are the other answers': redis_available as the live page's, buckets as
+// the SKU's definition, sold_out as the live page's.
 type inventoryResponse struct {
-	catalog.Units
-	IsSoldOut   bool `json:"is_sold_out"`
-	BucketCount int  `json:"bucket_count"`
+	SKU            string `json:"sku_id"`
+	Total          int64  `json:"total"`
+	RedisAvailable int64  `json:"redis_available"`
+	DBAvailable    int64  `json:"db_available"`
+	Frozen         int64  `json:"frozen"`
+	Sold           int64  `json:"sold"`
+	SoldOut        bool   `json:"sold_out"`
+	Buckets        int    `json:"buckets"`
 }
 
 // skuEndpoint is every SKU endpoint's door: the SKU from the path, the
@@ -125,7 +132,9 @@ var errStockBusy = refuse(flashsale.Unavailable, "stock reads busy, retry in a s
 // readStock is one uncached read of GET /api/v1/inventory/{sku}'s answer.
 func (s *Server) readStock(ctx context.Context, sku string) (inventoryResponse, error) {
 	st, err := s.catalog().Stock(ctx, sku)
-	return inventoryResponse{Units: st.Units, IsSoldOut: st.SoldOut, BucketCount: st.BucketCount}, err
+	u := st.Units
+	return inventoryResponse{SKU: u.SKU, Total: u.Total, RedisAvailable: u.Available, DBAvailable: u.DBAvailable,
+		Frozen: u.Frozen, Sold: u.Sold, SoldOut: st.SoldOut, Buckets: st.BucketCount}, err
 }
 
 // skuResponse is PUT /api/v1/admin/skus/{sku}.

@@ -255,7 +255,7 @@ func retryAfter(a answer, rng *rand.Rand) time.Duration {
 // order id, and returns the first answer.
 func (r *run) placeWithClicks(ctx context.Context, rng *rand.Rand, auth http.Header, orderID string) answer {
 	body, _ := json.Marshal(map[string]any{
-		"order_id": orderID, "items": []map[string]any{{"sku_id": r.cfg.SKU, "quantity": 1}},
+		"client_order_id": orderID, "items": []map[string]any{{"sku_id": r.cfg.SKU, "quantity": 1}},
 	})
 	if rng.Float64() >= r.cfg.DuplicateClickShare {
 		return r.place(ctx, auth, body)

@@ -259,7 +259,7 @@ func (c *Crowd) buyer(ctx context.Context, n int, winners *sync.WaitGroup) {
 // id, until it gets an answer that is not "try again".
 func (c *Crowd) Place(ctx context.Context, rng *rand.Rand, user, orderID string) (int, string, []byte) {
 	body, _ := json.Marshal(map[string]any{
-		"order_id": orderID, "items": []map[string]any{{"sku_id": c.SKU, "quantity": 1}},
+		"client_order_id": orderID, "items": []map[string]any{{"sku_id": c.SKU, "quantity": 1}},
 	})
 	for ctx.Err() == nil {
 		res, err := c.Do(ctx, http.MethodPost, "/api/v1/orders", body, c.Auth(user))

@@ -569,7 +569,7 @@ func (p *probe) run(ctx context.Context) {
 		wg.Go(func() {
 			user := fmt.Sprintf("probe-%d", n%50)
 			orderID := fmt.Sprintf("%s-%d-%d", p.sku, n, rand.IntN(1e9))
-			body, _ := json.Marshal(map[string]any{"order_id": orderID, "items": []map[string]any{{"sku_id": p.sku, "quantity": 1}}})
+			body, _ := json.Marshal(map[string]any{"client_order_id": orderID, "items": []map[string]any{{"sku_id": p.sku, "quantity": 1}}})
 			r := probeResult{sent: time.Now()}
 			// Like a buyer: no answer or a 5xx means the same order id again.
 			for {

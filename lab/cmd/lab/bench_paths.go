@@ -59,7 +59,7 @@ func (b *benchRun) edges(ctx context.Context, st *stack) error {
 		return err
 	}
 	body := func(i int) []byte {
-		return fmt.Appendf(nil, `{"order_id":"so-%s-%d","items":[{"sku_id":%q,"quantity":1}]}`, b.run, i, soldOut)
+		return fmt.Appendf(nil, `{"client_order_id":"so-%s-%d","items":[{"sku_id":%q,"quantity":1}]}`, b.run, i, soldOut)
 	}
 	// Many buyers, each with a token minted before the clock starts, as a
 	// crowd logged in before the sale would be; hello world gets the same
