@@ -225,6 +225,10 @@ type SKU struct {
 	Price        int64  `json:"price"`
 	Buckets      int    `json:"buckets"`
 	PerUserLimit int    `json:"per_user_limit"`
+	// Queued: the SKU is sold through a fair sale only. Until its sale is
+	// started (and whenever its sale is not OPEN) every buy is refused,
+	// and while Redis does not answer too (docs/design/fair-sale.md).
+	Queued bool `json:"queued,omitempty"`
 }
 
 // Validate checks a SKU definition against the limits.

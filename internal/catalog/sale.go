@@ -59,6 +59,11 @@ func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.SaleStateConflict,
 			"the last sale of %s ended and its stock left Redis: preheat the sku (or PUT it) before another sale", sku)
 	}
+	// Every API instance, a new one while Redis does not answer included,
+	// must know from now on that the SKU's buys need a pass.
+	if err := s.DB.MarkQueued(ctx, sku); err != nil {
+		return workflows.SaleView{}, err
+	}
 	id := workflows.SaleWorkflowID(sku)
 	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue,

@@ -135,6 +135,7 @@ type skuResponse struct {
 	Price        int64  `json:"price"`
 	Buckets      int    `json:"buckets"`
 	PerUserLimit int    `json:"per_user_limit"`
+	Queued       bool   `json:"queued,omitempty"`
 	RedisTotal   int64  `json:"redis_total"`
 	DBAvailable  int64  `json:"db_available"`
 	Verified     bool   `json:"verified"`
@@ -154,7 +155,7 @@ func (s *Server) putSKU() http.HandlerFunc {
 		s.noteSKU(sku)
 		inv, pre := d.Inventory, d.Preheat
 		return skuResponse{
-			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit,
+			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit, Queued: inv.Queued,
 			RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
 		}, nil
 	})

@@ -197,7 +197,7 @@ func TestClaimIsLiveWhileThePassIsOutstanding(t *testing.T) {
 	st, sku := newSale(t, &units, time.Minute)
 	ctx := t.Context()
 	order := openSale(t, st, sku, 3)
-	door := sale.NewDoor(st, sale.NewSigner("test-secret"))
+	door := sale.NewDoor(st, sale.NewSigner("test-secret"), nil)
 	p, err := st.PlaceOf(ctx, sku, order[0])
 	require.NoError(t, err)
 	token := door.Issue(p)

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/luascript"
 )
 
@@ -117,6 +118,23 @@ func checkSKU(sku string) error {
 // noSale is the answer for a SKU without a sale.
 func noSale(sku string) error {
 	return flashsale.Errorf(flashsale.NoSale, "sku %s has no queued sale", sku)
+}
+
+// modeOf is sku's sale's state ("" for no sale) and whether the SKU is
+// defined queued (inventory.QueuedKey, in the same slot): one round trip,
+// the buy's only cost for a SKU without a sale.
+func (s *Store) modeOf(ctx context.Context, sku string) (_ State, queued bool, err error) {
+	defer outage(&err)
+	var state *redis.StringCmd
+	var flag *redis.IntCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		state = p.HGet(ctx, saleKey(sku), "state")
+		flag = p.Exists(ctx, inventory.QueuedKey(sku))
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, fmt.Errorf("read sale state of %s: %w", sku, err)
+	}
+	return State(state.Val()), flag.Val() == 1, nil
 }
 
 // StateOf is sku's sale's state, "" for a SKU without a sale.

@@ -1,0 +1,103 @@
+//go:build integration
+
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/redisguard"
+)
+
+// Issue 35's cases of a fair sale under faults, on the real stack.
+
+// putQueuedSKU creates a SKU for a fair sale (queued: true).
+func (in *instance) putQueuedSKU(sku string, total int64) {
+	in.t.Helper()
+	r := in.call(http.MethodPut, "/api/v1/admin/skus/"+sku, mustJSON(in.t, map[string]any{
+		"total": total, "price": 100, "buckets": 2, "per_user_limit": 1, "queued": true,
+	}), adminHeader())
+	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(in.t, true, r.json(in.t)["queued"])
+}
+
+// withoutRedis is a new API process (no memory of any sale) whose Redis
+// does not answer: MySQL and Temporal are the stack's.
+func (s *stack) withoutRedis() *instance {
+	s.t.Helper()
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	s.t.Cleanup(func() { _ = dead.Close() })
+	d := deps(s.t, s.b)
+	d.Redis, d.Stock = dead, inventory.New(dead, inventory.Options{})
+	d.Guard = redisguard.New(redisguard.Options{Name: "dead-redis", Logger: testLogger()})
+	api, err := httpapi.New(d, s.apiConfig())
+	require.NoError(s.t, err)
+	return startInstance(s.t, api, false)
+}
+
+// A restarted API instance whose Redis does not answer refuses every buy
+// of a SKU it cannot prove unqueued (issue 35, 1: such an instance sold a
+// whole queued stock an hour before the open, without a pass, from the
+// per-process memory of sales being empty). Two queued SKUs: one whose
+// sale was started (PREQUEUE, opens in an hour; PUT without the flag, as
+// in the issue), one PUT queued whose sale was not started yet. 20 buys of
+// each from buyers who never entered: every one 503 UNAVAILABLE, none
+// 201, and MySQL holds nothing frozen or sold. An instance with Redis
+// refuses them as before.
+func TestFairSaleRestartedInstanceWithoutRedisSellsNothingQueued(t *testing.T) {
+	s := newStack(t, stackOptions{buyRate: 1000})
+	started, flagged := s.name("started"), s.name("flagged")
+	s.api.putSKU(started, 5, 100, 2, 1)
+	s.startSale(started, time.Now().Add(time.Hour), 0)
+	s.api.putQueuedSKU(flagged, 5)
+
+	fresh := s.withoutRedis()
+	for _, sku := range []string{started, flagged} {
+		for i := range 20 {
+			u := s.name(fmt.Sprintf("%s-b%d", sku[len(s.id)+1:], i))
+			r := fresh.buy("k", u, sku, 1)
+			require.Equal(t, http.StatusServiceUnavailable, r.status, "%s by %s: %s", sku, u, r.body)
+			require.Equal(t, "UNAVAILABLE", r.code(t))
+		}
+		inv := s.dbInventory(sku)
+		require.Zero(t, inv.Frozen+inv.Sold, "%s: nothing sold", sku)
+		require.EqualValues(t, 5, inv.Available)
+	}
+	r := s.api.buy("k", s.name("x"), started, 1)
+	require.Equal(t, "SALE_NOT_OPEN", r.code(t), "%s", r.body)
+}
+
+// A SKU PUT for a fair sale sells nothing before its sale is started
+// (issue 35, 5: buyers looping between the PUT and `sale start` bought 8
+// of 20 units before the queue existed): 30 buys in that window on two
+// instances are all 409 SALE_NOT_OPEN; then the sale starts, buys are
+// still refused until the open, and the ranked buyer buys with a pass.
+func TestQueuedSKUSellsNothingBeforeItsSale(t *testing.T) {
+	s := newStack(t, stackOptions{buyRate: 1000})
+	second := s.secondInstance()
+	sku := s.name("window")
+	s.api.putQueuedSKU(sku, 20)
+	for i := range 30 {
+		in := []*instance{s.api, second}[i%2]
+		r := in.buy("k", s.name(fmt.Sprintf("early%d", i)), sku, 1)
+		require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+		require.Equal(t, "SALE_NOT_OPEN", r.code(t))
+	}
+	require.EqualValues(t, 20, s.dbInventory(sku).Available)
+
+	s.startSale(sku, time.Now().Add(time.Hour), 0)
+	alice := s.name("alice")
+	require.Equal(t, http.StatusCreated, s.api.enter(sku, alice).status)
+	require.Equal(t, "SALE_NOT_OPEN", second.buy("k", alice, sku, 1).code(t))
+	require.Equal(t, http.StatusOK, s.api.control(sku, "open").status)
+	r := second.buyWithPass("k", alice, sku, second.waitPass(sku, alice))
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	require.EqualValues(t, 19, s.dbInventory(sku).Available)
+}
