@@ -101,3 +101,37 @@ func TestQueuedSKUSellsNothingBeforeItsSale(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	require.EqualValues(t, 19, s.dbInventory(sku).Available)
 }
+
+// A pause longer than a pass's life keeps the holders' places (issue 35,
+// 3: with passes of 5 s and a pause of 8 s the 3 holders were told
+// PASS_EXPIRED and never served, while ranks 4-6 got their units). Passes
+// of 2 s, 3 units, 6 buyers: the first 3 hold passes, the sale pauses for
+// 4 s and resumes; each holder buys with the pass they held before the
+// pause, and ranks 4-6 are told the sell-out.
+func TestFairSalePauseLongerThanAPassKeepsThePlace(t *testing.T) {
+	s := newStack(t, stackOptions{buyRate: 1000})
+	api := s.api
+	sku := s.name("longpause")
+	api.putSKU(sku, 3, 100, 2, 1)
+	s.startSale(sku, time.Now().Add(time.Hour), 2)
+	users := s.enterQueue(sku, "p", 6)
+	require.Equal(t, http.StatusOK, api.control(sku, "open").status)
+	ranked := s.byRank(sku, users)
+	passes := make([]string, 3)
+	for i, u := range ranked[:3] {
+		passes[i] = api.waitPass(sku, u)
+	}
+	require.Equal(t, http.StatusOK, api.control(sku, "pause").status)
+	time.Sleep(4 * time.Second) // twice the passes' life
+	require.Equal(t, http.StatusOK, api.control(sku, "resume").status)
+	for i, u := range ranked[:3] {
+		r := api.buyWithPass("k", u, sku, passes[i])
+		require.Equal(t, http.StatusCreated, r.status, "rank %d: %s", i+1, r.body)
+	}
+	for _, u := range ranked[3:] {
+		p := api.place(sku, u)
+		require.Equal(t, true, p["sold_out"], "%v", p)
+		require.Nil(t, p["pass"])
+	}
+	require.EqualValues(t, 0, s.dbInventory(sku).Available)
+}

@@ -109,7 +109,7 @@ func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, 
 }
 
 // outstanding reports whether p is outstanding: issued with its signed
-// expiry, not spent (a spent pass counts among the outstanding ones until
+// expiry (or later: a pause's length added), not spent (a spent pass counts among the outstanding ones until
 // its order's answer, but is not the holder's any more), and not past the
 // expiry by this instance's clock (a pass within the clocks' skew of its
 // end is Spend's to refuse). A failed read is false: the buy then meets
@@ -123,12 +123,15 @@ func (s *Store) outstanding(ctx context.Context, sku string, p Pass) bool {
 		spent = pipe.HExists(ctx, k[kSpent], rank)
 		return nil
 	})
-	return err == nil && int64(score.Val()) == p.Expiry.UnixMilli() && !spent.Val() && time.Now().Before(p.Expiry)
+	// A resume moves the expiry of the passes outstanding at the pause
+	// on by its length (sale_state.lua): the signed one is then earlier.
+	expiry := int64(score.Val())
+	return err == nil && expiry >= p.Expiry.UnixMilli() && !spent.Val() && time.Now().Before(time.UnixMilli(expiry))
 }
 
 // Spend spends the claim's pass on orderID (Store.Spend).
 func (c *Claim) Spend(ctx context.Context, orderID string) error {
-	return c.store.Spend(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID)
+	return c.store.spend(ctx, c.pass.SKU, c.pass.SaleID, c.pass.Rank, c.pass.Expiry, orderID)
 }
 
 // Settle settles the claim's pass once the order it was spent on has its
@@ -186,7 +189,7 @@ func (d *Door) Issue(p Place) string {
 	if p.PassExpiry.IsZero() {
 		return ""
 	}
-	return d.signer.Sign(Pass{SKU: p.SKU, UserID: p.UserID, Rank: p.Rank, Expiry: p.PassExpiry})
+	return d.signer.Sign(Pass{SaleID: p.SaleID, SKU: p.SKU, UserID: p.UserID, Rank: p.Rank, Expiry: p.PassExpiry})
 }
 
 // Store is the sales' store.

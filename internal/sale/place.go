@@ -72,6 +72,8 @@ type Place struct {
 	Capacity int64 `json:"capacity"`
 	// Ahead is how many ranks are before the buyer's and not yet served.
 	Ahead int64 `json:"ahead"`
+	// SaleID is the sale's id, which the buyer's pass names.
+	SaleID string `json:"-"`
 	// PassExpiry is when the buyer's outstanding pass expires (Redis's
 	// clock); zero when they hold none.
 	PassExpiry time.Time `json:"-"`
@@ -164,7 +166,7 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 		Ticket: Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
 			SeedHash: res[7].(string)},
 		Serving: res[3].(int64), Queued: res[4].(int64), Spent: res[6].(int64) == 1,
-		Seed: res[8].(string), Outstanding: res[9].(int64), Capacity: res[14].(int64),
+		Seed: res[8].(string), Outstanding: res[9].(int64), Capacity: res[14].(int64), SaleID: res[15].(string),
 	}
 	now, opensAt, first, firstAt := res[10].(int64), res[11].(int64), res[12].(int64), res[13].(int64)
 	if ms := res[5].(int64); ms > 0 {

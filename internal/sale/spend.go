@@ -17,8 +17,14 @@ import (
 // pass not outstanding is PassExpired; a sale not open is SaleNotOpen,
 // SalePaused or SaleClosed.
 func (s *Store) Spend(ctx context.Context, sku string, rank int64, expiry time.Time, orderID string) (err error) {
+	return s.spend(ctx, sku, "", rank, expiry, orderID)
+}
+
+// spend is Spend of a pass of sale saleID ("": of the sale running):
+// PassForeign for a pass of another sale of the SKU.
+func (s *Store) spend(ctx context.Context, sku, saleID string, rank int64, expiry time.Time, orderID string) (err error) {
 	defer outage(&err)
-	res, err := spendScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID).Text()
+	res, err := spendScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID, saleID).Text()
 	if err != nil {
 		return fmt.Errorf("spend pass %d of %s: %w", rank, sku, err)
 	}
@@ -27,6 +33,8 @@ func (s *Store) Spend(ctx context.Context, sku string, rank int64, expiry time.T
 		return nil
 	case "USED":
 		return flashsale.Errorf(flashsale.PassUsed, "this pass has bought its unit already")
+	case "FOREIGN":
+		return flashsale.Errorf(flashsale.PassForeign, "this pass is of another sale of %s", sku)
 	case "EXPIRED":
 		return flashsale.Errorf(flashsale.PassExpired, "this pass expired; its unit went to the next buyer")
 	}
