@@ -133,6 +133,11 @@ func offerKey(sku, releasedOrderID string) string {
 	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID
 }
 
+// saleKey is a fair sale's hash (internal/sale, keys.go), in the SKU's
+// slot: the waitlist reads its state, and offers nothing while it is
+// PAUSED.
+func saleKey(sku string) string { return "fs:{sku:" + sku + "}:sale" }
+
 // QueuedKey marks a SKU sold through a fair sale only ("1"), copied from
 // MySQL by every preheat (SetQueued): internal/sale's buy check reads it
 // beside the sale's state, and refuses a buy of the SKU while no sale of
