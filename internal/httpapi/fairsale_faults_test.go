@@ -135,3 +135,34 @@ func TestFairSalePauseLongerThanAPassKeepsThePlace(t *testing.T) {
 	}
 	require.EqualValues(t, 0, s.dbInventory(sku).Available)
 }
+
+// A sale control that takes longer than the API waits for it is answered
+// 202 with where to poll, not a connection dropped at the server's write
+// timeout with no answer (issue 35, 6). With no worker the open's Update
+// is not answered; the API, waiting 1 s here, answers 202 with Location;
+// once a worker runs again the open completes and GET shows it OPEN.
+func TestFairSaleSlowControlIsAccepted(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	sku := s.name("slowopen")
+	s.api.putSKU(sku, 3, 100, 2, 1)
+	s.startSale(sku, time.Now().Add(time.Hour), 0)
+	cfg := s.apiConfig()
+	cfg.SaleControlWait = time.Second
+	api, err := httpapi.New(deps(t, s.b), cfg)
+	require.NoError(t, err)
+	in := startInstance(t, api, true)
+
+	s.sys.StopWorker()
+	start := time.Now()
+	r := in.control(sku, "open")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	require.Less(t, time.Since(start), 10*time.Second, "answered at the wait, not the control's timeout")
+	poll := "/api/v1/admin/skus/" + sku + "/sale"
+	require.Equal(t, poll, r.header.Get("Location"))
+	require.Equal(t, map[string]any{"sku_id": sku, "action": "open", "poll": poll}, r.json(t))
+	s.sys.StartWorker()
+	require.Eventually(t, func() bool {
+		g := in.call(http.MethodGet, poll, nil, adminHeader())
+		return g.status == http.StatusOK && g.json(t)["state"] == "OPEN"
+	}, 30*time.Second, 200*time.Millisecond)
+}

@@ -81,8 +81,20 @@ func skuEndpointWithin[In, Out any](s *Server, timeout time.Duration, decode fun
 			s.writeError(w, r, err)
 			return
 		}
+		if a, ok := any(out).(accepted); ok {
+			w.Header().Set("Location", a.Location)
+			s.writeJSON(w, r, http.StatusAccepted, a.Body)
+			return
+		}
 		s.writeJSON(w, r, http.StatusOK, out)
 	}
+}
+
+// accepted is a use case's answer that it goes on after the request: 202,
+// with where to look in Location.
+type accepted struct {
+	Location string
+	Body     any
 }
 
 // getInventory is GET /api/v1/inventory/{sku}: catalog.Stock. It is public,
