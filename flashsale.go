@@ -225,12 +225,16 @@ type SKU struct {
 	Price        int64  `json:"price"`
 	Buckets      int    `json:"buckets"`
 	PerUserLimit int    `json:"per_user_limit"`
+	// Queued: the SKU is sold through a fair sale only. Until its sale is
+	// started (and whenever its sale is not OPEN) every buy is refused,
+	// and while Redis does not answer too (docs/design/fair-sale.md).
+	Queued bool `json:"queued,omitempty"`
 }
 
 // Validate checks a SKU definition against the limits.
 func (k SKU) Validate() error {
 	var errs []error
-	if err := CheckID("sku_id", k.ID, MaxIDLength); err != nil {
+	if err := CheckSKUID(k.ID); err != nil {
 		errs = append(errs, err)
 	}
 	if k.Total < 0 || k.Total > MaxSKUTotal {
@@ -279,6 +283,34 @@ func ValidID(s string, max int) bool {
 		}
 	}
 	return true
+}
+
+// ValidSKUID accepts the id of a SKU defined from now on: 1 to MaxIDLength
+// characters of [A-Za-z0-9_-]. A SKU's id is inside its Redis keys' hash
+// tags ({sku:<id>} for the SKU, {sku:<id>:b<i>} for bucket i), so an id
+// with ':' names another SKU's bucket ("K:b1" is SKU K's bucket 1): the end
+// of the sale of K:b1 removed K's stock (issue 35). Glob characters ('*',
+// '?', '[') would widen a pattern made of the id. Orders still take
+// ValidID's alphabet: a SKU defined before keeps selling.
+func ValidSKUID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckSKUID is ValidSKUID as an Invalid error.
+func CheckSKUID(id string) error {
+	if !ValidSKUID(id) {
+		return Errorf(Invalid, "sku_id must be 1-%d characters of A-Z a-z 0-9 _ -", MaxIDLength)
+	}
+	return nil
 }
 
 // CheckID is ValidID as an Invalid error naming the field.

@@ -53,6 +53,7 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	price := fs.Int64("price", -1, "unit price in minor units (cents)")
 	buckets := fs.Int("buckets", flashsale.DefaultBuckets, "Redis buckets the stock is split into")
 	limit := fs.Int("limit", 1, "units one user may buy")
+	queued := fs.Bool("queued", false, "for a fair sale: refuse every buy until `starter sale start` opens its queue")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	if *stock < 0 || *price < 0 {
 		return nil, usageError("--stock and --price are required and must not be negative")
 	}
-	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit}
+	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit, Queued: *queued}
 	if err := def.Validate(); err != nil {
 		return nil, err
 	}

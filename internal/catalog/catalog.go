@@ -95,6 +95,11 @@ func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, e
 	if err := c.Redis.SetLimit(ctx, inv.SKU, inv.PerUserLimit, max(started.UnixMilli(), 0)); err != nil {
 		return Defined{}, err
 	}
+	// A SKU for a fair sale refuses every buy until its sale is created,
+	// so its units are not sold before its queue exists.
+	if err := c.Redis.SetQueued(ctx, inv.SKU, inv.Queued); err != nil {
+		return Defined{}, err
+	}
 	// MySQL's stock goes onto bucket rows that mirror the Redis buckets
 	// (a create takes the row of the bucket Redis starts at), so orders of
 	// the SKU do not queue on one row lock (orderdb.Store.SplitStock).

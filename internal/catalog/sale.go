@@ -43,8 +43,10 @@ const commitmentWait = 10 * time.Second
 // another sale of the SKU runs (close it first), or after one ended until
 // the SKU is preheated (its stock left Redis at the end).
 func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL time.Duration) (workflows.SaleView, error) {
-	if !flashsale.ValidID(sku, flashsale.MaxIDLength) {
-		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "invalid sku id")
+	// A SKU defined before ids lost ':' sells on, but gets no sale: the
+	// end of a sale removes keys by the SKU's name (flashsale.ValidSKUID).
+	if err := flashsale.CheckSKUID(sku); err != nil {
+		return workflows.SaleView{}, err
 	}
 	if opensAt.IsZero() || passTTL < 0 {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required and pass_ttl must not be negative")
@@ -56,6 +58,11 @@ func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL
 	if inv.SaleEndedAt != nil {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.SaleStateConflict,
 			"the last sale of %s ended and its stock left Redis: preheat the sku (or PUT it) before another sale", sku)
+	}
+	// Every API instance, a new one while Redis does not answer included,
+	// must know from now on that the SKU's buys need a pass.
+	if err := s.DB.MarkQueued(ctx, sku); err != nil {
+		return workflows.SaleView{}, err
 	}
 	id := workflows.SaleWorkflowID(sku)
 	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

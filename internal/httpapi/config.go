@@ -81,6 +81,11 @@ type Config struct {
 	// that will not see an offer this sale, and an unbounded list is a
 	// place for bots to hold every released unit.
 	WaitlistPerUnit int64
+	// SaleControlWait is how long a sale control (open, close, ...) is
+	// waited for before it is answered 202 Accepted with where to poll;
+	// zero means DefaultSaleControlWait, inside the server's write
+	// timeout. Tests shorten it.
+	SaleControlWait time.Duration
 	// Now is the clock for signature timestamps; nil means time.Now.
 	Now func() time.Time
 }

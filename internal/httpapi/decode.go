@@ -219,6 +219,9 @@ type skuRequest struct {
 	Price        *int64 `json:"price"`
 	Buckets      *int   `json:"buckets"`
 	PerUserLimit *int   `json:"per_user_limit"`
+	// Queued: the SKU is for a fair sale, and no buy of it is taken until
+	// its sale is started (flashsale.SKU.Queued).
+	Queued bool `json:"queued"`
 }
 
 // decodeSKU reads the definition of sku; its ranges are checked by
@@ -234,7 +237,7 @@ func decodeSKU(body []byte) (flashsale.SKU, error) {
 	case req.Price == nil:
 		return flashsale.SKU{}, invalid(fmt.Sprintf("price is required, 0-%d minor units", flashsale.MaxPrice))
 	}
-	in := flashsale.SKU{Total: *req.Total, Price: *req.Price, Buckets: flashsale.DefaultBuckets, PerUserLimit: 1}
+	in := flashsale.SKU{Total: *req.Total, Price: *req.Price, Buckets: flashsale.DefaultBuckets, PerUserLimit: 1, Queued: req.Queued}
 	if req.Buckets != nil {
 		in.Buckets = *req.Buckets
 	}

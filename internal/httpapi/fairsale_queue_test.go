@@ -153,7 +153,7 @@ func TestFairSaleSoldOutAtOnceWaitlistInRankOrder(t *testing.T) {
 // long poll) and answers when the SKU sells out, without waiting out the
 // N seconds: 4 buyers hold looks of 10 s while the 2 ranked before them
 // buy the 2 units; every held look is answered sold_out, each before its
-// 10 s. A wait outside 0..10 whole seconds is refused.
+// 10 s. A wait outside 0..10 whole seconds is refused, however large.
 func TestFairSaleLongPollAnswersTheSellOut(t *testing.T) {
 	s := newStack(t, stackOptions{buyRate: 100})
 	api := s.api
@@ -161,7 +161,9 @@ func TestFairSaleLongPollAnswersTheSellOut(t *testing.T) {
 	sku, ranked := s.openQueuedSale("longpoll", units, buyers)
 	winners, losers := ranked[:units], ranked[units:]
 
-	for _, bad := range []string{"11", "-1", "1.5", "soon"} {
+	// The last two overflowed a multiplication by a second before the
+	// bound was checked (issue 35), and were answered 200.
+	for _, bad := range []string{"11", "-1", "1.5", "soon", "18446744074", "9223372036854775807"} {
 		r := api.call(http.MethodGet, "/api/v1/skus/"+sku+"/queue/me?wait="+bad, nil, buyerHeader(t, losers[0]))
 		require.Equal(t, http.StatusBadRequest, r.status, "wait=%s", bad)
 		require.Equal(t, "INVALID_REQUEST", r.code(t), "wait=%s", bad)

@@ -128,8 +128,10 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
+	// Bounded before it is multiplied: 18446744074 seconds in nanoseconds
+	// wraps around to a third of a second, and the largest int64 to -1 s.
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || time.Duration(n)*time.Second > MaxQueueWait {
+	if err != nil || n < 0 || int64(n) > int64(MaxQueueWait/time.Second) {
 		return 0, invalid(fmt.Sprintf("wait must be whole seconds from 0 to %d", int(MaxQueueWait/time.Second)))
 	}
 	return time.Duration(n) * time.Second, nil

@@ -80,16 +80,58 @@ func decodeSaleControl(body []byte) (saleControlRequest, error) {
 // orders are refunded, longer than a read.
 const controlTimeout = time.Minute
 
+// DefaultSaleControlWait is Config.SaleControlWait's default: a control
+// not answered by then (an open shuffling a large queue, a void refunding)
+// is answered 202 well before the server's write timeout (placeTimeout +
+// 10 s) would drop the connection with no answer at all (issue 35).
+const DefaultSaleControlWait = placeTimeout - 5*time.Second
+
+// controlAccepted is the 202 of a control still running: GET Poll for the
+// sale's state.
+type controlAccepted struct {
+	SKU    string `json:"sku_id"`
+	Action string `json:"action"`
+	Poll   string `json:"poll"`
+}
+
 // controlSale is POST /api/v1/admin/skus/{sku}/sale/{action} with action
 // open, pause, resume, close or void: the sale workflow's Update, answered
 // once every API instance will act on it. 400 for another action, 404
 // NO_SALE, 409 SALE_STATE_CONFLICT when the sale's state does not allow it.
+// A control still running after SaleControlWait is answered 202 with the
+// sale's address in Location (GET it for the state); it goes on, within
+// controlTimeout, whether the client waits or not.
 func (s *Server) controlSale() http.HandlerFunc {
+	wait := s.cfg.SaleControlWait
+	if wait <= 0 {
+		wait = DefaultSaleControlWait
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		action := r.PathValue("action")
 		skuEndpointWithin(s, controlTimeout, decodeSaleControl,
-			func(ctx context.Context, sku string, in saleControlRequest) (workflows.SaleView, error) {
-				return s.saleControls().Control(ctx, sku, action, in.Reason)
+			func(ctx context.Context, sku string, in saleControlRequest) (any, error) {
+				type answer struct {
+					view workflows.SaleView
+					err  error
+				}
+				done := make(chan answer, 1)
+				// Not cancelled with the request: a control sent goes on
+				// (the Update is the workflow's once accepted).
+				run, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+				go func() {
+					defer cancel()
+					v, err := s.saleControls().Control(run, sku, action, in.Reason)
+					done <- answer{v, err}
+				}()
+				t := time.NewTimer(wait)
+				defer t.Stop()
+				select {
+				case a := <-done:
+					return a.view, a.err
+				case <-t.C:
+				}
+				poll := "/api/v1/admin/skus/" + sku + "/sale"
+				return accepted{Location: poll, Body: controlAccepted{SKU: sku, Action: action, Poll: poll}}, nil
 			})(w, r)
 	}
 }

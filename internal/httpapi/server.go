@@ -164,7 +164,8 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		}
 		passes = DefaultSalePassWindows * window
 	}
-	s.sales = sale.NewDoor(sale.New(deps.Redis, s.unitsLeft).WithCapacity(passes, 0), sale.NewSigner(cfg.AdminToken))
+	s.sales = sale.NewDoor(sale.New(deps.Redis, s.unitsLeft).WithCapacity(passes, 0), sale.NewSigner(cfg.AdminToken),
+		saleQueued(deps.Store))
 	s.waits = sale.NewWaits(s.sales.Store(), sale.DefaultWaitEvery, s.log)
 	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s},
 		Sales: s.sales, Logger: deps.Logger}
@@ -190,6 +191,16 @@ func dbAvailable(store *orderdb.Store) func(context.Context, string) (int64, err
 		}
 		return inv.Available, nil
 	}
+}
+
+// saleQueued is the buy's check's view of which SKUs are queued while
+// Redis does not answer: MySQL's (nil without a store: none is proved
+// unqueued then).
+func saleQueued(store *orderdb.Store) sale.Queued {
+	if store == nil {
+		return nil
+	}
+	return store.Queued
 }
 
 // unitsLeft is what the SKU's Redis buckets hold, for the sale's serving

@@ -88,8 +88,20 @@ func skuEndpointWithin[In, Out any](s *Server, timeout time.Duration, decode fun
 			s.writeError(w, r, err)
 			return
 		}
+		if a, ok := any(out).(accepted); ok {
+			w.Header().Set("Location", a.Location)
+			s.writeJSON(w, r, http.StatusAccepted, a.Body)
+			return
+		}
 		s.writeJSON(w, r, http.StatusOK, out)
 	}
+}
+
+// accepted is a use case's answer that it goes on after the request: 202,
+// with where to look in Location.
+type accepted struct {
+	Location string
+	Body     any
 }
 
 // getInventory is GET /api/v1/inventory/{sku}: catalog.Stock. It is public,
@@ -144,6 +156,7 @@ type skuResponse struct {
 	Price        int64  `json:"price"`
 	Buckets      int    `json:"buckets"`
 	PerUserLimit int    `json:"per_user_limit"`
+	Queued       bool   `json:"queued,omitempty"`
 	RedisTotal   int64  `json:"redis_total"`
 	DBAvailable  int64  `json:"db_available"`
 	Verified     bool   `json:"verified"`
@@ -163,7 +176,7 @@ func (s *Server) putSKU() http.HandlerFunc {
 		s.noteSKU(sku)
 		inv, pre := d.Inventory, d.Preheat
 		return skuResponse{
-			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit,
+			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit, Queued: inv.Queued,
 			RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
 		}, nil
 	})

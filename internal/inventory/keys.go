@@ -133,6 +133,17 @@ func offerKey(sku, releasedOrderID string) string {
 	return "fs:{sku:" + sku + "}:offer:" + releasedOrderID
 }
 
+// saleKey is a fair sale's hash (internal/sale, keys.go), in the SKU's
+// slot: the waitlist reads its state, and offers nothing while it is
+// PAUSED.
+func saleKey(sku string) string { return "fs:{sku:" + sku + "}:sale" }
+
+// QueuedKey marks a SKU sold through a fair sale only ("1"), copied from
+// MySQL by every preheat (SetQueued): internal/sale's buy check reads it
+// beside the sale's state, and refuses a buy of the SKU while no sale of
+// it exists (the window between its PUT and its sale's start).
+func QueuedKey(sku string) string { return "fs:{sku:" + sku + "}:queued" }
+
 // reconcileFenceKey counts corrections and restores of a SKU. Observations
 // carry the value they read; a correction may only act on an observation
 // whose fence is still current (claim.lua). It shares the SKU slot with the

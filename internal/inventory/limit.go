@@ -46,6 +46,26 @@ func (s *Store) SetLimit(ctx context.Context, sku string, limit int, sale int64)
 	return nil
 }
 
+// SetQueued copies whether sku is sold through a fair sale only
+// (MySQL's inventory.queued) to Redis (QueuedKey), where the buy's check
+// reads it: a queued SKU without a sale refuses every buy. The preheat
+// writes it before the buckets, so no unit is on sale before it.
+func (s *Store) SetQueued(ctx context.Context, sku string, queued bool) (err error) {
+	defer codeOutage(&err)
+	if err := validateSKU(sku); err != nil {
+		return fmt.Errorf("set queued %s: %w", sku, err)
+	}
+	if queued {
+		err = s.rdb.Set(ctx, QueuedKey(sku), "1", 0).Err()
+	} else {
+		err = s.rdb.Del(ctx, QueuedKey(sku)).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("set queued %s: %w", sku, err)
+	}
+	return nil
+}
+
 // Allowance is what a buyer may still reserve of a SKU, as Redis counts it.
 type Allowance struct {
 	// Limit is the per-buyer limit of the current sale; 0 when Redis does

@@ -85,7 +85,17 @@ func (s *Store) RemoveSKU(ctx context.Context, sku string, still func(context.Co
 	if err != nil {
 		return removed, wrapRemove(sku, err)
 	}
-	_, err = remove(rest)
+	// A SKU named "K:b1" (allowed before flashsale.ValidSKUID) shares its
+	// tag with SKU K's bucket 1: that bucket's stock and markers match the
+	// pattern and are K's, never this SKU's (no SKU-level key is named as
+	// a bucket's key is).
+	keep = rest[:0]
+	for _, k := range rest {
+		if !isBucketKeyName(strings.TrimPrefix(k, "fs:{sku:"+sku+"}:")) {
+			keep = append(keep, k)
+		}
+	}
+	_, err = remove(keep)
 	return removed, wrapRemove(sku, err)
 }
 
@@ -107,6 +117,12 @@ func isBucketKey(key, prefix string) bool {
 	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return false
 	}
+	return isBucketKeyName(rest)
+}
+
+// isBucketKeyName reports whether rest, what follows a key's hash tag and
+// ':', names one of a bucket's keys (keys.go).
+func isBucketKeyName(rest string) bool {
 	for _, s := range bucketKeySuffixes {
 		if rest == s {
 			return true

@@ -76,3 +76,52 @@ func TestRemoveSKU(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 6, st.Available)
 }
+
+// The other way round (issue 35): ending the sale of a SKU named like
+// another's bucket ("x:b1", which ids allowed before flashsale.ValidSKUID)
+// removed x's bucket 1 (its stock, layout and held orders' markers), since
+// they match fs:{sku:x:b1}:*. Now every key of x stays, counted, and x
+// still holds its units.
+func TestRemoveSKUNamedLikeABucketLeavesThatBucket(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	other := sku + ":b1"
+	t.Cleanup(func() { deleteSKUKeys(t, rdb, other) })
+	for _, k := range []string{sku, other} {
+		_, err := s.Preheat(ctx, k, 8, 4)
+		require.NoError(t, err)
+		for _, o := range []string{"o1", "o2", "o3", "o4"} {
+			_, err = s.Reserve(ctx, o, k, 1)
+			require.NoError(t, err)
+		}
+		require.NoError(t, rdb.Set(ctx, "fs:{sku:"+k+"}:sale", "x", 0).Err())
+	}
+	keysOf := func(owner string) []string {
+		var out []string
+		iter := rdb.Scan(ctx, 0, "fs:{sku:"+sku+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			k := iter.Val()
+			if strings.HasPrefix(k, "fs:{sku:"+owner+"}:") && !isBucketKeyName(strings.TrimPrefix(k, "fs:{sku:"+owner+"}:")) ||
+				isBucketKey(k, orderKeyPrefix(owner)) {
+				out = append(out, k)
+			}
+		}
+		require.NoError(t, iter.Err())
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	before := keysOf(sku)
+	require.Contains(t, before, "fs:{sku:"+sku+":b1}:stock", "x's bucket 1 shares the tag of SKU x:b1")
+	theirs := keysOf(other)
+	require.Greater(t, len(theirs), 5)
+
+	n, err := s.RemoveSKU(ctx, other, func(context.Context) (bool, error) { return true, nil })
+	require.NoError(t, err)
+	require.EqualValues(t, len(theirs), n, "exactly the keys of x:b1")
+	require.Empty(t, keysOf(other))
+	require.Equal(t, before, keysOf(sku), "every key of x stays")
+	st, err := s.Stock(ctx, sku)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, st.Available)
+}

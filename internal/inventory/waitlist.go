@@ -72,13 +72,16 @@ func (s *Store) JoinWaitlistRanked(ctx context.Context, sku, userID string, rank
 // PopWaitlist takes the first waiting user of sku for the units released by
 // releasedOrderID and returns it, or "" when nobody waits. It is idempotent
 // per released order: a retry returns the same answer and pops nobody else.
+// While the SKU's fair sale is PAUSED nobody is offered the units: they go
+// back on sale, where only a pass buys them, once the sale resumes.
 func (s *Store) PopWaitlist(ctx context.Context, sku, releasedOrderID string) (_ string, err error) {
 	defer codeOutage(&err)
 	if err := validateOrder(releasedOrderID, sku); err != nil {
 		return "", fmt.Errorf("pop waitlist %s: %w", sku, err)
 	}
 	user, err := waitlistPopScript.Run(ctx, s.rdb,
-		[]string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, releasedOrderID), waitlistOffersKey(sku), waitlistRankedKey(sku)},
+		[]string{waitlistKey(sku), waitlistUsersKey(sku), offerKey(sku, releasedOrderID), waitlistOffersKey(sku), waitlistRankedKey(sku),
+			saleKey(sku)},
 		s.heldMs, releasedOrderID).Text()
 	if err != nil {
 		return "", fmt.Errorf("pop waitlist %s for order %s: %w", sku, releasedOrderID, err)

@@ -7,6 +7,7 @@
 -- KEYS[3] offer record            fs:{sku:<sku>}:offer:<released order id>
 -- KEYS[4] offers by user          fs:{sku:<sku>}:waitlist:offers (hash)
 -- KEYS[5] ranked waiting users    fs:{sku:<sku>}:waitlist:ranked (zset)
+-- KEYS[6] the SKU's fair sale      fs:{sku:<sku>}:sale (hash; absent for none)
 -- ARGV[1] TTL in ms of the offer records
 -- ARGV[2] the released order id
 --
@@ -17,7 +18,7 @@
 -- instead of popping (and losing) the next one. "Nobody waited" is recorded
 -- too, so a retry cannot turn a release into an offer after the fact. The
 -- hash remembers, per user, the released order whose units they were
--- offered, so a buyer can find their offer (GET .../waitlist/me). All five
+-- offered, so a buyer can find their offer (GET .../waitlist/me). All six
 -- keys share the SKU's hash tag, so this is one atomic step.
 
 local offered = redis.call('GET', KEYS[3])
@@ -25,6 +26,14 @@ if offered then
   return offered
 end
 local user
+-- A paused sale sells nothing, a new order to a waiting buyer included
+-- (issue 35): nobody is offered the units, which go back on sale and are
+-- passed on in rank order once the sale resumes. Recorded, so a retry
+-- after the resume cannot turn this release into an offer.
+if redis.call('HGET', KEYS[6], 'state') == 'PAUSED' then
+  redis.call('SET', KEYS[3], '', 'PX', ARGV[1])
+  return ''
+end
 local first = redis.call('ZPOPMIN', KEYS[5])
 if #first > 0 then
   user = first[1]

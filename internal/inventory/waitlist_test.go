@@ -18,7 +18,7 @@ import (
 func TestWaitlistKeySlots(t *testing.T) {
 	sku := "sku-42"
 	slot := keySlot(bucketsKey(sku))
-	for _, k := range []string{waitlistKey(sku), waitlistUsersKey(sku), waitlistRankedKey(sku), offerKey(sku, "order-{x}"), waitlistOffersKey(sku)} {
+	for _, k := range []string{waitlistKey(sku), waitlistUsersKey(sku), waitlistRankedKey(sku), offerKey(sku, "order-{x}"), waitlistOffersKey(sku), saleKey(sku)} {
 		require.Equal(t, slot, keySlot(k), "waitlist key %s must share the SKU slot", k)
 	}
 }
@@ -287,4 +287,35 @@ func TestWaitlistRanked(t *testing.T) {
 	p, err = s.WaitlistPlace(ctx, sku, "r3")
 	require.NoError(t, err)
 	require.Equal(t, "released-0", p.OfferedFrom, "offers made stay readable")
+}
+
+// While the SKU's fair sale is PAUSED a released unit is offered to nobody
+// (issue 35, 7: it became a waiting buyer's PENDING_PAYMENT order during
+// the pause): the release is recorded as offered to nobody, so a retry
+// after the resume changes nothing, and the waiting buyer keeps their
+// place for the next unit released once the sale is OPEN again.
+func TestWaitlistOffersNothingWhileTheSaleIsPaused(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	_, err := s.Preheat(ctx, sku, 0, 2)
+	require.NoError(t, err)
+	_, err = s.JoinWaitlistRanked(ctx, sku, "r4", 4, 5)
+	require.NoError(t, err)
+	require.NoError(t, rdb.HSet(ctx, saleKey(sku), "state", "PAUSED").Err())
+
+	u, err := s.PopWaitlist(ctx, sku, "released-1")
+	require.NoError(t, err)
+	require.Empty(t, u, "paused: nobody is offered the unit")
+	p, err := s.WaitlistPlace(ctx, sku, "r4")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, p.Position, "still waiting, first")
+
+	require.NoError(t, rdb.HSet(ctx, saleKey(sku), "state", "OPEN").Err())
+	u, err = s.PopWaitlist(ctx, sku, "released-1")
+	require.NoError(t, err)
+	require.Empty(t, u, "a retry of the paused release stays no offer")
+	u, err = s.PopWaitlist(ctx, sku, "released-2")
+	require.NoError(t, err)
+	require.Equal(t, "r4", u, "open again: the next release is offered")
 }

@@ -80,6 +80,7 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 			Price:         sku.Price,
 			BucketCount:   sku.Buckets,
 			PerUserLimit:  sku.PerUserLimit,
+			Queued:        sku.Queued,
 			SaleStartedAt: ts,
 			CreatedAt:     ts,
 			UpdatedAt:     ts,
@@ -97,6 +98,7 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 				"sale_started_at": ts,
 				"bucket_rows":     0,
 				"sale_ended_at":   nil,
+				"queued":          out.Queued,
 				"updated_at":      ts,
 			}).Error
 		} else {
@@ -128,6 +130,34 @@ func (s *Store) Inventory(ctx context.Context, skuID string) (Inventory, error) 
 		return Inventory{}, fmt.Errorf("inventory %s: %w", skuID, err)
 	}
 	return row.toInventory(), nil
+}
+
+// MarkQueued records that sku is sold through a fair sale (a sale of it
+// starts): from then on a buy of it is refused while Redis, which holds
+// the passes, does not answer, by any API instance, a new one included.
+// UnknownSKU for a SKU not defined. A PUT of the SKU says again whether
+// it is queued.
+func (s *Store) MarkQueued(ctx context.Context, skuID string) error {
+	res := s.db.WithContext(ctx).Model(&inventoryRow{}).Where("sku_id = ?", skuID).UpdateColumn("queued", true)
+	switch {
+	case res.Error != nil:
+		return fmt.Errorf("mark %s queued: %w", skuID, classify(res.Error, nil))
+	case res.RowsAffected == 0:
+		if _, err := s.Inventory(ctx, skuID); err != nil {
+			return fmt.Errorf("mark %s queued: %w", skuID, err)
+		}
+	}
+	return nil
+}
+
+// Queued reports whether sku is sold through a fair sale only
+// (MarkQueued, or its PUT); UnknownSKU for a SKU not defined.
+func (s *Store) Queued(ctx context.Context, skuID string) (bool, error) {
+	row, err := takeInventory(s.db.WithContext(ctx), skuID)
+	if err != nil {
+		return false, fmt.Errorf("queued %s: %w", skuID, err)
+	}
+	return row.Queued, nil
 }
 
 // SaleStartedAt is when the SKU's current sale started (its last PutSKU):

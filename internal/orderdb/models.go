@@ -30,8 +30,10 @@ type inventoryRow struct {
 	// SaleEndedAt is set once the SKU's fair sale ended (EndSale): its
 	// Redis keys are being removed or gone. A PutSKU or preheat clears it.
 	SaleEndedAt *time.Time `gorm:"column:sale_ended_at"`
-	CreatedAt   time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt   time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	// Queued: sold through a fair sale only (flashsale.SKU.Queued).
+	Queued    bool      `gorm:"column:queued"`
+	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (inventoryRow) TableName() string { return "inventory" }
@@ -48,6 +50,7 @@ func (r inventoryRow) toInventory() Inventory {
 		PerUserLimit: r.PerUserLimit,
 		RedisResync:  r.RedisResync,
 		SaleEndedAt:  utcPtr(r.SaleEndedAt),
+		Queued:       r.Queued,
 	}
 }
 

@@ -36,6 +36,9 @@ type Inventory struct {
 	// EndSale): its Redis keys are removed from then on, and nothing is
 	// on sale until a PUT or a preheat starts another sale.
 	SaleEndedAt *time.Time `json:"sale_ended_at,omitempty"`
+	// Queued: the SKU is sold through a fair sale only (its PUT said so,
+	// or a sale of it was started); Redis carries a copy (the preheat).
+	Queued bool `json:"queued,omitempty"`
 }
 
 // Payment is money received for an order.

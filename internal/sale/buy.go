@@ -20,6 +20,7 @@ import (
 type Door struct {
 	store  *Store
 	signer *Signer
+	queued Queued
 
 	mu sync.Mutex
 	// sales are the SKUs seen with a sale, so a buy of one while Redis
@@ -31,10 +32,17 @@ type Door struct {
 // maxKnownSales caps Door.sales.
 const maxKnownSales = 10000
 
+// Queued tells whether a SKU is sold through a fair sale only, from the
+// store that answers while Redis does not (MySQL's inventory.queued, set
+// by the SKU's PUT and by the start of its sale): UnknownSKU for a SKU not
+// defined.
+type Queued func(ctx context.Context, sku string) (bool, error)
+
 // NewDoor returns the buy's check against store, verifying passes with
-// signer.
-func NewDoor(store *Store, signer *Signer) *Door {
-	return &Door{store: store, signer: signer, sales: map[string]struct{}{}}
+// signer; queued is asked about a SKU while Redis does not answer (nil:
+// every SKU this instance cannot prove unqueued is refused then).
+func NewDoor(store *Store, signer *Signer, queued Queued) *Door {
+	return &Door{store: store, signer: signer, queued: queued, sales: map[string]struct{}{}}
 }
 
 // Claim is a verified pass, to be spent on the order once admitted.
@@ -54,28 +62,37 @@ type Claim struct {
 // before sales existed. For a sale's SKU it refuses a buy of several lines
 // or units (Invalid), a sale not OPEN (SaleNotOpen, SalePaused,
 // SaleClosed), a missing or forged pass (PassRequired) and another's
-// (PassForeign), and otherwise returns the claim to spend. While Redis
-// does not answer, a SKU this instance saw with a sale is Unavailable;
-// any other goes on as before (the edge degrades). With this instance's
-// Redis pool exhausted the buy is BUSY, whatever the SKU.
+// (PassForeign), and otherwise returns the claim to spend. A SKU defined
+// for a fair sale (queued) whose sale was not started yet is SaleNotOpen:
+// nothing sells before its queue exists.
+//
+// While Redis does not answer it fails closed: a SKU is let on (the edge
+// degrades) only when MySQL says it is not queued; a SKU this instance saw
+// with a sale, a queued one, or one MySQL cannot answer for is
+// Unavailable. A process that just started remembers no sale, so the
+// memory alone let it sell a queued SKU before its open (issue 35). With
+// this instance's Redis pool exhausted the buy is BUSY, whatever the SKU.
 func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, token string) (*Claim, error) {
 	var claim *Claim
 	for _, it := range items {
-		st, err := d.store.StateOf(ctx, it.SKU)
+		st, queued, err := d.store.modeOf(ctx, it.SKU)
 		if err != nil {
-			switch {
-			case flashsale.ErrorCode(err) == flashsale.Busy:
+			if flashsale.ErrorCode(err) == flashsale.Busy {
 				return nil, err // this instance's Redis pool, not the sale, is the matter
-			case d.known(it.SKU):
+			}
+			if err := d.unqueued(ctx, it.SKU); err != nil {
 				return nil, fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "the sale's queue is unavailable"), err)
 			}
 			continue
 		}
-		if st == "" {
+		if st == "" && !queued {
 			d.forget(it.SKU)
 			continue
 		}
 		d.remember(it.SKU)
+		if st == "" {
+			return nil, flashsale.Errorf(flashsale.SaleNotOpen, "%s is sold through a fair sale, which has not started yet", it.SKU)
+		}
 		if len(items) != 1 || it.Quantity != 1 {
 			return nil, flashsale.Errorf(flashsale.Invalid, "a pass of the sale of %s buys one unit, alone", it.SKU)
 		}
@@ -92,7 +109,7 @@ func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, 
 }
 
 // outstanding reports whether p is outstanding: issued with its signed
-// expiry, not spent (a spent pass counts among the outstanding ones until
+// expiry (or later: a pause's length added), not spent (a spent pass counts among the outstanding ones until
 // its order's answer, but is not the holder's any more), and not past the
 // expiry by this instance's clock (a pass within the clocks' skew of its
 // end is Spend's to refuse). A failed read is false: the buy then meets
@@ -106,18 +123,44 @@ func (s *Store) outstanding(ctx context.Context, sku string, p Pass) bool {
 		spent = pipe.HExists(ctx, k[kSpent], rank)
 		return nil
 	})
-	return err == nil && int64(score.Val()) == p.Expiry.UnixMilli() && !spent.Val() && time.Now().Before(p.Expiry)
+	// A resume moves the expiry of the passes outstanding at the pause
+	// on by its length (sale_state.lua): the signed one is then earlier.
+	expiry := int64(score.Val())
+	return err == nil && expiry >= p.Expiry.UnixMilli() && !spent.Val() && time.Now().Before(time.UnixMilli(expiry))
 }
 
 // Spend spends the claim's pass on orderID (Store.Spend).
 func (c *Claim) Spend(ctx context.Context, orderID string) error {
-	return c.store.Spend(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID)
+	return c.store.spend(ctx, c.pass.SKU, c.pass.SaleID, c.pass.Rank, c.pass.Expiry, orderID)
 }
 
 // Settle settles the claim's pass once the order it was spent on has its
 // answer: bought, or given back (Store.Settle).
 func (c *Claim) Settle(ctx context.Context, orderID string, bought bool) error {
 	return c.store.Settle(ctx, c.pass.SKU, c.pass.Rank, c.pass.Expiry, orderID, bought)
+}
+
+// unqueued is nil when sku is proved sold without a queue while Redis does
+// not answer: not seen with a sale here, and MySQL says it is not queued
+// (or does not know it: an unknown SKU sells nothing anyway).
+func (d *Door) unqueued(ctx context.Context, sku string) error {
+	if d.known(sku) {
+		return fmt.Errorf("%s was seen with a sale", sku)
+	}
+	if d.queued == nil {
+		return fmt.Errorf("no store to tell whether %s is queued", sku)
+	}
+	q, err := d.queued(ctx, sku)
+	switch {
+	case flashsale.ErrorCode(err) == flashsale.UnknownSKU:
+		return nil
+	case err != nil:
+		return fmt.Errorf("whether %s is queued: %w", sku, err)
+	case q:
+		d.remember(sku)
+		return fmt.Errorf("%s is queued", sku)
+	}
+	return nil
 }
 
 func (d *Door) known(sku string) bool {
@@ -146,7 +189,7 @@ func (d *Door) Issue(p Place) string {
 	if p.PassExpiry.IsZero() {
 		return ""
 	}
-	return d.signer.Sign(Pass{SKU: p.SKU, UserID: p.UserID, Rank: p.Rank, Expiry: p.PassExpiry})
+	return d.signer.Sign(Pass{SaleID: p.SaleID, SKU: p.SKU, UserID: p.UserID, Rank: p.Rank, Expiry: p.PassExpiry})
 }
 
 // Store is the sales' store.

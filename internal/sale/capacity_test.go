@@ -197,7 +197,7 @@ func TestClaimIsLiveWhileThePassIsOutstanding(t *testing.T) {
 	st, sku := newSale(t, &units, time.Minute)
 	ctx := t.Context()
 	order := openSale(t, st, sku, 3)
-	door := sale.NewDoor(st, sale.NewSigner("test-secret"))
+	door := sale.NewDoor(st, sale.NewSigner("test-secret"), nil)
 	p, err := st.PlaceOf(ctx, sku, order[0])
 	require.NoError(t, err)
 	token := door.Issue(p)
@@ -214,4 +214,30 @@ func TestClaimIsLiveWhileThePassIsOutstanding(t *testing.T) {
 	require.Equal(t, flashsale.PassUsed, flashsale.ErrorCode(claim.Spend(ctx, "o2")))
 	_, err = door.Check(ctx, order[1], items, token)
 	require.Equal(t, flashsale.PassForeign, flashsale.ErrorCode(err))
+}
+
+// A pass names its sale (issue 35, 9): a pass of the SKU's previous sale,
+// for a rank with an outstanding pass now and an expiry before that one's
+// (which a resume's shift would accept), is PassForeign and buys nothing;
+// the same rank's pass of this sale buys.
+func TestPassOfAnotherSaleIsForeign(t *testing.T) {
+	var units atomic.Int64
+	units.Store(10)
+	st, sku := newSale(t, &units, time.Minute)
+	ctx := t.Context()
+	order := openSale(t, st, sku, 3)
+	signer := sale.NewSigner("test-secret")
+	door := sale.NewDoor(st, signer, nil)
+	p, err := st.PlaceOf(ctx, sku, order[0])
+	require.NoError(t, err)
+	require.Equal(t, "run-1", p.SaleID)
+	items := []flashsale.Item{{SKU: sku, Quantity: 1}}
+
+	old := signer.Sign(sale.Pass{SaleID: "run-0", SKU: sku, UserID: order[0], Rank: p.Rank, Expiry: p.PassExpiry.Add(-time.Second)})
+	claim, err := door.Check(ctx, order[0], items, old)
+	require.NoError(t, err, "signed by the API: only Redis knows the sale")
+	require.Equal(t, flashsale.PassForeign, flashsale.ErrorCode(claim.Spend(ctx, "o-old")))
+	claim, err = door.Check(ctx, order[0], items, door.Issue(p))
+	require.NoError(t, err)
+	require.NoError(t, claim.Spend(ctx, "o1"), "the pass of this sale buys")
 }

@@ -17,6 +17,9 @@ const PassHeader = "Sale-Pass"
 // Pass is what a pass says: one unit of SKU for the buyer of Rank, to be
 // spent before Expiry (Redis's clock decides that, in Spend).
 type Pass struct {
+	// SaleID is the sale the pass is of (its workflow run): a pass of the
+	// SKU's previous sale is another's (PassForeign at the spend).
+	SaleID string
 	SKU    string
 	UserID string
 	Rank   int64
@@ -25,6 +28,7 @@ type Pass struct {
 
 // passClaims is a pass's signed payload.
 type passClaims struct {
+	SaleID string `json:"i"`
 	SKU    string `json:"s"`
 	UserID string `json:"u"`
 	Rank   int64  `json:"r"`
@@ -47,7 +51,7 @@ var b64 = base64.RawURLEncoding
 
 // Sign returns the pass as a token: base64url(payload) "." base64url(HMAC).
 func (s *Signer) Sign(p Pass) string {
-	payload, _ := json.Marshal(passClaims{SKU: p.SKU, UserID: p.UserID, Rank: p.Rank, Expiry: p.Expiry.UnixMilli()}) // plain fields: never fails
+	payload, _ := json.Marshal(passClaims{SaleID: p.SaleID, SKU: p.SKU, UserID: p.UserID, Rank: p.Rank, Expiry: p.Expiry.UnixMilli()}) // plain fields: never fails
 	body := b64.EncodeToString(payload)
 	return body + "." + b64.EncodeToString(s.mac(body))
 }
@@ -74,11 +78,11 @@ func (s *Signer) Verify(token, buyer, sku string) (Pass, error) {
 	}
 	raw, err := b64.DecodeString(body)
 	var c passClaims
-	if err != nil || json.Unmarshal(raw, &c) != nil || c.Rank <= 0 {
+	if err != nil || json.Unmarshal(raw, &c) != nil || c.Rank <= 0 || c.SaleID == "" {
 		return Pass{}, required
 	}
 	if c.UserID != buyer || c.SKU != sku {
 		return Pass{}, flashsale.Errorf(flashsale.PassForeign, "this pass is not yours for %s", sku)
 	}
-	return Pass{SKU: c.SKU, UserID: c.UserID, Rank: c.Rank, Expiry: time.UnixMilli(c.Expiry)}, nil
+	return Pass{SaleID: c.SaleID, SKU: c.SKU, UserID: c.UserID, Rank: c.Rank, Expiry: time.UnixMilli(c.Expiry)}, nil
 }

@@ -13,7 +13,7 @@ import (
 // A pass binds buyer and SKU; a forged or altered one is refused.
 func TestPassSignature(t *testing.T) {
 	s := sale.NewSigner("admin-token-0123456789")
-	p := sale.Pass{SKU: "sku1", UserID: "alice", Rank: 3, Expiry: time.UnixMilli(1_800_000_000_000)}
+	p := sale.Pass{SaleID: "run-1", SKU: "sku1", UserID: "alice", Rank: 3, Expiry: time.UnixMilli(1_800_000_000_000)}
 	tok := s.Sign(p)
 	got, err := s.Verify(tok, "alice", "sku1")
 	require.NoError(t, err)

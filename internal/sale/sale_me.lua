@@ -23,7 +23,7 @@
 --
 -- Returns {state, ticket, rank, serving, ranked, pass_expiry_ms, spent,
 -- seed_hash, seed, outstanding, now_ms, opens_at_ms, first_served,
--- first_served_at_ms, capacity}: pass_expiry_ms is 0 unless the buyer's
+-- first_served_at_ms, capacity, sale_id}: pass_expiry_ms is 0 unless the buyer's
 -- pass is outstanding and not spent, spent 1 when it was spent. The
 -- passes outstanding include those spent on orders still being placed
 -- (sale_settle.lua). state '' is no sale.
@@ -34,7 +34,7 @@
 -- ranks still waiting.
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then
-  return {'', 0, 0, 0, 0, 0, 0, '', '', 0, 0, 0, 0, 0, 0}
+  return {'', 0, 0, 0, 0, 0, 0, '', '', 0, 0, 0, 0, 0, 0, ''}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -86,7 +86,8 @@ if rank > 0 and rank <= serving then
     expiry = tonumber(redis.call('ZSCORE', KEYS[8], rank) or '0')
   end
 end
-local hash, seed, opens, first, first_at = unpack(redis.call('HMGET', KEYS[1], 'seed_hash', 'seed', 'opens_at',
-  'first_served', 'first_served_at'))
+local hash, seed, opens, first, first_at, sale_id = unpack(redis.call('HMGET', KEYS[1], 'seed_hash', 'seed', 'opens_at',
+  'first_served', 'first_served_at', 'sale_id'))
 return {state, ticket, rank, serving, ranked, expiry, spent, hash or '', seed or '',
-  redis.call('ZCARD', KEYS[8]), now, tonumber(opens or '0'), tonumber(first or '0'), tonumber(first_at or '0'), capacity}
+  redis.call('ZCARD', KEYS[8]), now, tonumber(opens or '0'), tonumber(first or '0'), tonumber(first_at or '0'), capacity,
+  sale_id or ''}

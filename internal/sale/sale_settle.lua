@@ -32,14 +32,19 @@ if redis.call('HGET', KEYS[9], ARGV[1]) ~= ARGV[3] then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
+-- The pass's expiry now: the signed one, or later by a pause's length.
+local expiry = tonumber(redis.call('ZSCORE', KEYS[8], ARGV[1]) or ARGV[2])
+-- While paused nothing expires: a resume moves the passes on.
+if redis.call('HGET', KEYS[1], 'state') ~= 'PAUSED' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
+end
 if ARGV[5] == 'bought' then
   return redis.call('ZREM', KEYS[8], ARGV[1])
 end
 redis.call('HDEL', KEYS[9], ARGV[1])
 local others = redis.call('ZCARD', KEYS[8]) - redis.call('ZREM', KEYS[8], ARGV[1])
-if tonumber(ARGV[2]) > now and others < tonumber(ARGV[4]) then
-  redis.call('ZADD', KEYS[8], ARGV[2], ARGV[1])
+if expiry > now and others < tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[8], expiry, ARGV[1])
   return 1
 end
 return 2

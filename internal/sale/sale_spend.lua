@@ -7,9 +7,18 @@
 -- ARGV[1] rank
 -- ARGV[2] the pass's expiry (ms), as signed
 -- ARGV[3] order id
+-- ARGV[4] the sale id the pass names ('' checks none)
 --
--- Returns 'OK', 'REPEAT', 'USED', 'EXPIRED', or the sale's state when it
+-- A resume moves the expiry of the passes outstanding at the pause on by
+-- the pause's length (sale_state.lua), so the pass's expiry here may be
+-- later than the signed one, never earlier; the sale id keeps a pass of
+-- the SKU's previous sale (same rank, earlier expiry) out.
+--
+-- Returns 'OK', 'REPEAT', 'USED', 'EXPIRED', 'FOREIGN' (another sale's), or the sale's state when it
 -- is not OPEN ('' when there is no sale).
+if ARGV[4] ~= '' and redis.call('HGET', KEYS[1], 'sale_id') ~= ARGV[4] then
+  return 'FOREIGN'
+end
 local by = redis.call('HGET', KEYS[9], ARGV[1])
 if by == ARGV[3] then
   return 'REPEAT'
@@ -24,7 +33,7 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expiry = redis.call('ZSCORE', KEYS[8], ARGV[1])
-if not expiry or tonumber(expiry) ~= tonumber(ARGV[2]) or tonumber(expiry) <= now then
+if not expiry or tonumber(expiry) < tonumber(ARGV[2]) or tonumber(expiry) <= now then
   return 'EXPIRED'
 end
 redis.call('HSET', KEYS[9], ARGV[1], ARGV[3])
