@@ -7,9 +7,7 @@ package app
 
 import (
 	"context"
-	"fmt"
 
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
@@ -38,13 +36,7 @@ func Activities(b *backend.Backend) *activities.Activities {
 				CancelRunning(ctx, sku, reason, signalled)
 		},
 		CountRunningOrders: func(ctx context.Context, sku string) (int64, error) {
-			resp, err := b.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-				Query: workflows.RunningOrdersQuery(sku),
-			})
-			if err != nil {
-				return 0, fmt.Errorf("count running orders of %s: %w", sku, err)
-			}
-			return resp.GetCount(), nil
+			return (&orders.Service{Temporal: b.Temporal, Orders: b.Orders}).CountRunningOrders(ctx, sku)
 		},
 		OrderWorkflowID: workflows.OrderWorkflowID,
 		RequestResync: func(ctx context.Context, sku string) error {

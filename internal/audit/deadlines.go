@@ -6,11 +6,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"go.temporal.io/api/workflowservice/v1"
-
+	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -61,29 +59,13 @@ func (c *checker) checkDeadlines(ctx context.Context, sku string) (int, error) {
 }
 
 // openOrderWorkflows lists the running order workflows holding sku, by
-// order id, with their start times. Visibility lags by a moment, which only
-// matters for workflows far younger than any deadline.
+// order id, with their start times (orders.Service.RunningOrders).
+// Visibility lags by a moment, which only matters for workflows far
+// younger than any deadline.
 func (c *checker) openOrderWorkflows(ctx context.Context, sku string) (map[string]time.Time, error) {
-	prefix := workflows.OrderWorkflowID("")
-	query := workflows.RunningOrdersQuery(sku)
-	open := make(map[string]time.Time)
-	var token []byte
-	for {
-		resp, err := c.deps.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: query, NextPageToken: token,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list open order workflows: %w", err)
-		}
-		for _, e := range resp.GetExecutions() {
-			id, ok := strings.CutPrefix(e.GetExecution().GetWorkflowId(), prefix)
-			if !ok {
-				continue
-			}
-			open[id] = e.GetStartTime().AsTime()
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return open, nil
-		}
+	open, err := (&orders.Service{Temporal: c.deps.Temporal, Orders: c.deps.Orders}).RunningOrders(ctx, sku)
+	if err != nil {
+		return nil, fmt.Errorf("list open order workflows: %w", err)
 	}
+	return open, nil
 }

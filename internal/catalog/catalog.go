@@ -17,9 +17,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale"
@@ -35,7 +32,8 @@ type Catalog struct {
 	DB *orderdb.Store
 	// Redis holds the buckets buyers are sold from.
 	Redis *inventory.Store
-	// Temporal answers whether order workflows of the SKU still run.
+	// Temporal answers whether order workflows or the sale of the SKU
+	// still run (orders.Running).
 	Temporal client.Client
 }
 
@@ -113,44 +111,31 @@ func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, e
 	return Defined{Inventory: inv, Preheat: pre}, nil
 }
 
-// ensureIdle returns the SKU's inventory, or refuses with
-// a SKUInUse error while unpaid orders hold units of the SKU or any of
-// its order workflows still runs (visibility lags by about a second, so an
-// order started in that second can slip through). A SKU MySQL does not know
-// gives the UnknownSKU error of Store.Inventory, without asking
-// Temporal.
+// ensureIdle returns the SKU's inventory, or refuses with a SKUInUse
+// error while anything of the SKU still runs (orders.Running says what
+// counts). A SKU MySQL does not know gives the UnknownSKU error of
+// Store.Inventory, without asking Temporal.
 func (c Catalog) ensureIdle(ctx context.Context, sku string) (orderdb.Inventory, error) {
 	inv, err := c.DB.Inventory(ctx, sku)
-	switch {
-	case err != nil:
+	if err != nil {
 		return inv, err
-	case inv.Frozen > 0:
-		return inv, fmt.Errorf("sku %s: %d units reserved by unpaid orders (a live sale is repaired with reconcile): %w",
-			sku, inv.Frozen, errSKUInUse)
 	}
 	if c.Temporal == nil {
 		return inv, errors.New("catalog has no Temporal client to ask for running orders")
 	}
-	resp, err := c.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-		Query: workflows.RunningOrdersQuery(sku),
-	})
-	if err != nil {
-		return inv, fmt.Errorf("sku %s: count running orders: %w", sku, orders.CodeDown(err))
-	}
-	if n := resp.GetCount(); n > 0 {
+	run, err := (&orders.Service{Temporal: c.Temporal, Orders: c.DB}).Running(ctx, sku)
+	switch {
+	case err != nil:
+		return inv, fmt.Errorf("sku %s: %w", sku, err)
+	case run.Frozen > 0:
+		return inv, fmt.Errorf("sku %s: %d units reserved by unpaid orders (a live sale is repaired with reconcile): %w",
+			sku, run.Frozen, errSKUInUse)
+	case run.Orders > 0:
 		return inv, fmt.Errorf("sku %s: %d order workflows still running (a live sale is repaired with reconcile): %w",
-			sku, n, errSKUInUse)
-	}
-	// A fair sale's workflow runs until its end has removed its Redis
-	// keys; a preheat meanwhile would write keys it then removes.
-	d, err := c.Temporal.DescribeWorkflow(ctx, workflows.SaleWorkflowID(sku), "")
-	if _, ok := errors.AsType[*serviceerror.NotFound](err); ok {
-		return inv, nil
-	}
-	if err != nil {
-		return inv, fmt.Errorf("sku %s: describe its sale: %w", sku, orders.CodeDown(err))
-	}
-	if d.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			sku, run.Orders, errSKUInUse)
+	case run.Sale:
+		// A fair sale's workflow runs until its end has removed its Redis
+		// keys; a preheat meanwhile would write keys it then removes.
 		return inv, fmt.Errorf("sku %s: its fair sale (workflow %s) runs: close it and let it end first: %w",
 			sku, workflows.SaleWorkflowID(sku), errSKUInUse)
 	}

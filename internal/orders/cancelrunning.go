@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/api/workflow/v1"
 
 	"github.com/flashsale/flashsale/workflows"
 )
@@ -29,16 +29,9 @@ const cancelParallel = 32
 // (an order still compensating stays running a while).
 func (s *Service) CancelRunning(ctx context.Context, sku, reason string, signalled map[string]bool) (int, error) {
 	var n int
-	var token []byte
-	for {
-		resp, err := s.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: workflows.RunningOrdersQuery(sku), NextPageToken: token, PageSize: 1000,
-		})
-		if err != nil {
-			return n, temporalErr("list running orders of "+sku, err)
-		}
+	err := s.eachRunningOrder(ctx, sku, 1000, func(page []*workflow.WorkflowExecutionInfo) error {
 		var ids []string
-		for _, e := range resp.GetExecutions() {
+		for _, e := range page {
 			if id := e.GetExecution().GetWorkflowId(); !signalled[id] {
 				ids = append(ids, id)
 			}
@@ -48,13 +41,9 @@ func (s *Service) CancelRunning(ctx context.Context, sku, reason string, signall
 			signalled[id] = true
 		}
 		n += sent
-		if err != nil {
-			return n, err
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return n, nil
-		}
-	}
+		return err
+	})
+	return n, err
 }
 
 // signalCancel signals cancel to ids, cancelParallel at a time, and
