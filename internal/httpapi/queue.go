@@ -1,19 +1,15 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/flashsale/flashsale/internal/edge"
-	"github.com/flashsale/flashsale/internal/sale"
 )
 
 // A fair sale's queue (docs/design/fair-sale.md): buyers enter before the
-// open and read their place and pass; each is one Lua script in the SKU's
-// slot (internal/sale), never the sale's workflow.
+// open and read their place and pass; the use cases are internal/queueing,
+// one call per route.
 
 // enterQueue is POST /api/v1/skus/{sku}/queue: the buyer (the token's
 // subject) enters the sale's queue, once. 201 when entered now, 200 with
@@ -22,14 +18,13 @@ import (
 // next after everyone ranked. 404 NO_SALE for a SKU without a sale, 409
 // SALE_CLOSED once it is over, 429 RATE_LIMITED like buys.
 func (s *Server) enterQueue(w http.ResponseWriter, r *http.Request) {
-	c, sku, ctx, cancel, err := s.queueRequest(r)
+	buyer, sku, err := s.queueRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer cancel()
 	// No body is read: the buyer is the token's.
-	t, err := s.sales.Store().Enter(ctx, sku, c.buyer)
+	t, err := s.queueing.Enter(r.Context(), buyer, sku)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -41,32 +36,16 @@ func (s *Server) enterQueue(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, status, t)
 }
 
-// queueRequest authenticates a buyer's queue request, reads the SKU and
-// spends one of the buyer's queue requests.
-func (s *Server) queueRequest(r *http.Request) (caller, string, context.Context, context.CancelFunc, error) {
+// queueRequest authenticates a buyer's queue request and reads the SKU.
+func (s *Server) queueRequest(r *http.Request) (buyer, sku string, err error) {
 	c, err := s.authenticate(r, false)
 	if err != nil {
-		return caller{}, "", nil, nil, err
+		return "", "", err
 	}
-	sku, err := skuParam(r)
-	if err != nil {
-		return caller{}, "", nil, nil, err
+	if sku, err = skuParam(r); err != nil {
+		return "", "", err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
-	if err := s.gate.RateLimit(ctx, edge.ScopeQueue, c.buyer); err != nil {
-		cancel()
-		return caller{}, "", nil, nil, err
-	}
-	return c, sku, ctx, cancel, nil
-}
-
-// queuePlaceResponse is GET /api/v1/skus/{sku}/queue/me.
-type queuePlaceResponse struct {
-	sale.Place
-	// Pass is the buyer's pass while it may be spent: send it as the
-	// Sale-Pass header of POST /api/v1/orders before PassExpiresAt.
-	Pass          string    `json:"pass,omitempty"`
-	PassExpiresAt time.Time `json:"pass_expires_at,omitzero"`
+	return c.buyer, sku, nil
 }
 
 // MaxQueueWait is the longest a look at the queue may be held (?wait=):
@@ -76,49 +55,28 @@ const MaxQueueWait = 10 * time.Second
 
 // queuePlace is GET /api/v1/skus/{sku}/queue/me: the buyer's ticket, rank,
 // how many ranks are ahead, the serving counter and, once their turn came,
-// their pass. Reading it moves the serving counter on. With ?wait=N (whole
-// seconds, at most MaxQueueWait) a buyer still waiting for their turn is
-// answered when it comes, when the SKU sells out or the sale leaves OPEN,
-// or after N seconds, whichever is first (sale.Waits): a long poll. 404
-// NO_SALE or NOT_IN_QUEUE.
+// their pass (queueing.Service.Me). Reading it moves the serving counter
+// on. With ?wait=N (whole seconds, at most MaxQueueWait) a buyer still
+// waiting for their turn is answered when it comes, when the SKU sells out
+// or the sale leaves OPEN, or after N seconds, whichever is first: a long
+// poll. 404 NO_SALE or NOT_IN_QUEUE.
 func (s *Server) queuePlace(w http.ResponseWriter, r *http.Request) {
 	wait, err := waitParam(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	c, sku, ctx, cancel, err := s.queueRequest(r)
+	buyer, sku, err := s.queueRequest(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer cancel()
-	p, err := s.sales.Store().PlaceOf(ctx, sku, c.buyer)
+	p, err := s.queueing.Me(r.Context(), buyer, sku, wait)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if wait > 0 && sale.Waiting(p) {
-		p, err = s.waitForTurn(r.Context(), p, wait)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	s.writeJSON(w, r, http.StatusOK, queuePlaceResponse{Place: p, Pass: s.sales.Issue(p), PassExpiresAt: p.PassExpiry})
-}
-
-// waitForTurn holds a waiting buyer's look (queuePlace's ?wait=) and
-// answers their place after it. A sell-out is answered from the counter
-// that saw it, without a look of each waiter's own: at that moment every
-// waiter of the SKU is woken at once, and their answer is the same.
-func (s *Server) waitForTurn(ctx context.Context, p sale.Place, wait time.Duration) (sale.Place, error) {
-	if c, woken := s.waits.Wait(ctx, p.SKU, p.Rank, wait); woken && c.SoldOut {
-		return p.SoldOutAt(c), nil
-	}
-	look, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	return s.sales.Store().PlaceOf(look, p.SKU, p.UserID)
+	s.writeJSON(w, r, http.StatusOK, p)
 }
 
 // waitParam reads queue/me's ?wait=, whole seconds from 0 to

@@ -34,6 +34,7 @@ import (
 	fsmetrics "github.com/flashsale/flashsale/internal/metrics"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/queueing"
 	"github.com/flashsale/flashsale/internal/redisguard"
 	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/internal/saletraffic"
@@ -98,7 +99,10 @@ type Server struct {
 	placements *edge.PlacementLimit
 	// buying is the buy use case behind POST /api/v1/orders.
 	buying *buying.Service
-	// sales is the fair sales' queue and passes (queue.go).
+	// queueing is the queue's use cases behind its routes (queue.go).
+	queueing *queueing.Service
+	// sales is the fair sales' store and passes, for the buy's check,
+	// the sale page and the waitlist.
 	sales *sale.Door
 	// waits holds the long polls of queue/me (?wait=).
 	waits   *sale.Waits
@@ -169,6 +173,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.waits = sale.NewWaits(s.sales.Store(), sale.DefaultWaitEvery, s.log)
 	s.buying = &buying.Service{Gate: s.gate, Orders: deps.Orders, Recorder: buyMetrics{s},
 		Sales: s.sales, Logger: deps.Logger}
+	s.queueing = &queueing.Service{Gate: s.gate, Door: s.sales, Waits: s.waits, LookTimeout: opTimeout}
 	s.stock = newSnapshots(stockMaxCached, errStockBusy, s.readStock)
 	s.quick = newQuickMetrics(s.prom)
 	s.traffic = saletraffic.New(deps.Redis, fsmetrics.LatencyBuckets)

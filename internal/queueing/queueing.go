@@ -1,0 +1,95 @@
+// Package queueing is the fair sale's queue use cases, as buying is the
+// buy's: a buyer enters a sale's queue (Enter) and reads their place and,
+// once their turn came, their pass (Me), optionally holding the look until
+// the turn comes (a long poll). Each spends one of the buyer's queue
+// requests at the gate (internal/edge) and is one Lua script in the SKU's
+// slot (internal/sale), never the sale's workflow. The HTTP door
+// authenticates, reads the SKU and ?wait=, calls one function and encodes
+// its answer.
+package queueing
+
+import (
+	"context"
+	"time"
+
+	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/sale"
+)
+
+// Service runs the queue's use cases. Every field is required.
+type Service struct {
+	// Gate rate-limits each buyer's queue requests (edge.ScopeQueue).
+	Gate *edge.Gate
+	// Door holds the sales' store and signs the passes it issues.
+	Door *sale.Door
+	// Waits holds the long polls of Me; its owner closes it.
+	Waits *sale.Waits
+	// LookTimeout bounds each step that asks Redis: the rate limit with
+	// the first look, and the look after a wait (a wait has its own bound).
+	LookTimeout time.Duration
+}
+
+// Place is a buyer's place in a sale with their pass while it may be
+// spent: the answer of GET /api/v1/skus/{sku}/queue/me.
+type Place struct {
+	sale.Place
+	// Pass is the buyer's pass while it may be spent: send it as the
+	// Sale-Pass header of POST /api/v1/orders before PassExpiresAt.
+	Pass          string    `json:"pass,omitempty"`
+	PassExpiresAt time.Time `json:"pass_expires_at,omitzero"`
+}
+
+// Enter puts buyer in sku's queue, once (sale.Store.Enter): Ticket.Entered
+// says it entered now rather than was already in. The errors are the
+// gate's RATE_LIMITED (a RetryError) and the sale's NO_SALE and
+// SALE_CLOSED.
+func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
+	defer cancel()
+	if err := s.Gate.RateLimit(ctx, edge.ScopeQueue, buyer); err != nil {
+		return sale.Ticket{}, err
+	}
+	return s.Door.Store().Enter(ctx, sku, buyer)
+}
+
+// Me is buyer's place in sku's sale (sale.Store.PlaceOf, which moves the
+// serving counter on) with their pass once their turn came. With wait > 0
+// a buyer still waiting for their turn is answered when it comes, when
+// the SKU sells out or the sale leaves OPEN, or after wait, whichever is
+// first (sale.Waits); ctx bounds the wait too. The errors are the gate's
+// RATE_LIMITED and the sale's NO_SALE and NOT_IN_QUEUE.
+func (s *Service) Me(ctx context.Context, buyer, sku string, wait time.Duration) (Place, error) {
+	p, err := s.look(ctx, buyer, sku)
+	if err != nil {
+		return Place{}, err
+	}
+	if wait > 0 && sale.Waiting(p) {
+		if p, err = s.waitForTurn(ctx, p, wait); err != nil {
+			return Place{}, err
+		}
+	}
+	return Place{Place: p, Pass: s.Door.Issue(p), PassExpiresAt: p.PassExpiry}, nil
+}
+
+// look spends one of buyer's queue requests and reads their place.
+func (s *Service) look(ctx context.Context, buyer, sku string) (sale.Place, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
+	defer cancel()
+	if err := s.Gate.RateLimit(ctx, edge.ScopeQueue, buyer); err != nil {
+		return sale.Place{}, err
+	}
+	return s.Door.Store().PlaceOf(ctx, sku, buyer)
+}
+
+// waitForTurn holds a waiting buyer's look and answers their place after
+// it. A sell-out is answered from the counter that saw it, without a look
+// of each waiter's own: at that moment every waiter of the SKU is woken at
+// once, and their answer is the same.
+func (s *Service) waitForTurn(ctx context.Context, p sale.Place, wait time.Duration) (sale.Place, error) {
+	if c, woken := s.Waits.Wait(ctx, p.SKU, p.Rank, wait); woken && c.SoldOut {
+		return p.SoldOutAt(c), nil
+	}
+	look, cancel := context.WithTimeout(ctx, s.LookTimeout)
+	defer cancel()
+	return s.Door.Store().PlaceOf(look, p.SKU, p.UserID)
+}
