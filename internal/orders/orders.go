@@ -73,8 +73,8 @@ func temporalErr(op string, err error) error {
 // CodeDown codes err Unavailable when it is Temporal's own "did not answer"
 // (TemporalDown), keeping err wrapped; any other error passes as it is.
 // Every Temporal call outside this package (dialing the client, the
-// catalog's count of running orders) answers through it, so every door
-// reads one code.
+// catalog's sale control) answers through it, so every door reads one
+// code.
 func CodeDown(err error) error {
 	if err == nil || !TemporalDown(err) || flashsale.ErrorCode(err) != flashsale.Internal {
 		return err
