@@ -60,9 +60,11 @@ func TestLimitAtTheEdge(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
 	require.Equal(t, "LIMIT_EXCEEDED", r.code(t))
 
-	// The repeat of a placed order is not a new order: its first answer.
-	r = api.buy(first, hoarder, sku, 2)
+	// The repeat of a placed order (the buyer's key again) is not a new
+	// order: its first answer.
+	r = api.buy(s.name("h-1"), hoarder, sku, 2)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	require.Equal(t, first, r.json(t)["order_id"])
 
 	m := api.metrics()
 	require.Equal(t, started, m.WorkflowsStarted, "refused buyers started workflows")
