@@ -30,11 +30,13 @@ type Redis struct {
 // command those scripts use.
 func StartRedis() (*Redis, error) {
 	mr := miniredis.NewMiniRedis()
-	if err := answerConfigGet(mr); err != nil {
-		return nil, err
-	}
 	if err := mr.StartAddr(hostPort(0)); err != nil {
 		return nil, fmt.Errorf("start embedded redis: %w", err)
+	}
+	// Before anyone knows the address, so no client asks first.
+	if err := answerConfigGet(mr); err != nil {
+		mr.Close()
+		return nil, err
 	}
 	r := &Redis{mr: mr, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.ageTTLs()
