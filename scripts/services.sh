@@ -18,9 +18,15 @@ wait_port() { # name port
 if ! port_open 6379; then
 	echo "services: starting redis" >&2
 	command -v redis-server >/dev/null || { echo "services: redis-server not installed" >&2; exit 1; }
-	redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+	redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction \
 		--dir /tmp --logfile /tmp/flashsale-redis.log 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
 	wait_port redis 6379
+fi
+# Every flashsale process refuses a Redis that may evict (backend.CheckEviction);
+# one started before with another policy gets noeviction here.
+if command -v redis-cli >/dev/null && [ "$(redis-cli -p 6379 config get maxmemory-policy | sed -n 2p)" != noeviction ]; then
+	echo "services: setting redis maxmemory-policy noeviction" >&2
+	redis-cli -p 6379 config set maxmemory-policy noeviction >/dev/null
 fi
 
 if ! port_open 3306; then

@@ -64,7 +64,8 @@ func OpenWorker(ctx context.Context, cfg config.Config, logger *slog.Logger, opt
 	if err := workflows.EnsureSearchAttributes(ctx, b.Temporal, cfg.TemporalNamespace); err != nil {
 		return nil, err
 	}
-	health := &workerHealth{temporal: b.Temporal, taskQueue: cfg.TaskQueue, identity: WorkerIdentity(cfg.TaskQueue), logger: logger}
+	health := &workerHealth{temporal: b.Temporal, taskQueue: cfg.TaskQueue, identity: WorkerIdentity(cfg.TaskQueue), logger: logger,
+		eviction: b.CheckEviction}
 	if mx := p.metrics; mx != nil {
 		health.register(mx)
 	}

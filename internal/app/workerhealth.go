@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/backend"
 )
 
 // The worker's probes, on its metrics listener (it has no other):
@@ -28,7 +29,11 @@ import (
 //     200 {"status":"ready","temporal":"up","workflow_pollers":"up",
 //     "activity_pollers":"up"}; otherwise 503 {"code":"UNAVAILABLE",
 //     "message":"not ready: ..."}, as the API's /readyz answers, and from the
-//     moment a graceful stop begins.
+//     moment a graceful stop begins. A Redis that may evict (its
+//     maxmemory-policy is not noeviction, or it will not say, without
+//     REDIS_ALLOW_EVICTION) is not ready either, naming the policy; a Redis
+//     that does not answer is not the worker's readiness (its activities
+//     degrade to MySQL).
 const (
 	// workerReadyTimeout bounds the two task-queue descriptions together.
 	workerReadyTimeout = 2 * time.Second
@@ -54,6 +59,8 @@ type workerHealth struct {
 	taskQueue string
 	identity  string
 	logger    *slog.Logger
+	// eviction is backend.Backend.CheckEviction; nil skips it.
+	eviction func(context.Context) error
 	// polling is true from a successful Start until a stop begins.
 	polling atomic.Bool
 }
@@ -85,9 +92,13 @@ func (h *workerHealth) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	seen := make([]bool, len(kinds))
 	errs := make([]error, len(kinds))
+	var evictErr error
 	var wg sync.WaitGroup
 	for i, k := range kinds {
 		wg.Go(func() { seen[i], errs[i] = h.polled(ctx, k.typ) })
+	}
+	if h.eviction != nil {
+		wg.Go(func() { evictErr = h.eviction(ctx) })
 	}
 	wg.Wait()
 	body := map[string]string{"status": "ready", "temporal": "up"}
@@ -106,6 +117,10 @@ func (h *workerHealth) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if body["temporal"] != "up" {
 		problems = append([]string{"temporal unreachable"}, problems...)
+	}
+	if backend.IsEviction(evictErr) {
+		h.logger.ErrorContext(r.Context(), "not ready: redis may evict sale keys", "error", evictErr)
+		problems = append(problems, backend.EvictionReasons(evictErr))
 	}
 	if len(problems) > 0 {
 		notReady(w, "not ready: "+strings.Join(problems, ", "))

@@ -71,6 +71,11 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 	if err := b.Stock.Ping(ctx); err != nil {
 		return nil, fmt.Errorf("connect redis %s (cluster: %v): %w", cfg.RedisAddr, cfg.RedisClusterMode(), err)
 	}
+	// A process refuses to start on a Redis that may evict: a sale on it
+	// could lose stock or markers at the first memory pressure.
+	if err := b.CheckEviction(ctx); err != nil {
+		return nil, fmt.Errorf("redis eviction policy: %w", err)
+	}
 
 	store, err := orderdb.Open(ctx, cfg.MySQLDSN)
 	if err != nil {
@@ -88,6 +93,12 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 	}
 	ok = true
 	return b, nil
+}
+
+// CheckEviction is GateEviction on b's Redis with b's REDIS_ALLOW_EVICTION:
+// the start-up check, and each readiness probe's.
+func (b *Backend) CheckEviction(ctx context.Context) error {
+	return GateEviction(ctx, b.Redis, b.Config.RedisAllowEviction, b.Logger)
 }
 
 // TemporalOptions are the Temporal client's options for cfg: address,

@@ -17,6 +17,7 @@ const EnvHelp = `environment (every process):
   TASK_QUEUE            order task queue (default flashsale-orders)
   REDIS_ADDR            Redis host:port, or several comma-separated for a Redis Cluster (default localhost:6379)
   REDIS_CLUSTER         true: a cluster client even for one address (default false)
+  REDIS_ALLOW_EVICTION  true: run on a Redis whose maxmemory-policy is not noeviction, warned at every check (default false)
   MYSQL_DSN             MySQL DSN (default root@tcp(127.0.0.1:3306)/flashsale?parseTime=true); migrated on start
   PAYMENT_TIMEOUT       time an order waits for payment (default 15m)
   WORKER_CONCURRENCY    concurrent activities per worker (default 256)

@@ -31,6 +31,11 @@ type Config struct {
 	// from which the client discovers the other nodes (REDIS_CLUSTER,
 	// default false).
 	RedisCluster bool
+	// RedisAllowEviction runs a process on a Redis whose maxmemory-policy
+	// is not noeviction, or that will not tell (REDIS_ALLOW_EVICTION,
+	// default false): an override, warned about at start and on every
+	// readiness probe (backend.GateEviction).
+	RedisAllowEviction bool
 	// WorkerConcurrency caps concurrent activity and local-activity
 	// executions per worker (WORKER_CONCURRENCY, default 256). Activities are
 	// short network calls, so the cap is about connection pools, not CPU.
@@ -119,6 +124,13 @@ func loadEnv(e env) (Config, error) {
 			return Config{}, fmt.Errorf("REDIS_CLUSTER=%q: want true or false", v)
 		}
 		cfg.RedisCluster = b
+	}
+	if v := getenv("REDIS_ALLOW_EVICTION"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("REDIS_ALLOW_EVICTION=%q: want true or false", v)
+		}
+		cfg.RedisAllowEviction = b
 	}
 	if v := getenv("PAYMENT_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -51,6 +51,11 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) {},
 		},
 		{name: "bad redis cluster", env: map[string]string{"REDIS_CLUSTER": "yes"}, wantErr: "REDIS_CLUSTER"},
+		{
+			name: "redis eviction allowed", env: map[string]string{"REDIS_ALLOW_EVICTION": "true"},
+			want: func(c *Config) { c.RedisAllowEviction = true },
+		},
+		{name: "bad redis allow eviction", env: map[string]string{"REDIS_ALLOW_EVICTION": "yes"}, wantErr: "REDIS_ALLOW_EVICTION"},
 		{name: "redis addr without port", env: map[string]string{"REDIS_ADDR": "localhost"}, wantErr: "REDIS_ADDR"},
 		{name: "redis addr empty entry", env: map[string]string{"REDIS_ADDR": "a:1,,b:2"}, wantErr: "REDIS_ADDR"},
 		{name: "redis addr trailing comma", env: map[string]string{"REDIS_ADDR": "a:1,"}, wantErr: "REDIS_ADDR"},

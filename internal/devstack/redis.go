@@ -2,10 +2,12 @@ package devstack
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 )
 
 // ttlTick is how often the embedded Redis ages its TTLs. The project's TTLs
@@ -31,9 +33,39 @@ func StartRedis() (*Redis, error) {
 	if err := mr.StartAddr(hostPort(0)); err != nil {
 		return nil, fmt.Errorf("start embedded redis: %w", err)
 	}
+	// Before anyone knows the address, so no client asks first.
+	if err := answerConfigGet(mr); err != nil {
+		mr.Close()
+		return nil, err
+	}
 	r := &Redis{mr: mr, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.ageTTLs()
 	return r, nil
+}
+
+// answerConfigGet teaches miniredis CONFIG GET maxmemory-policy, which it
+// lacks: every process checks the policy at start (backend.CheckEviction)
+// and refuses a Redis that will not say. miniredis has no maxmemory and
+// never evicts, so noeviction is the truth; any other parameter answers an
+// empty map, as Redis does for one it does not know.
+func answerConfigGet(mr *miniredis.Miniredis) error {
+	err := mr.Server().Register("CONFIG", func(c *server.Peer, _ string, args []string) {
+		if len(args) != 2 || !strings.EqualFold(args[0], "GET") {
+			c.WriteError("ERR the embedded Redis answers only CONFIG GET <parameter>")
+			return
+		}
+		if !strings.EqualFold(args[1], "maxmemory-policy") {
+			c.WriteMapLen(0)
+			return
+		}
+		c.WriteMapLen(1)
+		c.WriteBulk("maxmemory-policy")
+		c.WriteBulk("noeviction")
+	})
+	if err != nil {
+		return fmt.Errorf("embedded redis: register CONFIG: %w", err)
+	}
+	return nil
 }
 
 // ageTTLs makes keys expire in real time. miniredis never expires keys by

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/inventory"
 )
 
@@ -249,4 +250,17 @@ func TestRedisStop(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	require.Error(t, rdb.Ping(context.Background()).Err(), "nothing answers after Stop")
+}
+
+// Every process checks Redis's maxmemory-policy at start and refuses one
+// that will not say; the embedded Redis, which never evicts, says
+// noeviction, so the demo starts without the override.
+func TestEmbeddedRedisSaysNoEviction(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := startRedis(t)
+	require.NoError(t, backend.CheckEviction(ctx, rdb))
+	got, err := rdb.ConfigGet(ctx, "maxmemory").Result()
+	require.NoError(t, err)
+	require.Empty(t, got, "a parameter it does not know answers an empty map")
+	require.Error(t, rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(), "only CONFIG GET is answered")
 }

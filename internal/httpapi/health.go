@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/edge"
 )
 
@@ -40,6 +41,11 @@ const (
 //     but sold-out answers, stock reads, order reads and late payments are
 //     answered from Redis and MySQL, and every instance shares one Temporal:
 //     failing readiness would pull them all at once.
+//   - Redis may evict (its maxmemory-policy is not noeviction, or it will
+//     not say, and REDIS_ALLOW_EVICTION is not set): 503 naming the policy.
+//     Such a Redis answers, but at the first memory pressure it drops stock
+//     or markers mid-sale; no buyer should be served on it, and an
+//     operator fixes it with one CONFIG SET.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		s.writeError(w, r, refuse(flashsale.Unavailable, "shutting down"))
@@ -57,6 +63,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			_, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
 		}},
+		{"redis_eviction", func(ctx context.Context) error {
+			if s.deps.RedisEviction == nil {
+				return nil
+			}
+			return s.deps.RedisEviction(ctx)
+		}},
 	}
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
@@ -66,6 +78,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	wg.Wait()
 	body := map[string]string{"status": "ready"}
 	var failed []string
+	evictErr := errs[len(errs)-1]
+	checks, errs = checks[:len(checks)-1], errs[:len(errs)-1]
 	for i, err := range errs {
 		name := checks[i].name
 		body[name] = depUp
@@ -76,6 +90,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case backend.IsEviction(evictErr):
+		s.log.ErrorContext(r.Context(), "not ready: redis may evict sale keys", "error", evictErr)
+		s.writeError(w, r, refuse(flashsale.Unavailable, "not ready: "+backend.EvictionReasons(evictErr)))
 	case body["mysql"] != depUp:
 		s.writeError(w, r, refuse(flashsale.Unavailable, "not ready: "+strings.Join(failed, ", ")+" unreachable"))
 	case len(failed) > 0:

@@ -4,7 +4,9 @@ package httpapi_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
@@ -87,4 +90,56 @@ func TestReadinessPerDuty(t *testing.T) {
 		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
 		require.Contains(t, string(r.body), "mysql, redis unreachable")
 	})
+}
+
+// TestReadinessRefusesARedisThatMayEvict runs API instances on a
+// redis-server of the test's own (the shared one's policy must not change
+// under other tests) and changes its maxmemory-policy: allkeys-lru fails
+// /readyz naming the policy and the fix, and refuses another process's
+// start; REDIS_ALLOW_EVICTION lets one start and stay ready, warning each
+// time; back to noeviction, ready again.
+func TestReadinessRefusesARedisThatMayEvict(t *testing.T) {
+	ctx := context.Background()
+	s := newStack(t, stackOptions{})
+	addr := testenv.RedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	cfg := s.cfg
+	cfg.RedisAddr = addr
+	serve := func(b *backend.Backend) *instance {
+		api, err := httpapi.New(deps(t, b), s.apiConfig())
+		require.NoError(t, err)
+		return startInstance(t, api, false)
+	}
+	ready := map[string]any{"status": "ready", "temporal": "up", "redis": "up", "mysql": "up"}
+
+	strict := serve(s.sys.Connect(cfg, testLogger()))
+	r := strict.call(http.MethodGet, "/readyz", nil, nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, ready, r.json(t))
+
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	r = strict.call(http.MethodGet, "/readyz", nil, nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+	require.Equal(t, "UNAVAILABLE", r.code(t))
+	require.Equal(t, "not ready: redis maxmemory-policy is allkeys-lru, not noeviction (CONFIG SET maxmemory-policy noeviction, or REDIS_ALLOW_EVICTION=true)",
+		r.json(t)["message"])
+	_, err := backend.Connect(ctx, cfg, testLogger())
+	require.ErrorContains(t, err, "has maxmemory-policy allkeys-lru")
+
+	var logs testenv.Buffer
+	overridden := cfg
+	overridden.RedisAllowEviction = true
+	loose := serve(s.sys.Connect(overridden, slog.New(slog.NewTextHandler(&logs, nil))))
+	const warning = "REDIS_ALLOW_EVICTION=true overrides the eviction check"
+	require.Equal(t, 1, strings.Count(logs.String(), warning), "warned at start")
+	r = loose.call(http.MethodGet, "/readyz", nil, nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, ready, r.json(t))
+	require.Equal(t, 2, strings.Count(logs.String(), warning), "warned at the readiness check")
+
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	r = strict.call(http.MethodGet, "/readyz", nil, nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, ready, r.json(t))
 }

@@ -54,6 +54,11 @@ type Deps struct {
 	// DegradedMaxInFlight is the edge's window per SKU while Redis is
 	// down (DEGRADED_CONCURRENCY); zero means edge.DefaultDegradedMaxInFlight.
 	DegradedMaxInFlight int64
+	// RedisEviction is the readiness probe's check that Redis cannot evict
+	// a sale's keys (backend.Backend.CheckEviction, the override applied):
+	// an error backend.IsEviction says is not ready. Nil: not checked (a
+	// test's fakes).
+	RedisEviction func(context.Context) error
 	// Buyers verifies buyer tokens (built from Config.Identity by the
 	// process, which owns the JWKS refresh's lifetime). Required.
 	Buyers *identity.Verifier
@@ -70,6 +75,7 @@ func FromBackend(b *backend.Backend) Deps {
 		Logger:   b.Logger,
 		Guard:    b.Guard,
 
+		RedisEviction:       b.CheckEviction,
 		DegradedMaxInFlight: int64(b.Config.DegradedConcurrency),
 	}
 }
