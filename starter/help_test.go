@@ -94,7 +94,6 @@ func TestHelp(t *testing.T) {
 			"cancel":             {"-order"},
 			"status":             {"-order"},
 			"token":              {"-user", "-ttl"},
-			"bench":              nil,
 			"demo":               {"-units", "-buyers", "-concurrency", "-payment-timeout", "-pay", "-cancel", "-keep", "-json"},
 			"check":              {"-sku", "-grace"},
 			"reconcile schedule": {"-every", "-settle"},

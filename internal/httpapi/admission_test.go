@@ -161,17 +161,18 @@ func TestAdmissionShedsNewOrdersNotPayments(t *testing.T) {
 	require.Equal(t, float64(2), gauge(t, reg, "flashsale_admission_rejected_total"))
 	require.Equal(t, float64(1), gauge(t, reg, "flashsale_admission_in_flight"))
 
-	// What a refused buy costs in Redis: one round trip for the placed
-	// marker of the one id its key names (the gate's, after the SKU's sale
-	// state), one for the sale state;
-	// no stock read, no rate limit (the limit is checked before them).
+	// What a refused buy costs in Redis: one round trip for the SKU's sale
+	// state and its queued flag (read together: a SKU meant for a fair sale
+	// sells nothing before its queue exists), one for the placed marker of
+	// the one id its key names (the gate's); no stock read, no rate limit
+	// (the limit is checked before them).
 	key, buyer := s.name("shed3"), s.name("u-shed3")
 	id := flashsale.BuyerOrderID(buyer, key)
 	trips := recordRoundTrips(s, sku, key, buyer, id)
 	r = api.buy(key, buyer, sku, 1)
 	require.Equal(t, http.StatusTooManyRequests, r.status, "%s", r.body)
 	require.Equal(t, [][]string{
-		{"hget fs:{sku:" + sku + "}:sale"},
+		{"hget fs:{sku:" + sku + "}:sale", "exists fs:{sku:" + sku + "}:queued"},
 		{"get fs:placed:" + id},
 	}, trips.stop())
 	require.Equal(t, float64(3), gauge(t, reg, "flashsale_admission_rejected_total"))
