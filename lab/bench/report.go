@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/flashsale/flashsale/internal/procstat"
 	"github.com/flashsale/flashsale/lab/fairness"
 )
 
@@ -564,7 +565,7 @@ type ShapeLimits struct {
 
 // NewShapeSide summarizes a side's rounds and the CPU each process spent
 // over them.
-func NewShapeSide(rounds []Stat, procs []Proc, cpu []time.Duration) ShapeSide {
+func NewShapeSide(rounds []Stat, procs []procstat.Proc, cpu []time.Duration) ShapeSide {
 	s := ShapeSide{Whole: MedianStat(rounds), Rounds: len(rounds)}
 	s.Name = s.Whole.Name
 	perSec := make([]float64, len(rounds))

@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/demo"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/procstat"
 	"github.com/flashsale/flashsale/lab/bench"
 )
 
@@ -229,9 +230,9 @@ func (b *benchRun) sale(ctx context.Context, st *stack) error {
 			return err
 		}
 		diag := b.startDiag(st, i, saleSideName(label))
-		cpu0 := bench.CPUOf(procs)
+		cpu0 := procstat.CPUOf(procs)
 		s, err := b.saleOn(ctx, api, fmt.Sprintf("bench-sale-%s-%d", b.run, i))
-		cpu := bench.CPUOf(procs)
+		cpu := procstat.CPUOf(procs)
 		stopProfile()
 		diag.finish()
 		if err != nil {

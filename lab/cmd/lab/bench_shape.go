@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flashsale/flashsale/internal/procstat"
 	"github.com/flashsale/flashsale/lab/bench"
 	"github.com/flashsale/flashsale/lab/ceiling"
 )
@@ -50,9 +51,9 @@ func (b *benchRun) shapes(ctx context.Context, st *stack, name, run string) erro
 	}
 	measured := func(side int, round bench.Round) bench.Round {
 		return func(ctx context.Context, r int) (bench.Stat, error) {
-			c0 := bench.CPUOf(procs)
+			c0 := procstat.CPUOf(procs)
 			s, err := round(ctx, r)
-			for i, c := range bench.CPUOf(procs) {
+			for i, c := range procstat.CPUOf(procs) {
 				cpu[side][i] += c - c0[i]
 			}
 			return s, err
@@ -83,15 +84,15 @@ func (b *benchRun) shapes(ctx context.Context, st *stack, name, run string) erro
 // procs are the processes whose CPU an order costs: the dev server, this
 // process, and MariaDB and Redis when they run here (found by name; Redis
 // by the port of REDIS_ADDR, beside the cluster's nodes).
-func (b *benchRun) procs(st *stack) []bench.Proc {
-	out := []bench.Proc{{Name: "Temporal server", PID: st.temporal.PID()}, {Name: "worker + API + client", PID: os.Getpid()}}
-	if pid, ok := bench.FindPID("mariadbd"); ok {
-		out = append(out, bench.Proc{Name: "mariadbd", PID: pid})
+func (b *benchRun) procs(st *stack) []procstat.Proc {
+	out := []procstat.Proc{{Name: "Temporal server", PID: st.temporal.PID()}, {Name: "worker + API + client", PID: os.Getpid()}}
+	if pid, ok := procstat.FindPID("mariadbd"); ok {
+		out = append(out, procstat.Proc{Name: "mariadbd", PID: pid})
 	}
 	addr := st.Backend.Config.RedisAddrs()[0]
 	if i := strings.LastIndexByte(addr, ':'); i >= 0 {
-		if pid, ok := bench.FindPID("redis-server", addr[i:]); ok {
-			out = append(out, bench.Proc{Name: "redis-server", PID: pid})
+		if pid, ok := procstat.FindPID("redis-server", addr[i:]); ok {
+			out = append(out, procstat.Proc{Name: "redis-server", PID: pid})
 		}
 	}
 	return out

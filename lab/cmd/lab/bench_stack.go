@@ -13,7 +13,7 @@ import (
 	"github.com/flashsale/flashsale/internal/devstack"
 	"github.com/flashsale/flashsale/internal/metrics"
 	"github.com/flashsale/flashsale/internal/orders"
-	"github.com/flashsale/flashsale/lab/bench"
+	"github.com/flashsale/flashsale/internal/procstat"
 	"github.com/flashsale/flashsale/lab/ceiling"
 )
 
@@ -34,7 +34,7 @@ func (s *stack) Close() {
 
 // cpu is the dev server's CPU time so far.
 func (s *stack) cpu() time.Duration {
-	d, err := bench.ProcessCPU(s.temporal.PID())
+	d, err := procstat.ProcessCPU(s.temporal.PID())
 	if err != nil {
 		return 0
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/procstat"
 	"github.com/flashsale/flashsale/lab/bench"
 )
 
@@ -59,9 +60,9 @@ func BenchmarkTemporalQuota(b *testing.B) {
 	run := 0
 	orders := func(n int) (bench.Stat, []time.Duration) {
 		run++
-		c0 := bench.CPUOf(procs)
+		c0 := procstat.CPUOf(procs)
 		_, whole := bench.Orders(ctx, st.svc, sku, 100, fmt.Sprintf("r%d", run), n, conc)
-		c1 := bench.CPUOf(procs)
+		c1 := procstat.CPUOf(procs)
 		require.Zero(b, whole.Errors, whole.FirstError)
 		per := make([]time.Duration, len(procs))
 		for i := range procs {
