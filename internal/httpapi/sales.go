@@ -21,6 +21,9 @@ type startSaleRequest struct {
 	OpensAt time.Time `json:"opens_at"`
 	// PassTTLSeconds is how long a pass may be spent (default 60).
 	PassTTLSeconds int64 `json:"pass_ttl_seconds"`
+	// ClosesAt is the sale's end (optional: none, closed by hand).
+	ClosesAt        time.Time `json:"closes_at"` // ExpectedPeakRPS sizes the go/no-go's capacity check (0: none).
+	ExpectedPeakRPS int64     `json:"expected_peak_rps"`
 }
 
 func decodeStartSale(body []byte) (startSaleRequest, error) {
@@ -34,6 +37,12 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 	if req.PassTTLSeconds < 0 || req.PassTTLSeconds > 3600 {
 		return startSaleRequest{}, invalid("pass_ttl_seconds must be between 0 (the default, 60) and 3600")
 	}
+	if req.ExpectedPeakRPS < 0 {
+		return startSaleRequest{}, invalid("expected_peak_rps must not be negative")
+	}
+	if !req.ClosesAt.IsZero() && !req.ClosesAt.After(req.OpensAt) {
+		return startSaleRequest{}, invalid("closes_at must be after opens_at")
+	}
 	return req, nil
 }
 
@@ -43,7 +52,8 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 // SKU runs, or after one ended until the SKU is preheated again.
 func (s *Server) startSale() http.HandlerFunc {
 	return skuEndpoint(s, decodeStartSale, func(ctx context.Context, sku string, in startSaleRequest) (workflows.SaleView, error) {
-		return s.saleControls().Start(ctx, sku, in.OpensAt, time.Duration(in.PassTTLSeconds)*time.Second)
+		return s.saleControls().StartTerms(ctx, workflows.SaleInput{SKU: sku, OpensAt: in.OpensAt,
+			PassTTL: time.Duration(in.PassTTLSeconds) * time.Second, ClosesAt: in.ClosesAt, ExpectedPeak: in.ExpectedPeakRPS})
 	})
 }
 
@@ -59,6 +69,8 @@ func (s *Server) getSale() http.HandlerFunc {
 // optional body.
 type saleControlRequest struct {
 	Reason string `json:"reason"`
+	// ClosesAt is the closes_at action's new end, and only its.
+	ClosesAt time.Time `json:"closes_at"`
 }
 
 func decodeSaleControl(body []byte) (saleControlRequest, error) {
@@ -120,7 +132,7 @@ func (s *Server) controlSale() http.HandlerFunc {
 				run, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 				go func() {
 					defer cancel()
-					v, err := s.saleControls().Control(run, sku, action, in.Reason)
+					v, err := s.control(run, sku, action, in)
 					done <- answer{v, err}
 				}()
 				t := time.NewTimer(wait)
@@ -134,4 +146,29 @@ func (s *Server) controlSale() http.HandlerFunc {
 				return accepted{Location: poll, Body: controlAccepted{SKU: sku, Action: action, Poll: poll}}, nil
 			})(w, r)
 	}
+}
+
+// control is one control: the closes_at action moves the sale's end, the
+// others are catalog.Sales.Control's.
+func (s *Server) control(ctx context.Context, sku, action string, in saleControlRequest) (workflows.SaleView, error) {
+	switch {
+	case action == workflows.UpdateSaleClosesAt && in.ClosesAt.IsZero():
+		return workflows.SaleView{}, invalid("closes_at is required (RFC 3339)")
+	case action == workflows.UpdateSaleClosesAt:
+		return s.saleControls().MoveEnd(ctx, sku, in.ClosesAt, in.Reason)
+	case !in.ClosesAt.IsZero():
+		return workflows.SaleView{}, invalid("closes_at is the closes_at action's")
+	}
+	return s.saleControls().Control(ctx, sku, action, in.Reason)
+}
+
+// closeSKU is POST /api/v1/admin/skus/{sku}/close: ends the selling of a
+// SKU sold without a queue as a sale's close does (catalog.Sales.Close),
+// answered once every buy is refused; GET the sale for the report. 404
+// UNKNOWN_SKU, 409 SALE_STATE_CONFLICT while its fair sale runs or once
+// its selling ended.
+func (s *Server) closeSKU() http.HandlerFunc {
+	return skuEndpoint(s, nil, func(ctx context.Context, sku string, _ struct{}) (workflows.SaleView, error) {
+		return s.saleControls().Close(ctx, sku)
+	})
 }

@@ -1,5 +1,6 @@
 -- Opens the sale once its entrants' ranks are written: SHUFFLING becomes
--- OPEN and the seed is revealed beside its hash.
+-- OPEN (PAUSED when a failing go/no-go marked it, sale_hold.lua) and the
+-- seed is revealed beside its hash.
 --
 -- KEYS: the sale's keys (keys.go order)
 --
@@ -8,5 +9,10 @@ local state = redis.call('HGET', KEYS[1], 'state')
 if state ~= 'SHUFFLING' then
   return state or ''
 end
-redis.call('HSET', KEYS[1], 'state', 'OPEN', 'seed', redis.call('GET', KEYS[2]))
-return 'OPEN'
+local to = redis.call('HGET', KEYS[1], 'open_as') or 'OPEN'
+redis.call('HSET', KEYS[1], 'state', to, 'seed', redis.call('GET', KEYS[2]))
+if to == 'PAUSED' then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'paused_at', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+return to
