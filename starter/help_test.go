@@ -94,11 +94,21 @@ func TestHelp(t *testing.T) {
 			"cancel":             {"-order"},
 			"status":             {"-order"},
 			"token":              {"-user", "-ttl"},
-			"demo":               {"-units", "-buyers", "-concurrency", "-payment-timeout", "-pay", "-cancel", "-keep", "-json"},
+			"demo":               {"-units", "-buyers", "-concurrency", "-payment-timeout", "-pay", "-cancel", "-keep", "-json", "-campaign"},
+			"preflight":          {"-sku", "-expected-peak"},
+			"sku close":          {"-sku"},
+			"sale closes-at":     {"-sku", "-at", "-reason"},
+			"campaign start":     {"-id", "-opens-at", "-closes-at", "-pass-ttl", "-item"},
+			"campaign show":      {"-id"},
+			"campaign open":      {"-id", "-reason"},
+			"campaign pause":     {"-id", "-reason"},
+			"campaign resume":    {"-id", "-reason"},
+			"campaign close":     {"-id", "-reason"},
+			"campaign void":      {"-id", "-reason"},
 			"check":              {"-sku", "-grace"},
 			"reconcile schedule": {"-every", "-settle"},
 			"reconcile now":      {"-sku", "-dry-run"},
-			"sale start":         {"-sku", "-opens-at", "-pass-ttl"},
+			"sale start":         {"-sku", "-opens-at", "-pass-ttl", "-closes-at", "-expected-peak"},
 			"sale show":          {"-sku"},
 			"sale open":          {"-sku", "-reason"},
 			"sale pause":         {"-sku", "-reason"},
@@ -107,7 +117,7 @@ func TestHelp(t *testing.T) {
 			"sale void":          {"-sku", "-reason"},
 		}
 		for _, c := range commands() {
-			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" {
+			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" && c.name != "campaign" {
 				require.Contains(t, cmds, c.name, "a new command needs a line here")
 			}
 		}
@@ -120,7 +130,7 @@ func TestHelp(t *testing.T) {
 			}
 			require.Contains(t, out, "TEMPORAL_ADDRESS")
 		}
-		for _, group := range []string{"sku", "reconcile", "sale"} {
+		for _, group := range []string{"sku", "reconcile", "sale", "campaign"} {
 			out := run(t, "starter", group, "--help")
 			require.True(t, strings.HasPrefix(out, "usage: starter "+group+" "), out)
 		}

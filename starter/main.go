@@ -62,6 +62,8 @@ func commands() []command {
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
 		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
 		{"sale", "sale start|show|closes-at|open|pause|resume|close|void: a SKU's fair sale (queue, passes, scheduled open and end)", runSale},
+		{"campaign", "campaign start|show|open|pause|resume|close|void: several SKUs at flash prices from allocations, " +
+			"one opens_at and closes_at, controlled together", runCampaign},
 		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
 	}
 }

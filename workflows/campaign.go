@@ -21,7 +21,7 @@ import (
 // back to its SKU and reports per item and in total.
 func CampaignWorkflow(ctx workflow.Context, in CampaignInput) (CampaignView, error) {
 	c := &campaignRun{in: in, view: CampaignView{ID: in.ID, State: flashsale.SaleStatePrequeue, OpensAt: in.OpensAt, ClosesAt: in.ClosesAt}}
-	if err := validateCampaign(in); err != nil {
+	if err := checkCampaign(in); err != nil {
 		return c.view, temporal.NewNonRetryableApplicationError(err.Error(), contract.TypeFor(flashsale.Invalid), nil)
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryCampaign, func() (CampaignView, error) { return c.view, nil }); err != nil {
@@ -69,7 +69,15 @@ var campaignStepOptions = workflow.ActivityOptions{
 	},
 }
 
-func validateCampaign(in CampaignInput) error {
+// CheckCampaign refuses terms a campaign cannot run on (Invalid).
+func CheckCampaign(in CampaignInput) error {
+	if err := checkCampaign(in); err != nil {
+		return flashsale.Errorf(flashsale.Invalid, "%s", err)
+	}
+	return nil
+}
+
+func checkCampaign(in CampaignInput) error {
 	switch {
 	case !flashsale.ValidSKUID(in.ID) || len(in.ID) > MaxCampaignIDLength:
 		return fmt.Errorf("campaign_id must be 1-%d characters of A-Z a-z 0-9 _ -", MaxCampaignIDLength)

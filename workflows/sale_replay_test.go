@@ -49,3 +49,17 @@ func TestRecordedSaleInputsKeepTheirShape(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayRecordedCampaignHistories replays the CampaignWorkflow
+// histories recorded by TestRecordCampaign: a campaign of two SKUs carved,
+// opened by its sales' timers, closed together, ended and given back.
+func TestReplayRecordedCampaignHistories(t *testing.T) {
+	files, err := filepath.Glob("testdata/campaign/*.json")
+	require.NoError(t, err)
+	require.Len(t, files, 1, "go test -tags integration ./workflows -run TestRecordCampaign -record")
+	for _, f := range files {
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflow(CampaignWorkflow)
+		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), f)
+	}
+}

@@ -2,9 +2,11 @@ package workflows
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
@@ -44,4 +46,27 @@ func (s *saleSuite) TestFailingPreflightOpensPaused() {
 	s.env.ExecuteWorkflow(SaleWorkflow, in)
 	v := s.result()
 	s.Equal([]contract.PreflightCheck{failed}, v.Preflight)
+}
+
+// A campaign's terms are checked before its workflow starts: every refusal
+// is INVALID_REQUEST.
+func TestCheckCampaign(t *testing.T) {
+	at := time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)
+	ok := CampaignInput{ID: "xmas", OpensAt: at, ClosesAt: at.Add(time.Hour),
+		Items: []contract.CampaignItem{{SKU: "1001", FlashPrice: 500, Allocation: 10}}}
+	require.NoError(t, CheckCampaign(ok))
+	for name, change := range map[string]func(*CampaignInput){
+		"id too long":            func(in *CampaignInput) { in.ID = "a-campaign-id-too-long" },
+		"closes before it opens": func(in *CampaignInput) { in.ClosesAt = at },
+		"no item":                func(in *CampaignInput) { in.Items = nil },
+		"a sku twice":            func(in *CampaignInput) { in.Items = append(in.Items, in.Items[0]) },
+		"no allocation":          func(in *CampaignInput) { in.Items = []contract.CampaignItem{{SKU: "1001", FlashPrice: 1}} },
+		"negative price": func(in *CampaignInput) {
+			in.Items = []contract.CampaignItem{{SKU: "1001", FlashPrice: -1, Allocation: 1}}
+		},
+	} {
+		in := ok
+		change(&in)
+		require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(CheckCampaign(in)), name)
+	}
 }
