@@ -37,8 +37,8 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 	if req.PassTTLSeconds < 0 || req.PassTTLSeconds > 3600 {
 		return startSaleRequest{}, invalid("pass_ttl_seconds must be between 0 (the default, 60) and 3600")
 	}
-	if req.ExpectedPeakRPS < 0 {
-		return startSaleRequest{}, invalid("expected_peak_rps must not be negative")
+	if req.ExpectedPeakRPS < 0 || req.ExpectedPeakRPS > MaxExpectedPeak {
+		return startSaleRequest{}, invalid("expected_peak_rps must be between 0 (not checked) and 1000000000")
 	}
 	if !req.ClosesAt.IsZero() && !req.ClosesAt.After(req.OpensAt) {
 		return startSaleRequest{}, invalid("closes_at must be after opens_at")
@@ -86,6 +86,9 @@ func decodeSaleControl(body []byte) (saleControlRequest, error) {
 	}
 	return req, nil
 }
+
+// MaxExpectedPeak bounds a sale's expected peak (buy requests per second).
+const MaxExpectedPeak = 1_000_000_000
 
 // controlTimeout bounds a sale control: a void answers once the cancels of
 // the sale's unpaid orders are sent (thousands, in parallel) and its paid
