@@ -18,7 +18,8 @@ import (
 // it is already in.
 
 // PrepareSale creates the sale in PREQUEUE and returns the hash of its
-// seed (sale.Store.Prepare); the seed stays in Redis until the open.
+// seed (sale.Store.Prepare); the seed stays in MySQL, out of Redis, until
+// the open.
 func (a *Activities) PrepareSale(ctx context.Context, in contract.PrepareSaleInput) (contract.PreparedSale, error) {
 	h, err := a.Sales.Prepare(ctx, in.SKU, in.SaleID, in.OpensAt, in.PassTTL)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -20,21 +21,52 @@ import (
 
 // Prepare creates sku's sale in PREQUEUE for the sale id (the workflow's
 // run id) and returns the SHA-256 of its seed, hex: the commitment
-// published before anyone enters. Repeating it for the same id returns the
-// same hash; another id replaces an earlier sale of the SKU and its queue.
+// published before anyone enters. The seed itself is kept in the store's
+// Seeds (MySQL), never in Redis before the open. Repeating it for the same
+// id returns the same hash; another id replaces an earlier sale of the SKU
+// and its queue.
 func (s *Store) Prepare(ctx context.Context, sku, saleID string, opensAt time.Time, passTTL time.Duration) (string, error) {
 	if err := checkSKU(sku); err != nil {
 		return "", err
 	}
-	seed := make([]byte, 32)
-	_, _ = rand.Read(seed) // never fails (crypto/rand)
-	hexSeed := hex.EncodeToString(seed)
+	if s.seeds == nil {
+		return "", fmt.Errorf("prepare sale of %s: no store for its seed", sku)
+	}
+	fresh := make([]byte, 32)
+	_, _ = rand.Read(fresh) // never fails (crypto/rand)
+	seed, err := s.seeds.KeepSaleSeed(ctx, saleID, sku, hex.EncodeToString(fresh))
+	if err != nil {
+		return "", fmt.Errorf("prepare sale of %s: %w", sku, err)
+	}
 	hash, err := prepareScript.Run(ctx, s.rdb, keys(sku), saleID, opensAt.UnixMilli(), passTTL.Milliseconds(),
-		hexSeed, SeedHash(hexSeed)).Text()
+		SeedHash(seed)).Text()
 	if err != nil {
 		return "", fmt.Errorf("prepare sale of %s: %w", sku, err)
 	}
 	return hash, nil
+}
+
+// seedOf is the seed of sku's sale saleID, checked against its commitment
+// (hash). A sale prepared before seeds left Redis has it in its seed key.
+func (s *Store) seedOf(ctx context.Context, sku, saleID, hash string) (string, error) {
+	var seed string
+	if s.seeds != nil {
+		var err error
+		if seed, err = s.seeds.SaleSeed(ctx, saleID); err != nil {
+			return "", err
+		}
+	}
+	if seed == "" {
+		legacy, err := s.rdb.Get(ctx, keys(sku)[kSeed]).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return "", err
+		}
+		seed = legacy
+	}
+	if seed == "" || SeedHash(seed) != hash {
+		return "", fmt.Errorf("no seed of sale %s matches its commitment %s", saleID, hash)
+	}
+	return seed, nil
 }
 
 // SeedHash is the commitment to a seed (hex): the hex SHA-256 of its hex
@@ -66,14 +98,20 @@ func (s *Store) Open(ctx context.Context, sku string) (flashsale.OpenedSale, err
 		if err != nil {
 			return flashsale.OpenedSale{}, fmt.Errorf("read entrants of %s: %w", sku, err)
 		}
-		seed, err := s.rdb.Get(ctx, ks[kSeed]).Result()
+		id, err := s.rdb.HMGet(ctx, ks[kSale], "sale_id", "seed_hash").Result()
+		if err != nil {
+			return flashsale.OpenedSale{}, fmt.Errorf("read sale of %s: %w", sku, err)
+		}
+		saleID, _ := id[0].(string)
+		hash, _ := id[1].(string)
+		seed, err := s.seedOf(ctx, sku, saleID, hash)
 		if err != nil {
 			return flashsale.OpenedSale{}, fmt.Errorf("read seed of %s: %w", sku, err)
 		}
 		if err := s.writeRanks(ctx, ks[kRank], Ranks(seed, users)); err != nil {
 			return flashsale.OpenedSale{}, fmt.Errorf("write ranks of %s: %w", sku, err)
 		}
-		st, err := revealScript.Run(ctx, s.rdb, ks).Text()
+		st, err := revealScript.Run(ctx, s.rdb, ks, seed).Text()
 		if err != nil {
 			return flashsale.OpenedSale{}, fmt.Errorf("open sale of %s: %w", sku, err)
 		}

@@ -29,10 +29,25 @@ func newSale(t *testing.T, units *atomic.Int64, ttl time.Duration) (*sale.Store,
 			_ = rdb.Unlink(ctx, iter.Val()).Err()
 		}
 	})
-	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units.Load(), nil })
+	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units.Load(), nil }).WithSeeds(&memSeeds{})
 	_, err := st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), ttl)
 	require.NoError(t, err)
 	return st, sku
+}
+
+// memSeeds keeps a test's seeds in memory; the worker keeps them in MySQL
+// (TestSeedIsNotInRedisBeforeTheOpen).
+type memSeeds struct{ m sync.Map }
+
+func (s *memSeeds) KeepSaleSeed(_ context.Context, saleID, _, seed string) (string, error) {
+	v, _ := s.m.LoadOrStore(saleID, seed)
+	return v.(string), nil
+}
+
+func (s *memSeeds) SaleSeed(_ context.Context, saleID string) (string, error) {
+	v, _ := s.m.Load(saleID)
+	seed, _ := v.(string)
+	return seed, nil
 }
 
 // Entering is once per buyer, under concurrency: 50 goroutines, 10 buyers,
