@@ -29,7 +29,7 @@ func newService(t *testing.T, units int64, buyRate int) (*queueing.Service, stri
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = seeds.Close() })
 	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units, nil }).WithSeeds(seeds)
-	_, err = st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), time.Minute)
+	_, err = st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), time.Minute, 0)
 	require.NoError(t, err)
 	waits := sale.NewWaits(st, sale.DefaultWaitEvery, slog.Default())
 	t.Cleanup(waits.Close)
@@ -62,7 +62,7 @@ func TestEnterAndMe(t *testing.T) {
 	require.Equal(t, first.Ticket, p.Ticket.Ticket)
 	require.Empty(t, p.Pass, "no pass before the open")
 
-	_, err = q.Door.Store().Open(ctx, sku)
+	_, err = q.Door.Store().Open(ctx, sku, nil)
 	require.NoError(t, err)
 	p, err = q.Me(ctx, alice, sku, time.Second)
 	require.NoError(t, err)

@@ -33,7 +33,8 @@ type Ticket struct {
 }
 
 // Enter enters userID in sku's queue, once: NoSale for a SKU without a
-// sale, SaleClosed once it is over.
+// sale, SaleClosed once it is over, QueueFull once it holds the sale's
+// max entrants.
 func (s *Store) Enter(ctx context.Context, sku, userID string) (_ Ticket, err error) {
 	defer outage(&err)
 	if err := checkSKU(sku); err != nil {
@@ -48,6 +49,8 @@ func (s *Store) Enter(ctx context.Context, sku, userID string) (_ Ticket, err er
 	switch {
 	case t.State == "":
 		return Ticket{}, noSale(sku)
+	case t.State == "FULL":
+		return Ticket{}, flashsale.Errorf(flashsale.QueueFull, "the queue of %s is full", sku)
 	case t.State == Closed && t.Ticket == 0 && t.Rank == 0:
 		return Ticket{}, flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku)
 	}

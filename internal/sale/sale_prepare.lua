@@ -7,6 +7,7 @@
 -- ARGV[2] opens_at (unix ms)
 -- ARGV[3] pass ttl (ms)
 -- ARGV[4] the seed's SHA-256 (hex)
+-- ARGV[5] the most buyers the queue takes (sale_enter.lua)
 --
 -- Returns the seed's hash of the sale as stored. A hash left by an earlier
 -- sale of the SKU (another sale id) is removed with every key of that sale
@@ -20,5 +21,5 @@ if id then
   redis.call('UNLINK', unpack(KEYS))
 end
 redis.call('HSET', KEYS[1], 'sale_id', ARGV[1], 'state', 'PREQUEUE', 'opens_at', ARGV[2],
-  'pass_ttl_ms', ARGV[3], 'seed_hash', ARGV[4])
+  'pass_ttl_ms', ARGV[3], 'seed_hash', ARGV[4], 'max_entrants', ARGV[5])
 return ARGV[4]

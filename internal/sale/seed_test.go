@@ -71,9 +71,9 @@ func TestSeedIsNotInRedisBeforeTheOpen(t *testing.T) {
 		}
 	})
 	st := sale.New(rdb, func(context.Context, string) (int64, error) { return 10, nil }).WithSeeds(db)
-	commit, err := st.Prepare(ctx, sku, "run-seed", time.Now().Add(time.Hour), time.Minute)
+	commit, err := st.Prepare(ctx, sku, "run-seed", time.Now().Add(time.Hour), time.Minute, 0)
 	require.NoError(t, err)
-	again, err := st.Prepare(ctx, sku, "run-seed", time.Now().Add(time.Hour), time.Minute)
+	again, err := st.Prepare(ctx, sku, "run-seed", time.Now().Add(time.Hour), time.Minute, 0)
 	require.NoError(t, err)
 	require.Equal(t, commit, again, "a retried prepare keeps the first seed")
 	var users []string
@@ -91,7 +91,7 @@ func TestSeedIsNotInRedisBeforeTheOpen(t *testing.T) {
 	require.Empty(t, redisHolds(t, rdb, sku, seed), "the seed is in no key of the SKU before the open")
 	require.NotEmpty(t, redisHolds(t, rdb, sku, commit), "the commitment is published")
 
-	opened, err := st.Open(ctx, sku)
+	opened, err := st.Open(ctx, sku, nil)
 	require.NoError(t, err)
 	require.Equal(t, seed, opened.Seed)
 	require.Equal(t, commit, sale.SeedHash(opened.Seed))
@@ -111,15 +111,15 @@ func TestSeedIsNotInRedisBeforeTheOpen(t *testing.T) {
 	})
 	kept := &memSeeds{}
 	old := sale.New(rdb, func(context.Context, string) (int64, error) { return 10, nil }).WithSeeds(kept)
-	h, err := old.Prepare(ctx, legacy, "run-legacy", time.Now().Add(time.Hour), time.Minute)
+	h, err := old.Prepare(ctx, legacy, "run-legacy", time.Now().Add(time.Hour), time.Minute, 0)
 	require.NoError(t, err)
 	oldSeed, _ := kept.SaleSeed(ctx, "run-legacy")
 	seedKey := "fs:{sku:" + legacy + "}:sale:seed"
 	require.NoError(t, rdb.Set(ctx, seedKey, "not-the-seed", 0).Err())
-	_, err = st.Open(ctx, legacy)
+	_, err = st.Open(ctx, legacy, nil)
 	require.ErrorContains(t, err, "matches its commitment", "a seed that is not the committed one opens nothing")
 	require.NoError(t, rdb.Set(ctx, seedKey, oldSeed, 0).Err())
-	o, err := st.Open(ctx, legacy)
+	o, err := st.Open(ctx, legacy, nil)
 	require.NoError(t, err)
 	require.Equal(t, oldSeed, o.Seed)
 	require.Equal(t, h, sale.SeedHash(o.Seed))
