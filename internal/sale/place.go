@@ -156,12 +156,12 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 	if err := checkSKU(sku); err != nil {
 		return Place{}, err
 	}
-	units, err := s.stock(ctx, sku)
-	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
-		return Place{}, fmt.Errorf("units of %s: %w", sku, err)
+	units, bought, err := s.units(ctx, sku)
+	if err != nil {
+		return Place{}, err
 	}
 	res, err := meScript.Run(ctx, s.rdb, keys(sku), userID, units, s.instance, s.capacity,
-		s.capacityTTL.Milliseconds()).Slice()
+		s.capacityTTL.Milliseconds(), bought).Slice()
 	if err != nil {
 		return Place{}, fmt.Errorf("queue place of %s in %s: %w", userID, sku, err)
 	}
@@ -184,6 +184,22 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 	p.SoldOut = p.State == Open && units == 0 && !p.Spent
 	p.ETA = eta(p, now, opensAt, first, firstAt)
 	return p, nil
+}
+
+// units reads sku's units left in its buckets, and before them the
+// passes its sale counted bought: the scripts take the passes bought
+// between the two reads off the units (sale_me.lua), so a pass never goes
+// out for a unit a buy took meanwhile.
+func (s *Store) units(ctx context.Context, sku string) (units, bought int64, err error) {
+	bought, err = s.rdb.HGet(ctx, saleKey(sku), "bought").Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, fmt.Errorf("passes bought of %s: %w", sku, err)
+	}
+	units, err = s.stock(ctx, sku)
+	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
+		return 0, 0, fmt.Errorf("units of %s: %w", sku, err)
+	}
+	return units, bought, nil
 }
 
 // eta is Place.ETA, in whole seconds (rounded up), from Redis's clock:

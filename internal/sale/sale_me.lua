@@ -13,6 +13,18 @@
 --         (its per-SKU window); 0 publishes nothing
 -- ARGV[5] how long that publication lives (ms): an instance that stops
 --         looking (dead, or out of the pool) drops out after it
+-- ARGV[6] the sale's 'bought' count (sale_settle.lua) read before ARGV[2]
+--
+-- Exact, not stale: a pass bought between the read of the units and this
+-- script (its unit taken, then the pass settled out of the outstanding)
+-- would otherwise count twice as room, once as a unit read and once as a
+-- pass no longer outstanding, and a pass would go out for a unit that is
+-- gone. Each such extra pass stayed until the end, where more holders
+-- than units raced and the slowest lost (a unit that came back went to
+-- whoever retried first, not to the next rank). So every pass settled
+-- bought since ARGV[6] was read is taken off the units read: a buy that
+-- took its unit before the read is then subtracted twice, which only
+-- delays a pass to the next look.
 --
 -- The capacity is the sum over the instances whose publication is live
 -- (Redis's clock); dead fields are removed here. A pass is one unit a
@@ -61,7 +73,9 @@ local ranked = entrants + tonumber(redis.call('GET', KEYS[5]) or '0')
 local serving = tonumber(redis.call('GET', KEYS[7]) or '0')
 if state == 'OPEN' then
   redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
-  local room = math.min(tonumber(ARGV[2]), capacity) - redis.call('ZCARD', KEYS[8])
+  local bought = tonumber(redis.call('HGET', KEYS[1], 'bought') or '0')
+  local units = tonumber(ARGV[2]) - math.max(bought - tonumber(ARGV[6]), 0)
+  local room = math.min(units, capacity) - redis.call('ZCARD', KEYS[8])
   local ttl = tonumber(redis.call('HGET', KEYS[1], 'pass_ttl_ms'))
   local before = serving
   while room > 0 and serving < ranked do
