@@ -156,12 +156,23 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 	if err := checkSKU(sku); err != nil {
 		return Place{}, err
 	}
-	units, bought, err := s.units(ctx, sku)
-	if err != nil {
-		return Place{}, err
+	units, err := s.stock(ctx, sku)
+	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
+		return Place{}, fmt.Errorf("units of %s: %w", sku, err)
 	}
-	res, err := meScript.Run(ctx, s.rdb, keys(sku), userID, units, s.instance, s.capacity,
-		s.capacityTTL.Milliseconds(), bought).Slice()
+	me := func(units int64, bought any) ([]any, error) {
+		return meScript.Run(ctx, s.rdb, keys(sku), userID, units, s.instance, s.capacity,
+			s.capacityTTL.Milliseconds(), bought).Slice()
+	}
+	res, err := me(units, "")
+	if err == nil && len(res) == 1 {
+		// Near the end: the units again, exactly (sale_me.lua).
+		var bought int64
+		if units, bought, err = s.units(ctx, sku); err != nil {
+			return Place{}, err
+		}
+		res, err = me(units, bought)
+	}
 	if err != nil {
 		return Place{}, fmt.Errorf("queue place of %s in %s: %w", userID, sku, err)
 	}
