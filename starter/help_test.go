@@ -98,7 +98,7 @@ func TestHelp(t *testing.T) {
 			"check":              {"-sku", "-grace"},
 			"reconcile schedule": {"-every", "-settle"},
 			"reconcile now":      {"-sku", "-dry-run"},
-			"sale start":         {"-sku", "-opens-at", "-pass-ttl"},
+			"sale start":         {"-sku", "-opens-at", "-pass-ttl", "-max-entrants"},
 			"sale show":          {"-sku"},
 			"sale open":          {"-sku", "-reason"},
 			"sale pause":         {"-sku", "-reason"},

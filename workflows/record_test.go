@@ -201,7 +201,7 @@ func TestRecordSales(t *testing.T) {
 
 	paths := map[string]string{}
 	sku := newSKU("timer")
-	_, err := sales.Start(ctx, sku, time.Now().Add(time.Second), 0)
+	_, err := sales.Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: time.Now().Add(time.Second)})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		v, err := sales.View(ctx, sku)
@@ -214,7 +214,7 @@ func TestRecordSales(t *testing.T) {
 	paths["timer-pause-resume-close"] = sku
 
 	sku = newSKU("early")
-	_, err = sales.Start(ctx, sku, time.Now().Add(time.Hour), 0)
+	_, err = sales.Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	control(sku, workflows.UpdateSaleOpen, flashsale.SaleStateOpen)
 	control(sku, workflows.UpdateSaleClose, flashsale.SaleStateClosed)
@@ -222,7 +222,7 @@ func TestRecordSales(t *testing.T) {
 	paths["open-update-close"] = sku
 
 	sku = newSKU("void")
-	_, err = sales.Start(ctx, sku, time.Now().Add(time.Hour), 0)
+	_, err = sales.Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	control(sku, workflows.UpdateSaleVoid, flashsale.SaleStateClosed)
 	require.True(t, ended(sku).Voided)

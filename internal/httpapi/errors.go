@@ -90,6 +90,7 @@ var answers = map[flashsale.Code]answer{
 	flashsale.SaleNotOpen:       {status: http.StatusConflict, message: "the sale has not opened yet; enter its queue and wait for your pass"},
 	flashsale.SalePaused:        {status: http.StatusConflict, message: "the sale is paused; your place in the queue is kept"},
 	flashsale.SaleClosed:        {status: http.StatusConflict, message: "the sale is closed"},
+	flashsale.QueueFull:         {status: http.StatusConflict, message: "the queue of this sale is full"},
 	flashsale.SaleStateConflict: {status: http.StatusConflict, message: "the sale's state does not allow this", showOwn: true},
 	flashsale.PassRequired: {status: http.StatusUnauthorized,
 		message:   "a buy of this sku needs a valid pass (Sale-Pass header) from GET /api/v1/skus/{sku}/queue/me",
