@@ -41,9 +41,13 @@ func (a *Activities) CreateOrder(ctx context.Context, in contract.CreateOrderInp
 		}
 		defer a.slots().Release(1)
 	}
-	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{
-		Order: in.Order, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets,
-	})
+	no := orderdb.NewOrder{Order: in.Order, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets}
+	if in.PaymentTimeout <= 0 {
+		// No window of the order's own: a SKU's window, if it has one,
+		// replaces the worker's (flashsale.Terms).
+		no.WindowFrom = a.now()
+	}
+	o, err := a.Orders.CreateOrder(ctx, no)
 	if err == nil {
 		// Checked first: building the logger costs allocations per order,
 		// and a flood runs at info.

@@ -54,6 +54,8 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	buckets := fs.Int("buckets", flashsale.DefaultBuckets, "Redis buckets the stock is split into")
 	limit := fs.Int("limit", 1, "units one user may buy")
 	queued := fs.Bool("queued", false, "for a fair sale: refuse every buy until `starter sale start` opens its queue")
+	window := fs.Duration("payment-window", 0, "how long a buyer has to pay, 1m-72h (0: the worker's PAYMENT_TIMEOUT, 15m);\n"+
+		"Redis keeps an order's units for 96h, so a longer window is refused")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -63,7 +65,8 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	if *stock < 0 || *price < 0 {
 		return nil, usageError("--stock and --price are required and must not be negative")
 	}
-	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit, Queued: *queued}
+	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit, Queued: *queued,
+		Terms: flashsale.Terms{PaymentWindow: flashsale.Duration(*window)}}
 	if err := def.Validate(); err != nil {
 		return nil, err
 	}

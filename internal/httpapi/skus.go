@@ -157,9 +157,10 @@ type skuResponse struct {
 	Buckets      int    `json:"buckets"`
 	PerUserLimit int    `json:"per_user_limit"`
 	Queued       bool   `json:"queued,omitempty"`
-	RedisTotal   int64  `json:"redis_total"`
-	DBAvailable  int64  `json:"db_available"`
-	Verified     bool   `json:"verified"`
+	flashsale.Terms
+	RedisTotal  int64 `json:"redis_total"`
+	DBAvailable int64 `json:"db_available"`
+	Verified    bool  `json:"verified"`
 }
 
 // putSKU creates or resets a SKU before a sale: the database row, then the
@@ -177,7 +178,7 @@ func (s *Server) putSKU() http.HandlerFunc {
 		inv, pre := d.Inventory, d.Preheat
 		return skuResponse{
 			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit, Queued: inv.Queued,
-			RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
+			Terms: inv.Terms, RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
 		}, nil
 	})
 }

@@ -144,10 +144,14 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 		UpdatedAt: ts,
 	}
 	*createdItems = make([]orderItemRow, 0, len(items))
+	var window time.Duration
 	for _, it := range items {
 		inv, ok := invs[it.SKU]
 		if !ok {
 			return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+		}
+		if w := inv.terms().PaymentWindow.D(); w > 0 && (window == 0 || w < window) {
+			window = w
 		}
 		if inv.SaleEndedAt != nil {
 			// The SKU's fair sale ended (EndSale): nothing is on sale
@@ -185,6 +189,11 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 			}
 		}
 		*createdItems = append(*createdItems, line)
+	}
+	if window > 0 && !o.WindowFrom.IsZero() {
+		// The SKU's window, read with its price: the strictest of the
+		// order's SKUs holds.
+		created.PayBy = o.WindowFrom.Add(window).UTC().Truncate(time.Millisecond)
 	}
 	// A concurrent attempt with the same order id fails here with a
 	// duplicate key, before it has locked anything another order needs.

@@ -31,9 +31,12 @@ type inventoryRow struct {
 	// Redis keys are being removed or gone. A PutSKU or preheat clears it.
 	SaleEndedAt *time.Time `gorm:"column:sale_ended_at"`
 	// Queued: sold through a fair sale only (flashsale.SKU.Queued).
-	Queued    bool      `gorm:"column:queued"`
-	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	Queued bool `gorm:"column:queued"`
+	// PaymentWindowMs is the SKU's payment window (flashsale.Terms); 0:
+	// the worker's.
+	PaymentWindowMs int64     `gorm:"column:payment_window_ms"`
+	CreatedAt       time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt       time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (inventoryRow) TableName() string { return "inventory" }
@@ -51,7 +54,13 @@ func (r inventoryRow) toInventory() Inventory {
 		RedisResync:  r.RedisResync,
 		SaleEndedAt:  utcPtr(r.SaleEndedAt),
 		Queued:       r.Queued,
+		Terms:        r.terms(),
 	}
+}
+
+// terms are the row's sale terms.
+func (r inventoryRow) terms() flashsale.Terms {
+	return flashsale.Terms{PaymentWindow: flashsale.Duration(time.Duration(r.PaymentWindowMs) * time.Millisecond)}
 }
 
 // utcPtr is t in UTC, or nil.

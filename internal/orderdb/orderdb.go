@@ -39,6 +39,8 @@ type Inventory struct {
 	// Queued: the SKU is sold through a fair sale only (its PUT said so,
 	// or a sale of it was started); Redis carries a copy (the preheat).
 	Queued bool `json:"queued,omitempty"`
+	// Terms: how the SKU is sold (flashsale.Terms).
+	flashsale.Terms
 }
 
 // Payment is money received for an order.
@@ -87,6 +89,11 @@ type NewOrder struct {
 	// row locks. A SKU it does not name (a degraded order, an older
 	// caller) starts at crc32(order id) % rows, where Redis starts its walk.
 	Buckets map[string]int `json:"buckets,omitempty"`
+	// WindowFrom, when set, is when the buyer's payment window starts: a
+	// SKU of the order with a payment window of its own (the shortest, if
+	// several have one) fixes pay_by at WindowFrom plus that window, read
+	// in the transaction that prices the lines. PayBy stands otherwise.
+	WindowFrom time.Time `json:"window_from,omitzero"`
 }
 
 // RestockResult is the outcome of Restock.

@@ -1,0 +1,90 @@
+package flashsale
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Terms are how a SKU is sold, set with its definition (a PUT of the SKU,
+// `starter sku create`): docs/operations.md, "Sale terms", says when to
+// choose which. The zero value is the house default, what every SKU did
+// before terms existed.
+type Terms struct {
+	// PaymentWindow is how long a buyer of the SKU has to pay, counted from
+	// the moment the order is written (its pay_by). Zero: the worker's
+	// PAYMENT_TIMEOUT. An order of several SKUs gets the shortest window
+	// among them.
+	PaymentWindow Duration `json:"payment_window,omitzero"`
+}
+
+// The bounds of a payment window. The longest is bound by Redis: every
+// key that stands for units an order holds (the take markers, the release
+// tombstones, the buyer's limit claims, the edge's placed ids) lives
+// MarkerTTL, the longest window plus a day of margin for the order's
+// compensation and retries, so no key expires while an order may still
+// need it. A longer window would lose units at each expiry, healed only by
+// reconciliation: it is refused instead.
+const (
+	MinPaymentWindow = time.Minute
+	MaxPaymentWindow = 72 * time.Hour
+	// MarkerTTL is how long Redis keeps what an order took, and the bound
+	// of every window (internal/inventory.DefaultHeldTTL).
+	MarkerTTL = MaxPaymentWindow + 24*time.Hour
+)
+
+// InvalidTerms refuses a SKU's terms outside their bounds; its message
+// names the term, the bounds and why.
+const InvalidTerms Code = "INVALID_TERMS"
+
+// Validate checks the terms against their bounds: InvalidTerms, naming
+// every term out of bounds.
+func (t Terms) Validate() error {
+	var errs []error
+	if w := t.PaymentWindow.D(); w != 0 && (w < MinPaymentWindow || w > MaxPaymentWindow) {
+		errs = append(errs, fmt.Errorf("payment_window %s is outside %s-%s: Redis keeps an order's units for %s "+
+			"(the longest window plus a day), so a longer window would lose units when its keys expire", t.PaymentWindow,
+			Duration(MinPaymentWindow), Duration(MaxPaymentWindow), Duration(MarkerTTL)))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &Error{Code: InvalidTerms, Message: errors.Join(errs...).Error()}
+}
+
+// Duration is a time.Duration written in JSON as Go writes durations
+// ("15m", "25h"), the form the CLI's flags take too.
+type Duration time.Duration
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String is time.Duration's without zero units at its end: "25h", "1m",
+// "1h30m".
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Errorf(Invalid, "a duration is a string such as \"15m\" or \"25h\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return Errorf(Invalid, "a duration is a string such as \"15m\" or \"25h\"")
+	}
+	*d = Duration(v)
+	return nil
+}
