@@ -18,7 +18,34 @@ type Terms struct {
 	// PAYMENT_TIMEOUT. An order of several SKUs gets the shortest window
 	// among them.
 	PaymentWindow Duration `json:"payment_window,omitzero"`
+	// LatePayment says what becomes of money that reaches the order after
+	// its pay_by: refunded (LateRefund, the default), or captured while
+	// the order still holds its units, before its compensation released
+	// them (LateCaptureIfHeld). An order of several SKUs captures late
+	// money only if every one of them says so.
+	LatePayment LatePayment `json:"late_payment,omitempty"`
+	// ReleaseOnFailedPayment: a FAILED payment callback closes the order
+	// and puts its units back on sale at once, instead of holding them
+	// until pay_by. An order of several SKUs releases if any says so.
+	ReleaseOnFailedPayment bool `json:"release_on_failed_payment,omitempty"`
 }
+
+// LatePayment is a SKU's rule for money after pay_by (Terms.LatePayment).
+type LatePayment string
+
+// The late-payment rules; "" is LateRefund.
+const (
+	LateRefund        LatePayment = "refund"
+	LateCaptureIfHeld LatePayment = "capture_if_held"
+)
+
+// MaxHoldExtension bounds how long a payment provider may extend an
+// order's hold, once, when its buyer starts paying: well inside the day of
+// margin the Redis markers keep past the longest window.
+const MaxHoldExtension = 30 * time.Minute
+
+// HoldExtended refuses a second extension of an order's hold.
+const HoldExtended Code = "HOLD_ALREADY_EXTENDED"
 
 // The bounds of a payment window. The longest is bound by Redis: every
 // key that stands for units an order holds (the take markers, the release
@@ -47,6 +74,9 @@ func (t Terms) Validate() error {
 		errs = append(errs, fmt.Errorf("payment_window %s is outside %s-%s: Redis keeps an order's units for %s "+
 			"(the longest window plus a day), so a longer window would lose units when its keys expire", t.PaymentWindow,
 			Duration(MinPaymentWindow), Duration(MaxPaymentWindow), Duration(MarkerTTL)))
+	}
+	if t.LatePayment != "" && t.LatePayment != LateRefund && t.LatePayment != LateCaptureIfHeld {
+		errs = append(errs, fmt.Errorf("late_payment must be %q or %q", LateRefund, LateCaptureIfHeld))
 	}
 	if len(errs) == 0 {
 		return nil

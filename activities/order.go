@@ -61,7 +61,8 @@ func (a *Activities) CreateOrder(ctx context.Context, in contract.CreateOrderInp
 				return contract.CreateOrderResult{}, err
 			}
 		}
-		return contract.CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy}, nil
+		return contract.CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy, LateCapture: o.LateCapture,
+			ReleaseOnFailed: o.ReleaseOnFailed}, nil
 	}
 	op := "create order " + in.OrderID
 	switch code := flashsale.ErrorCode(err); {

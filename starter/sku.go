@@ -56,6 +56,8 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	queued := fs.Bool("queued", false, "for a fair sale: refuse every buy until `starter sale start` opens its queue")
 	window := fs.Duration("payment-window", 0, "how long a buyer has to pay, 1m-72h (0: the worker's PAYMENT_TIMEOUT, 15m);\n"+
 		"Redis keeps an order's units for 96h, so a longer window is refused")
+	late := fs.String("late-payment", "refund", "money after pay_by: refund, or capture_if_held (captured while the order still holds its units)")
+	releaseOnFailed := fs.Bool("release-on-failed-payment", false, "a FAILED payment callback closes the order and puts its units back at once")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -66,7 +68,8 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 		return nil, usageError("--stock and --price are required and must not be negative")
 	}
 	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit, Queued: *queued,
-		Terms: flashsale.Terms{PaymentWindow: flashsale.Duration(*window)}}
+		Terms: flashsale.Terms{PaymentWindow: flashsale.Duration(*window), LatePayment: flashsale.LatePayment(*late),
+			ReleaseOnFailedPayment: *releaseOnFailed}}
 	if err := def.Validate(); err != nil {
 		return nil, err
 	}

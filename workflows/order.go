@@ -69,6 +69,13 @@ type order struct {
 	// restored after the order showed STALLED.
 	closedAs     flashsale.Status
 	closedReason flashsale.Code
+	// lateCapture, releaseOnFailed: the order's rules from its SKUs'
+	// terms (terms.go). paymentFailed: a FAILED payment was reported.
+	lateCapture, releaseOnFailed, paymentFailed bool
+	// extended: the one extension of the hold was asked for; extending:
+	// it is being written; deadlineMoved: pay_by moved, the wait for
+	// money starts again on the new one.
+	extended, extending, deadlineMoved bool
 	// fellBack, set while compensation runs, is called when a step falls
 	// back from the task to a regular activity (inTaskFirst).
 	fellBack func()
@@ -178,6 +185,7 @@ func (o *order) reserve(ctx workflow.Context) error {
 	o.pushUndo(undoDatabase, o.closeInDatabase)
 	o.view.Amount = created.Amount
 	o.view.PayBy = created.PayBy
+	o.termsOf(created)
 	o.setStatus(ctx, flashsale.StatusPendingPayment, "")
 	o.reserved = true
 	return nil

@@ -17,6 +17,7 @@ const (
 	ConfirmPayment  = "ConfirmPayment"
 	RecordRefund    = "RecordRefund"
 	OfferToWaitlist = "OfferToWaitlist"
+	ExtendHold      = "ExtendHold"
 )
 
 // ReserveStockInput names the order and what it wants.
@@ -103,10 +104,30 @@ func BucketsOf(r ReserveStockResult) map[string]int {
 	return out
 }
 
-// CreateOrderResult carries what only the database knows: the price.
+// CreateOrderResult carries what only the database knows: the price, the
+// deadline, and the order's rules from its SKUs' terms (flashsale.Terms;
+// absent in histories recorded before terms, which kept the defaults).
 type CreateOrderResult struct {
 	Amount int64     `json:"amount"`
 	PayBy  time.Time `json:"pay_by"`
+	// LateCapture: money after pay_by is captured while the order still
+	// holds its units.
+	LateCapture bool `json:"late_capture,omitempty"`
+	// ReleaseOnFailed: a FAILED payment callback closes the order at once.
+	ReleaseOnFailed bool `json:"release_on_failed,omitempty"`
+}
+
+// ExtendHoldInput moves an unpaid order's pay_by From -> To, once
+// (orderdb.Store.ExtendHold).
+type ExtendHoldInput struct {
+	OrderID string    `json:"order_id"`
+	From    time.Time `json:"from"`
+	To      time.Time `json:"to"`
+}
+
+// ExtendHoldResult is the order's pay_by after the extension.
+type ExtendHoldResult struct {
+	PayBy time.Time `json:"pay_by"`
 }
 
 // CloseOrderInput closes an unpaid order.

@@ -4,6 +4,7 @@ package httpapi_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -95,4 +97,166 @@ func TestPaymentWindowPerSKU(t *testing.T) {
 	r = api.call(http.MethodPut, "/api/v1/admin/skus/"+s.name("window-typo"), []byte(`{"total":1,"price":1,"payment_window":"15 minutes"}`), adminHeader())
 	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
 	require.Equal(t, "INVALID_REQUEST", r.code(t))
+}
+
+// putTerms defines sku with one unit per buyer and the given terms.
+func (in *instance) putTerms(sku string, total int64, terms map[string]any) {
+	in.t.Helper()
+	body := map[string]any{"total": total, "price": 100, "buckets": 2, "per_user_limit": 1}
+	maps.Copy(body, terms)
+	r := in.call(http.MethodPut, "/api/v1/admin/skus/"+sku, mustJSON(in.t, body), adminHeader())
+	require.Equal(in.t, http.StatusOK, r.status, "%s", r.body)
+}
+
+// payByOf is the pay_by of a buy's 201 answer.
+func payByOf(t *testing.T, r response) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, r.json(t)["pay_by"].(string))
+	require.NoError(t, err)
+	return at
+}
+
+// awaitOrder waits until the order shows status, and returns it.
+func (in *instance) awaitOrder(id, status string) map[string]any {
+	in.t.Helper()
+	var o map[string]any
+	require.Eventually(in.t, func() bool {
+		o = in.order(id)
+		return o["status"] == status
+	}, 20*time.Second, 50*time.Millisecond, "order %s never %s", id, status)
+	return o
+}
+
+// Money at the deadline's edge, by the SKU's rule. On a capture_if_held
+// SKU a payment 2 s past pay_by, while the order still holds its unit, is
+// captured: PAID, no refund. One that comes after the order released its
+// unit and the unit was bought again is recorded for refund, and the unit
+// is sold once. On a refund SKU (the default) the same 2 s are refunded and
+// the order expires, as before terms.
+func TestLatePaymentByRule(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 2 * time.Second})
+	api := s.api
+	capture, refund := s.name("capture"), s.name("refund")
+	api.putTerms(capture, 1, map[string]any{"late_payment": "capture_if_held"})
+	api.putTerms(refund, 1, nil)
+
+	late := func(sku, user string) (string, response) {
+		t.Helper()
+		r := api.buy("k", s.name(user), sku, 1)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		id := r.json(t)["order_id"].(string)
+		time.Sleep(time.Until(payByOf(t, r).Add(2 * time.Second)))
+		return id, api.pay(callback{OrderID: id, TransactionID: id + "-tx", Amount: 100, Status: "SUCCESS"})
+	}
+
+	id, r := late(capture, "c1")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"order_id": id, "status": "PAID"}, r.json(t), "captured, no refund")
+	require.Equal(t, flashsale.PaymentCaptured, s.payments(id)[0].Status)
+	require.Len(t, s.payments(id), 1)
+	inv := s.dbInventory(capture)
+	require.Equal(t, [3]int64{0, 0, 1}, [3]int64{inv.Available, inv.Frozen, inv.Sold})
+
+	id, r = late(refund, "r1")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, "REQUIRED", r.json(t)["refund"], "a refund SKU keeps today's rule")
+	api.awaitOrder(id, "EXPIRED")
+	require.Equal(t, flashsale.PaymentRefundRequired, s.payments(id)[0].Status)
+
+	// After the release: the unit is sold to another buyer, and the first
+	// buyer's money goes back.
+	resold := s.name("resold")
+	api.putTerms(resold, 1, map[string]any{"late_payment": "capture_if_held"})
+	r = api.buy("k", s.name("first"), resold, 1)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	first := r.json(t)["order_id"].(string)
+	api.awaitOrder(first, "EXPIRED")
+	second := api.mustBuy("k", s.name("second"), resold, 1)
+	r = api.pay(callback{OrderID: first, TransactionID: first + "-tx", Amount: 100, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, "REQUIRED", r.json(t)["refund"])
+	require.Equal(t, flashsale.PaymentRefundRequired, s.payments(first)[0].Status)
+	r = api.pay(callback{OrderID: second, TransactionID: second + "-tx", Amount: 100, Status: "SUCCESS"})
+	require.Equal(t, "PAID", r.json(t)["status"], "%s", r.body)
+	inv = s.dbInventory(resold)
+	require.Equal(t, [3]int64{0, 0, 1}, [3]int64{inv.Available, inv.Frozen, inv.Sold}, "sold once: oversold 0")
+	require.Equal(t, int64(0), api.inventory(resold).Available)
+	s.checkClean(capture, refund, resold)
+}
+
+// A FAILED callback releases the unit at once on a SKU that says so; on
+// another SKU the order keeps its unit until its deadline.
+func TestFailedPaymentReleasesWhereTheSKUSaysSo(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 10 * time.Minute})
+	api := s.api
+	release, keep := s.name("release"), s.name("keep")
+	api.putTerms(release, 1, map[string]any{"release_on_failed_payment": true})
+	api.putTerms(keep, 1, nil)
+	failed := func(sku string) string {
+		t.Helper()
+		id := api.mustBuy("k", s.name("u-"+sku), sku, 1)
+		r := api.pay(callback{OrderID: id, TransactionID: id + "-tx", Amount: 100, Status: "FAILED"})
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		return id
+	}
+	id := failed(release)
+	o := api.awaitOrder(id, "CANCELLED")
+	require.Equal(t, "PAYMENT_FAILED", o["reason"])
+	require.Eventually(t, func() bool { inv := api.inventory(release); return inv.Available == 1 && inv.DBAvailable == 1 },
+		10*time.Second, 50*time.Millisecond, "the unit is back on sale at once")
+	api.mustBuy("k", s.name("next"), release, 1)
+
+	id = failed(keep)
+	time.Sleep(time.Second)
+	require.Equal(t, "PENDING_PAYMENT", api.order(id)["status"], "held until its deadline")
+	require.Equal(t, int64(1), api.inventory(keep).Frozen)
+	require.NoError(t, s.b.Temporal.CancelWorkflow(t.Context(), "order-"+id, ""))
+	api.awaitOrder(id, "CANCELLED")
+	s.checkClean(release, keep)
+}
+
+// The provider extends an order's hold once: pay_by moves in the answer,
+// the database and the order's wait, a payment after the first deadline
+// but before the new one is in time; a second extension is refused.
+func TestHoldExtendedOnce(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 3 * time.Second})
+	api := s.api
+	sku := s.name("hold")
+	api.putTerms(sku, 1, nil)
+	r := api.buy("k", s.name("u"), sku, 1)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	id, payBy := r.json(t)["order_id"].(string), payByOf(t, r)
+	hold := func(body map[string]any) response {
+		t.Helper()
+		b := mustJSON(t, body)
+		return api.call(http.MethodPost, "/api/v1/payments/hold", b,
+			http.Header{httpapi.SignatureHeader: {httpapi.Sign(testSecret, time.Now(), b)}})
+	}
+	r = hold(map[string]any{"order_id": id, "extend_by": "2h"})
+	require.Equal(t, http.StatusBadRequest, r.status, "over the bound: %s", r.body)
+	require.Equal(t, "INVALID_REQUEST", r.code(t))
+	r = hold(map[string]any{"order_id": id, "extend_by": "10s", "reason": "3-D Secure started"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	moved := payBy.Add(10 * time.Second)
+	require.Equal(t, map[string]any{"order_id": id, "status": "PENDING_PAYMENT", "pay_by": moved.UTC().Format(time.RFC3339Nano),
+		"hold_extended": true}, r.json(t))
+	o, err := s.b.Orders.Order(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, moved.UTC(), o.PayBy)
+	require.True(t, o.HoldExtended)
+
+	r = hold(map[string]any{"order_id": id, "extend_by": "10s"})
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	require.Equal(t, "HOLD_ALREADY_EXTENDED", r.code(t))
+	r = hold(map[string]any{"order_id": id, "extend_by": "2h"})
+	require.Equal(t, http.StatusConflict, r.status, "the second is refused whatever it asks: %s", r.body)
+	r = api.call(http.MethodPost, "/api/v1/payments/hold", mustJSON(t, map[string]any{"order_id": id, "extend_by": "10s"}), nil)
+	require.Equal(t, http.StatusUnauthorized, r.status, "unsigned: %s", r.body)
+
+	time.Sleep(time.Until(payBy.Add(6 * time.Second)))
+	require.Equal(t, "PENDING_PAYMENT", api.order(id)["status"], "past the first deadline and its grace, still held")
+	r = api.pay(callback{OrderID: id, TransactionID: id + "-tx", Amount: 100, Status: "SUCCESS"})
+	require.Equal(t, map[string]any{"order_id": id, "status": "PAID"}, r.json(t), "in time by the new deadline")
+
+	s.checkClean(sku)
 }

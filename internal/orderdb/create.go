@@ -145,14 +145,20 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 	}
 	*createdItems = make([]orderItemRow, 0, len(items))
 	var window time.Duration
+	created.LateCapture = true
 	for _, it := range items {
 		inv, ok := invs[it.SKU]
 		if !ok {
 			return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
 		}
-		if w := inv.terms().PaymentWindow.D(); w > 0 && (window == 0 || w < window) {
+		terms := inv.terms()
+		if w := terms.PaymentWindow.D(); w > 0 && (window == 0 || w < window) {
 			window = w
 		}
+		// Late money is kept only if every SKU allows it; a failed
+		// payment releases if any SKU asks for it.
+		created.LateCapture = created.LateCapture && terms.LatePayment == flashsale.LateCaptureIfHeld
+		created.ReleaseOnFailed = created.ReleaseOnFailed || terms.ReleaseOnFailedPayment
 		if inv.SaleEndedAt != nil {
 			// The SKU's fair sale ended (EndSale): nothing is on sale
 			// until a preheat, also for an order decided by MySQL alone.

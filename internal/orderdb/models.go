@@ -34,9 +34,13 @@ type inventoryRow struct {
 	Queued bool `gorm:"column:queued"`
 	// PaymentWindowMs is the SKU's payment window (flashsale.Terms); 0:
 	// the worker's.
-	PaymentWindowMs int64     `gorm:"column:payment_window_ms"`
-	CreatedAt       time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt       time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	PaymentWindowMs int64 `gorm:"column:payment_window_ms"`
+	// LatePayment, ReleaseOnFailedPayment: the SKU's rules for money at
+	// the deadline's edge (flashsale.Terms).
+	LatePayment            string    `gorm:"column:late_payment"`
+	ReleaseOnFailedPayment bool      `gorm:"column:release_on_failed_payment"`
+	CreatedAt              time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt              time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (inventoryRow) TableName() string { return "inventory" }
@@ -58,9 +62,22 @@ func (r inventoryRow) toInventory() Inventory {
 	}
 }
 
+// latePayment reads the column: the default as the zero value, as a SKU
+// defined without terms has it.
+func latePayment(col string) flashsale.LatePayment {
+	if flashsale.LatePayment(col) == flashsale.LateRefund {
+		return ""
+	}
+	return flashsale.LatePayment(col)
+}
+
 // terms are the row's sale terms.
 func (r inventoryRow) terms() flashsale.Terms {
-	return flashsale.Terms{PaymentWindow: flashsale.Duration(time.Duration(r.PaymentWindowMs) * time.Millisecond)}
+	return flashsale.Terms{
+		PaymentWindow:          flashsale.Duration(time.Duration(r.PaymentWindowMs) * time.Millisecond),
+		LatePayment:            latePayment(r.LatePayment),
+		ReleaseOnFailedPayment: r.ReleaseOnFailedPayment,
+	}
 }
 
 // utcPtr is t in UTC, or nil.
@@ -73,17 +90,21 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 type orderRow struct {
-	ID        int64      `gorm:"column:id;primaryKey;autoIncrement"`
-	OrderID   string     `gorm:"column:order_id"`
-	UserID    string     `gorm:"column:user_id"`
-	Status    string     `gorm:"column:status"`
-	Amount    int64      `gorm:"column:amount"`
-	PayBy     time.Time  `gorm:"column:pay_by"`
-	Reason    string     `gorm:"column:reason"`
-	Degraded  bool       `gorm:"column:degraded"`
-	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
-	ClosedAt  *time.Time `gorm:"column:closed_at"`
+	ID       int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	OrderID  string    `gorm:"column:order_id"`
+	UserID   string    `gorm:"column:user_id"`
+	Status   string    `gorm:"column:status"`
+	Amount   int64     `gorm:"column:amount"`
+	PayBy    time.Time `gorm:"column:pay_by"`
+	Reason   string    `gorm:"column:reason"`
+	Degraded bool      `gorm:"column:degraded"`
+	// The order's rules (Order.LateCapture, ...).
+	LateCapture     bool       `gorm:"column:late_capture"`
+	ReleaseOnFailed bool       `gorm:"column:release_on_failed"`
+	HoldExtended    bool       `gorm:"column:hold_extended"`
+	CreatedAt       time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt       time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	ClosedAt        *time.Time `gorm:"column:closed_at"`
 }
 
 func (orderRow) TableName() string { return "orders" }
@@ -178,13 +199,14 @@ func (r paymentRow) toPayment() Payment {
 // rather than null.
 func toOrder(o orderRow, items []orderItemRow, pays []paymentRow) Order {
 	out := Order{
-		OrderID:   o.OrderID,
-		UserID:    o.UserID,
-		Status:    flashsale.Status(o.Status),
-		Amount:    o.Amount,
-		PayBy:     o.PayBy.UTC(),
-		Reason:    o.Reason,
-		Degraded:  o.Degraded,
+		OrderID:     o.OrderID,
+		UserID:      o.UserID,
+		Status:      flashsale.Status(o.Status),
+		Amount:      o.Amount,
+		PayBy:       o.PayBy.UTC(),
+		Reason:      o.Reason,
+		Degraded:    o.Degraded,
+		LateCapture: o.LateCapture, ReleaseOnFailed: o.ReleaseOnFailed, HoldExtended: o.HoldExtended,
 		Items:     make([]flashsale.Item, 0, len(items)),
 		Payments:  make([]Payment, 0, len(pays)),
 		CreatedAt: o.CreatedAt.UTC(),

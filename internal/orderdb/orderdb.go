@@ -63,6 +63,12 @@ type Order struct {
 	Reason  string           `json:"reason,omitempty"`
 	// Degraded: reserved in MySQL alone while Redis was unreachable.
 	Degraded bool `json:"degraded,omitempty"`
+	// LateCapture, ReleaseOnFailed: the order's rules for money at the
+	// deadline's edge, from its SKUs' terms when it was written
+	// (flashsale.Terms). HoldExtended: its pay_by was extended once.
+	LateCapture     bool `json:"late_capture,omitempty"`
+	ReleaseOnFailed bool `json:"release_on_failed,omitempty"`
+	HoldExtended    bool `json:"hold_extended,omitempty"`
 	// Items are by SKU; UnitPrice is the inventory price when the order
 	// was created.
 	Items     []flashsale.Item `json:"items"`
