@@ -20,8 +20,8 @@ import (
 // orderPaths are the order's paths, each with a history recorded from a
 // real server by TestRecord (record_test.go) in testdata/<path>.json.
 var orderPaths = []string{
-	"cancelled", "degraded", "expired", "late", "paid", "refund-required", "rejected",
-	"waitlist-offer", "waitlist-released",
+	"cancelled", "degraded", "expired", "failed-released", "hold-extended", "late-captured", "late", "paid",
+	"refund-required", "rejected", "waitlist-offer", "waitlist-released",
 }
 
 // patched are the change ids of the order's patches (docs/versioning.md),

@@ -74,11 +74,11 @@ const (
 // payment or past its pay_by, or a second one.
 func (o *order) validateExtend(ctx workflow.Context, r HoldExtension) error {
 	switch {
+	case o.extended:
+		return temporal.NewNonRetryableApplicationError("the order's hold was extended once already", ErrTypeHoldExtended, nil)
 	case r.ExtendBy <= 0 || r.ExtendBy > flashsale.MaxHoldExtension:
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("extend_by must be 1s-%s", flashsale.Duration(flashsale.MaxHoldExtension)), ErrTypeBadExtension, nil)
-	case o.extended:
-		return temporal.NewNonRetryableApplicationError("the order's hold was extended once already", ErrTypeHoldExtended, nil)
 	case !o.reserved || o.view.Status != flashsale.StatusPendingPayment || !workflow.Now(ctx).Before(o.view.PayBy):
 		return temporal.NewNonRetryableApplicationError("the order is not awaiting payment", ErrTypeNotPayable, nil)
 	}
