@@ -28,6 +28,40 @@ type Terms struct {
 	// and puts its units back on sale at once, instead of holding them
 	// until pay_by. An order of several SKUs releases if any says so.
 	ReleaseOnFailedPayment bool `json:"release_on_failed_payment,omitempty"`
+	// Deduct is when a buy takes its units (DeductHold, the default:
+	// when the order is placed, held until pay_by; DeductPayment: when
+	// the payment is applied, the buy taking a booking only).
+	Deduct Deduct `json:"deduct,omitempty"`
+	// Overbook bounds a DeductPayment SKU's open orders: at most
+	// Overbook x its stock hold a booking (DefaultOverbook when zero).
+	Overbook int `json:"overbook,omitempty"`
+}
+
+// Deduct is when a SKU's units are taken (Terms.Deduct).
+type Deduct string
+
+// The deduction timings; "" is DeductHold.
+const (
+	DeductHold    Deduct = "hold"
+	DeductPayment Deduct = "payment"
+)
+
+// Overbooking of a DeductPayment SKU. Three bookings per unit sell the
+// stock out in one wave whenever a third or more of the booked buyers pay
+// (the demo's crowd pays 60%), while a flood still finds the bookings gone
+// and is refused at the door, before any workflow starts; the refunds owed
+// stay at most Overbook-1 per unit (docs/sale-terms.md).
+const (
+	DefaultOverbook = 3
+	MaxOverbook     = 10
+)
+
+// OverbookOf is the SKU's overbooking factor in force.
+func (t Terms) OverbookOf() int {
+	if t.Overbook == 0 {
+		return DefaultOverbook
+	}
+	return t.Overbook
 }
 
 // LatePayment is a SKU's rule for money after pay_by (Terms.LatePayment).
@@ -77,6 +111,14 @@ func (t Terms) Validate() error {
 	}
 	if t.LatePayment != "" && t.LatePayment != LateRefund && t.LatePayment != LateCaptureIfHeld {
 		errs = append(errs, fmt.Errorf("late_payment must be %q or %q", LateRefund, LateCaptureIfHeld))
+	}
+	switch {
+	case t.Deduct != "" && t.Deduct != DeductHold && t.Deduct != DeductPayment:
+		errs = append(errs, fmt.Errorf("deduct must be %q or %q", DeductHold, DeductPayment))
+	case t.Overbook != 0 && t.Deduct != DeductPayment:
+		errs = append(errs, fmt.Errorf("overbook applies to deduct %q only", DeductPayment))
+	case t.Overbook < 0 || t.Overbook > MaxOverbook:
+		errs = append(errs, fmt.Errorf("overbook must be 1-%d (bookings per unit)", MaxOverbook))
 	}
 	if len(errs) == 0 {
 		return nil

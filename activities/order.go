@@ -41,7 +41,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in contract.CreateOrderInp
 		}
 		defer a.slots().Release(1)
 	}
-	no := orderdb.NewOrder{Order: in.Order, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets}
+	no := orderdb.NewOrder{Order: in.Order, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets, Deferred: in.Deferred}
 	if in.PaymentTimeout <= 0 {
 		// No window of the order's own: a SKU's window, if it has one,
 		// replaces the worker's (flashsale.Terms).

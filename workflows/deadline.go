@@ -79,6 +79,9 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 			if o.view.Status == flashsale.StatusPaid {
 				return nil
 			}
+			if o.noUnit {
+				return o.compensate(ctx, soldOutAtPayment)
+			}
 			if !applied {
 				// The database did not answer by the payment's bound.
 				// The payment stays pending; CloseOrder's compare-and-set

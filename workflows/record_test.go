@@ -165,6 +165,27 @@ func TestRecord(t *testing.T) {
 	require.Equal(t, flashsale.StatusPaid, pay(id, id+"-tx", 2500).Status)
 	require.Equal(t, flashsale.StatusPaid, ended(id).Status)
 	paths["hold-extended"] = id
+	// deferred-paid, deferred-sold-out: a SKU that deducts at payment, one
+	// unit, two bookings: the first payment takes the unit, the second
+	// finds none and is recorded for refund, its order CANCELLED.
+	deferred := sys.ID + "-rec-deferred"
+	_, err = catalog.Catalog{DB: sys.Orders, Redis: sys.Stock, Temporal: sys.Temporal}.Define(ctx, flashsale.SKU{
+		ID: deferred, Total: 1, Price: 2500, Buckets: 2, PerUserLimit: 1,
+		Terms: flashsale.Terms{Deduct: flashsale.DeductPayment, Overbook: 2, PaymentWindow: flashsale.Duration(time.Minute)},
+	})
+	require.NoError(t, err)
+	def1 := place("deferred-paid", "u-def1", deferred, flashsale.StatusPendingPayment)
+	def2 := place("deferred-sold-out", "u-def2", deferred, flashsale.StatusPendingPayment)
+	place("deferred-none", "u-def3", deferred, flashsale.StatusRejected)
+	require.Equal(t, flashsale.StatusPaid, pay(def1, def1+"-tx", 2500).Status)
+	late2 := pay(def2, def2+"-tx", 2500)
+	require.Equal(t, workflows.RefundRequired, late2.Refund)
+	require.Equal(t, flashsale.SoldOut, late2.Reason)
+	require.Equal(t, flashsale.StatusPaid, ended(def1).Status)
+	soldOut := ended(def2)
+	require.Equal(t, flashsale.StatusCancelled, soldOut.Status)
+	require.Equal(t, flashsale.SoldOut, soldOut.Reason)
+	paths["deferred-paid"], paths["deferred-sold-out"] = def1, def2
 
 	// degraded: Redis known down when the order reserves (the guard open,
 	// as after three failed calls), so it is reserved in MySQL alone, then

@@ -4,12 +4,16 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
@@ -259,4 +263,103 @@ func TestHoldExtendedOnce(t *testing.T) {
 	require.Equal(t, map[string]any{"order_id": id, "status": "PAID"}, r.json(t), "in time by the new deadline")
 
 	s.checkClean(sku)
+}
+
+// A SKU that deducts at payment, oversubscribed 3x and paid in random
+// order, all at once: the door starts no more orders than its bookings
+// (stock x 3), the payments take exactly its stock, and every other one is
+// recorded for refund once, its order CANCELLED as SOLD_OUT. A SKU held at
+// the order beside it sells as before; starter check is clean for both.
+func TestDeductAtPaymentSellsExactlyTheStock(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 10 * time.Minute, buyRate: 1000})
+	api := s.api
+	pay, hold := s.name("pay"), s.name("hold")
+	const stock = 6
+	api.putTerms(pay, stock, map[string]any{"deduct": "payment", "overbook": 3})
+	api.putTerms(hold, 3, nil)
+
+	// 24 buyers for 18 bookings.
+	var mu sync.Mutex
+	var booked []string
+	refused := 0
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Go(func() {
+			r := api.buyRetrying("k", s.name(fmt.Sprintf("b%02d", i)), pay, 1)
+			mu.Lock()
+			defer mu.Unlock()
+			switch r.status {
+			case http.StatusCreated:
+				booked = append(booked, r.json(t)["order_id"].(string))
+			case http.StatusConflict:
+				refused++
+				assert.Equal(t, "SOLD_OUT", r.code(t))
+			default:
+				t.Errorf("buy: %d %s", r.status, r.body)
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, booked, 3*stock, "bookings: stock x overbook")
+	require.Equal(t, 24-3*stock, refused)
+	inv := s.dbInventory(pay)
+	require.Equal(t, [3]int64{stock, 0, 0}, [3]int64{inv.Available, inv.Frozen, inv.Sold}, "booking takes no unit")
+	require.Equal(t, int64(stock), api.inventory(pay).Available, "the units stay in Redis until paid")
+	require.Equal(t, http.StatusConflict, api.buyRetrying("k", s.name("late"), pay, 1).status, "no booking left: the door refuses")
+
+	// Every booked order pays, in random order, all at once; a few
+	// providers send their callback twice.
+	rand.Shuffle(len(booked), func(i, j int) { booked[i], booked[j] = booked[j], booked[i] })
+	for i, id := range booked {
+		wg.Go(func() {
+			cb := callback{OrderID: id, TransactionID: id + "-tx", Amount: 100, Status: "SUCCESS"}
+			for range 1 + i%3/2 {
+				r := api.pay(cb)
+				assert.Contains(t, []int{http.StatusOK, http.StatusAccepted}, r.status, "%s", r.body)
+			}
+		})
+	}
+	wg.Wait()
+	paid, refunds := 0, 0
+	for _, id := range booked {
+		o := api.order(id)
+		for o["status"] == "PENDING_PAYMENT" {
+			time.Sleep(50 * time.Millisecond)
+			o = api.order(id)
+		}
+		ps := s.payments(id)
+		require.Len(t, ps, 1, "one payment row per order: %s", id)
+		switch o["status"] {
+		case "PAID":
+			paid++
+			require.Equal(t, flashsale.PaymentCaptured, ps[0].Status)
+		case "CANCELLED":
+			refunds++
+			require.Equal(t, "SOLD_OUT", o["reason"])
+			require.Equal(t, flashsale.PaymentRefundRequired, ps[0].Status)
+			require.Equal(t, "SOLD_OUT", ps[0].Reason)
+		default:
+			t.Fatalf("order %s ended %v", id, o["status"])
+		}
+	}
+	require.Equal(t, stock, paid, "exactly the stock sold")
+	require.Equal(t, 2*stock, refunds, "the rest refunded, once each")
+	inv = s.dbInventory(pay)
+	require.Equal(t, [3]int64{0, 0, stock}, [3]int64{inv.Available, inv.Frozen, inv.Sold}, "oversold 0")
+	require.Equal(t, int64(0), api.inventory(pay).Available)
+
+	// The hold SKU beside it: three units held at the order, a fourth
+	// buyer refused, the three paid.
+	var held []string
+	for i := range 3 {
+		held = append(held, api.mustBuy("k", s.name(fmt.Sprintf("h%d", i)), hold, 1))
+	}
+	require.Equal(t, http.StatusConflict, api.buyRetrying("k", s.name("h3"), hold, 1).status)
+	require.Equal(t, int64(3), s.dbInventory(hold).Frozen)
+	for _, id := range held {
+		r := api.pay(callback{OrderID: id, TransactionID: id + "-tx", Amount: 100, Status: "SUCCESS"})
+		require.Equal(t, "PAID", r.json(t)["status"], "%s", r.body)
+	}
+	require.Equal(t, int64(3), s.dbInventory(hold).Sold)
+	s.checkClean(pay, hold)
 }

@@ -138,6 +138,7 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 		OrderID:   o.OrderID,
 		UserID:    o.UserID,
 		Degraded:  o.Degraded,
+		Deferred:  o.Deferred,
 		Status:    string(flashsale.StatusPendingPayment),
 		PayBy:     o.PayBy.UTC().Truncate(time.Millisecond),
 		CreatedAt: ts,
@@ -159,6 +160,13 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 		// payment releases if any SKU asks for it.
 		created.LateCapture = created.LateCapture && terms.LatePayment == flashsale.LateCaptureIfHeld
 		created.ReleaseOnFailed = created.ReleaseOnFailed || terms.ReleaseOnFailedPayment
+		if o.Deferred && terms.Deduct != flashsale.DeductPayment {
+			// A deferred order is of deduct=payment SKUs only. The other
+			// way is allowed: an order of several SKUs, or one reserved
+			// while Redis was down, holds its units as any order does.
+			return fmt.Errorf("sku %s deducts %q: %w", it.SKU, cmp.Or(terms.Deduct, flashsale.DeductHold),
+				flashsale.Errorf(flashsale.Invalid, "the order's deduction does not match its sku's"))
+		}
 		if inv.SaleEndedAt != nil {
 			// The SKU's fair sale ended (EndSale): nothing is on sale
 			// until a preheat, also for an order decided by MySQL alone.
@@ -172,6 +180,11 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 			return fmt.Errorf("sku %s: %w", it.SKU, err)
 		}
 		line := orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
+		if o.Deferred {
+			// Nothing is taken until the payment (payDeferred).
+			*createdItems = append(*createdItems, line)
+			continue
+		}
 		if inv.BucketRows == 0 && inv.Available < it.Quantity {
 			// Short on the latest committed row: refused before
 			// anything is written or locked (the stock answer comes
@@ -211,6 +224,9 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 	}
 	if err := takeHoldings(tx, o.UserID, items, invs); err != nil {
 		return err
+	}
+	if o.Deferred {
+		return nil
 	}
 	// Last, the stock: the WHERE clause is the oversell guard, evaluated
 	// on the latest committed row under its exclusive lock.

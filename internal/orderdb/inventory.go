@@ -86,6 +86,8 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 			PaymentWindowMs:        sku.PaymentWindow.D().Milliseconds(),
 			LatePayment:            string(cmp.Or(sku.LatePayment, flashsale.LateRefund)),
 			ReleaseOnFailedPayment: sku.ReleaseOnFailedPayment,
+			Deduct:                 string(cmp.Or(sku.Deduct, flashsale.DeductHold)),
+			Overbook:               sku.Overbook,
 			CreatedAt:              ts,
 			UpdatedAt:              ts,
 		}
@@ -106,6 +108,8 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 				"payment_window_ms":         out.PaymentWindowMs,
 				"late_payment":              out.LatePayment,
 				"release_on_failed_payment": out.ReleaseOnFailedPayment,
+				"deduct":                    out.Deduct,
+				"overbook":                  out.Overbook,
 				"updated_at":                ts,
 			}).Error
 		} else {

@@ -37,10 +37,13 @@ type inventoryRow struct {
 	PaymentWindowMs int64 `gorm:"column:payment_window_ms"`
 	// LatePayment, ReleaseOnFailedPayment: the SKU's rules for money at
 	// the deadline's edge (flashsale.Terms).
-	LatePayment            string    `gorm:"column:late_payment"`
-	ReleaseOnFailedPayment bool      `gorm:"column:release_on_failed_payment"`
-	CreatedAt              time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt              time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	LatePayment            string `gorm:"column:late_payment"`
+	ReleaseOnFailedPayment bool   `gorm:"column:release_on_failed_payment"`
+	// Deduct, Overbook: when the SKU's units are taken (flashsale.Terms).
+	Deduct    string    `gorm:"column:deduct"`
+	Overbook  int       `gorm:"column:overbook"`
+	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (inventoryRow) TableName() string { return "inventory" }
@@ -71,12 +74,22 @@ func latePayment(col string) flashsale.LatePayment {
 	return flashsale.LatePayment(col)
 }
 
+// deduct reads the column, the default as the zero value.
+func deduct(col string) flashsale.Deduct {
+	if flashsale.Deduct(col) == flashsale.DeductHold {
+		return ""
+	}
+	return flashsale.Deduct(col)
+}
+
 // terms are the row's sale terms.
 func (r inventoryRow) terms() flashsale.Terms {
 	return flashsale.Terms{
 		PaymentWindow:          flashsale.Duration(time.Duration(r.PaymentWindowMs) * time.Millisecond),
 		LatePayment:            latePayment(r.LatePayment),
 		ReleaseOnFailedPayment: r.ReleaseOnFailedPayment,
+		Deduct:                 deduct(r.Deduct),
+		Overbook:               r.Overbook,
 	}
 }
 
@@ -99,12 +112,14 @@ type orderRow struct {
 	Reason   string    `gorm:"column:reason"`
 	Degraded bool      `gorm:"column:degraded"`
 	// The order's rules (Order.LateCapture, ...).
-	LateCapture     bool       `gorm:"column:late_capture"`
-	ReleaseOnFailed bool       `gorm:"column:release_on_failed"`
-	HoldExtended    bool       `gorm:"column:hold_extended"`
-	CreatedAt       time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt       time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
-	ClosedAt        *time.Time `gorm:"column:closed_at"`
+	LateCapture     bool `gorm:"column:late_capture"`
+	ReleaseOnFailed bool `gorm:"column:release_on_failed"`
+	HoldExtended    bool `gorm:"column:hold_extended"`
+	// Deferred: placed on a deduct=payment SKU, nothing frozen.
+	Deferred  bool       `gorm:"column:deferred"`
+	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	ClosedAt  *time.Time `gorm:"column:closed_at"`
 }
 
 func (orderRow) TableName() string { return "orders" }
@@ -206,7 +221,7 @@ func toOrder(o orderRow, items []orderItemRow, pays []paymentRow) Order {
 		PayBy:       o.PayBy.UTC(),
 		Reason:      o.Reason,
 		Degraded:    o.Degraded,
-		LateCapture: o.LateCapture, ReleaseOnFailed: o.ReleaseOnFailed, HoldExtended: o.HoldExtended,
+		LateCapture: o.LateCapture, ReleaseOnFailed: o.ReleaseOnFailed, HoldExtended: o.HoldExtended, Deferred: o.Deferred,
 		Items:     make([]flashsale.Item, 0, len(items)),
 		Payments:  make([]Payment, 0, len(pays)),
 		CreatedAt: o.CreatedAt.UTC(),

@@ -69,6 +69,9 @@ type Order struct {
 	LateCapture     bool `json:"late_capture,omitempty"`
 	ReleaseOnFailed bool `json:"release_on_failed,omitempty"`
 	HoldExtended    bool `json:"hold_extended,omitempty"`
+	// Deferred: placed on a SKU that deducts at payment; it holds no
+	// units until paid.
+	Deferred bool `json:"deferred,omitempty"`
 	// Items are by SKU; UnitPrice is the inventory price when the order
 	// was created.
 	Items     []flashsale.Item `json:"items"`
@@ -100,6 +103,10 @@ type NewOrder struct {
 	// several have one) fixes pay_by at WindowFrom plus that window, read
 	// in the transaction that prices the lines. PayBy stands otherwise.
 	WindowFrom time.Time `json:"window_from,omitzero"`
+	// Deferred: the order takes its units when paid (its SKUs deduct at
+	// payment, flashsale.DeductPayment): it is written and counted against
+	// the per-user limit, and freezes nothing.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // RestockResult is the outcome of Restock.
