@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/flashsale/flashsale"
@@ -117,4 +118,64 @@ func (s *orderSuite) TestHoldExtendedOnce() {
 	v := s.result()
 	s.Equal(moved, v.PayBy)
 	s.True(v.HoldExtended)
+}
+
+// expectBooked mocks a booking (ReserveStock answers Deferred) and the
+// order written freezing nothing.
+func (s *orderSuite) expectBooked() time.Time {
+	payBy := s.env.Now().Add(15 * time.Minute).UTC()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.MatchedBy(func(in contract.ReserveStockInput) bool { return !in.AtPayment })).
+		Return(contract.ReserveStockResult{Deferred: true}, nil).Once()
+	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.MatchedBy(func(in contract.CreateOrderInput) bool { return in.Deferred })).
+		Return(contract.CreateOrderResult{Amount: testAmount, PayBy: payBy}, nil).Once()
+	return payBy
+}
+
+// atPayment matches the take of a booked order's units as it is paid.
+var atPayment = mock.MatchedBy(func(in contract.ReserveStockInput) bool { return in.AtPayment })
+
+// A booked order takes its unit when paid, Redis then MySQL: PAID.
+func (s *orderSuite) TestBookedOrderTakesItsUnitWhenPaid() {
+	s.expectBooked()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, atPayment).
+		Return(contract.ReserveStockResult{Reservations: []flashsale.Reservation{{SKU: "1001", Quantity: 1}}}, nil).Once()
+	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, confirmInput("t1")).Return(captured, nil).Once()
+	var out PaymentOutcome
+	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { out = o })
+
+	s.env.ExecuteWorkflow(s.wf, input())
+
+	s.Equal(PaymentOutcome{OrderID: testOrderID, TransactionID: "t1", Status: flashsale.StatusPaid}, out)
+	s.Equal(flashsale.StatusPaid, s.result().Status)
+	s.env.AssertNotCalled(s.T(), "ReleaseStock", mock.Anything, mock.Anything)
+}
+
+// A booked order whose payment finds no unit in Redis: the money is
+// recorded for refund (SOLD_OUT), MySQL is not asked, and the order is
+// cancelled SOLD_OUT with its booking given back.
+func (s *orderSuite) TestBookedOrderWithoutAUnitIsRefundedAndCancelled() {
+	s.expectBooked()
+	s.env.OnActivity(contract.ReserveStock, mock.Anything, atPayment).
+		Return(contract.ReserveStockResult{}, temporal.NewNonRetryableApplicationError("sold out", contract.TypeFor(flashsale.SoldOut), nil)).Once()
+	s.env.OnActivity(contract.RecordRefund, mock.Anything, contract.RecordRefundInput{
+		OrderID: testOrderID, TransactionID: "t1", Amount: testAmount, Reason: flashsale.SoldOut,
+	}).Return(contract.RecordRefundResult{PaymentStatus: flashsale.PaymentRefundRequired, OrderID: testOrderID}, nil).Once()
+	s.env.OnActivity(contract.CloseOrder, mock.Anything, contract.CloseOrderInput{
+		OrderID: testOrderID, Status: flashsale.StatusCancelled, Reason: flashsale.SoldOut,
+	}).Return(contract.CloseOrderResult{}, nil).Once()
+	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
+		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}}, Deferred: true,
+	}).Return(contract.ReleaseStockResult{}, nil).Once()
+	var out PaymentOutcome
+	s.pay(time.Minute, Payment{TransactionID: "t1", Amount: testAmount}, func(o PaymentOutcome) { out = o })
+
+	s.env.ExecuteWorkflow(s.wf, input())
+
+	s.Equal(RefundRequired, out.Refund)
+	s.Equal(flashsale.SoldOut, out.Reason)
+	v := s.result()
+	s.Equal(flashsale.StatusCancelled, v.Status)
+	s.Equal(flashsale.SoldOut, v.Reason)
+	s.env.AssertNotCalled(s.T(), "ConfirmPayment", mock.Anything, mock.Anything)
+	s.env.AssertNotCalled(s.T(), "OfferToWaitlist", mock.Anything, mock.Anything)
 }
