@@ -43,7 +43,9 @@ if [ ! -x "$DIR/promtool" ]; then
 		cp -r "$src/." "$work/"
 		chmod -R u+w "$work"
 		mkdir -p "$work/out"
-		(cd "$work" && GOWORK=off nice -n 10 go build -trimpath -o out/ ./cmd/prometheus ./cmd/promtool) >&2
+		(cd "$work" && GOWORK=off nice -n 10 go build -trimpath \
+			-ldflags "-X github.com/prometheus/common/version.Version=$V -X github.com/prometheus/common/version.Revision=$MODULE_VERSION" \
+			-o out/ ./cmd/prometheus ./cmd/promtool) >&2
 		rm -rf "$DIR"
 		mv "$work/out" "$DIR"
 		echo "promtool.sh: built $DIR in $((SECONDS - t)) s" >&2
