@@ -35,7 +35,7 @@ func TestRefundOneOrderExactlyOnce(t *testing.T) {
 		require.Equal(t, "PAID", r.json(t)["status"], "%s", r.body)
 		return id
 	}
-	back, kept, still := paid("back"), paid("kept"), paid("still")
+	back, kept, still, late := paid("back"), paid("kept"), paid("still"), paid("late")
 	type answer struct {
 		OrderID   string `json:"order_id"`
 		Status    string `json:"status"`
@@ -75,21 +75,28 @@ func TestRefundOneOrderExactlyOnce(t *testing.T) {
 	}
 	check(fiveAtOnce(back, true), answer{OrderID: back, Status: "CANCELLED", Amount: 500, Restocked: true, OnSale: true})
 	check(fiveAtOnce(kept, false), answer{OrderID: kept, Status: "CANCELLED", Amount: 500})
+	// A refund after the order's Redis markers expired (a sale day after
+	// the take) still puts its unit back on sale, once.
+	keys, err := s.b.Redis.Keys(ctx, "fs:{sku:"+sku+":b*}:order:"+late).Result()
+	require.NoError(t, err)
+	require.NotEmpty(t, keys)
+	require.NoError(t, s.b.Redis.Del(ctx, keys...).Err())
+	check(fiveAtOnce(late, true), answer{OrderID: late, Status: "CANCELLED", Amount: 500, Restocked: true, OnSale: true})
 	// A retry asking the other way answers the first refund.
 	require.Equal(t, answer{OrderID: back, Status: "CANCELLED", Amount: 500, Restocked: true, OnSale: true}, refund(back, false))
 
 	inv, err := s.b.Orders.Inventory(ctx, sku)
 	require.NoError(t, err)
 	require.Equal(t, [4]int64{9, 8, 0, 1}, [4]int64{inv.Total, inv.Available, inv.Frozen, inv.Sold},
-		"one unit back on sale, one written off, one still sold")
+		"two units back on sale, one written off, one still sold")
 	snap, err := s.b.Stock.Snapshot(ctx, sku)
 	require.NoError(t, err)
-	require.Equal(t, int64(8), snap.Units, "the restocked unit is back in Redis, once")
+	require.Equal(t, int64(8), snap.Units, "the restocked units are back in Redis, once each")
 	var entries int64
-	require.NoError(t, s.b.Orders.DB().Raw(`SELECT COUNT(*) FROM inventory_journal WHERE type = 'REFUND' AND ref_id IN (?, ?)`,
-		back, kept).Scan(&entries).Error)
-	require.Equal(t, int64(2), entries)
-	for _, id := range []string{back, kept} {
+	require.NoError(t, s.b.Orders.DB().Raw(`SELECT COUNT(*) FROM inventory_journal WHERE type = 'REFUND' AND ref_id IN (?, ?, ?)`,
+		back, kept, late).Scan(&entries).Error)
+	require.Equal(t, int64(3), entries)
+	for _, id := range []string{back, kept, late} {
 		pays, err := s.b.Orders.Payments(ctx, id)
 		require.NoError(t, err)
 		require.Len(t, pays, 1)
@@ -99,7 +106,7 @@ func TestRefundOneOrderExactlyOnce(t *testing.T) {
 	rep, err := audit.Check(ctx, s.sys.AuditDeps(), sku)
 	require.NoError(t, err)
 	require.True(t, rep.OK, "%+v", rep.Violations)
-	require.Equal(t, orderdb.Money{Captured: 500, Owed: 1000, PaidOrders: 500}, rep.Money)
+	require.Equal(t, orderdb.Money{Captured: 500, Owed: 1500, PaidOrders: 500}, rep.Money)
 
 	// The provider sent the money back: marked once, the same answer twice.
 	for range 2 {
@@ -114,7 +121,7 @@ func TestRefundOneOrderExactlyOnce(t *testing.T) {
 	rep, err = audit.Check(ctx, s.sys.AuditDeps(), sku)
 	require.NoError(t, err)
 	require.True(t, rep.OK, "%+v", rep.Violations)
-	require.Equal(t, orderdb.Money{Captured: 500, Owed: 500, Refunded: 500, PaidOrders: 500}, rep.Money)
+	require.Equal(t, orderdb.Money{Captured: 500, Owed: 1000, Refunded: 500, PaidOrders: 500}, rep.Money)
 
 	// Not paid: refused.
 	open := api.mustBuy(s.name("open"), s.name("u-open"), sku, 1)

@@ -54,7 +54,12 @@ func (r Refunds) Refund(ctx context.Context, orderID, reason string, restock boo
 			out.OnSale = false
 			continue
 		}
-		_, err = r.Stock.Release(ctx, orderID, it.SKU)
+		_, held, err := r.Stock.ReleaseHeld(ctx, orderID, it.SKU)
+		if err == nil && !held {
+			// The order's markers expired (a sale day after the take):
+			// the units go back as a restock, once by its request id.
+			_, err = r.Stock.Restock(ctx, it.SKU, "refund-"+orderID, it.Quantity)
+		}
 		if flashsale.ErrorCode(err) == flashsale.UnknownSKU {
 			// Redis lost the SKU: its restore counts MySQL's available.
 			out.OnSale = false
