@@ -123,14 +123,17 @@ type ReconcileResult struct {
 // Redis without racing the buyers (see activities.Reconciler for why it
 // cannot):
 //
+//  0. The net (net.go): close the unpaid orders past their deadline whose
+//     workflow is gone, and report those whose workflow is stuck.
 //  1. Observe every SKU. A SKU whose buckets Redis lost is restored at once:
 //     buyers are turned away as UNKNOWN_SKU until it is, and nothing else
 //     can move its buckets meanwhile, so there is nothing to wait for.
 //  2. For SKUs that showed a drift, wait Settle (a durable timer) and
 //     observe them again.
 //  3. Correct, relatively, only where both observations agree exactly on
-//     the drift and the fence. Everything else is reported and left for the
-//     next run.
+//     the drift and the fence, and only up to the gate's limit (gate.go);
+//     a larger drift is held for a person. Everything else is reported and
+//     left for the next run.
 //
 // It is meant to run from a Temporal Schedule (starter reconcile schedule)
 // with overlap SKIP; a manual run (starter reconcile now) can run beside it
