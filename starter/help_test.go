@@ -87,7 +87,7 @@ func TestHelp(t *testing.T) {
 			"sku create":         {"-sku", "-stock", "-price", "-buckets", "-limit"},
 			"sku preheat":        {"-sku"},
 			"stock":              {"-sku"},
-			"restock":            {"-sku", "-qty", "-request-id"},
+			"restock":            {"-sku", "-qty", "-restock-id"},
 			"buckets":            {"-sku", "-buckets"},
 			"order":              {"-user", "-sku", "-qty", "-client-order-id", "-order-id"},
 			"pay":                {"-order", "-txn", "-amount", "-via-api", "-status"},

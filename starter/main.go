@@ -8,7 +8,7 @@
 //	starter sku create --sku ID --stock N --price MINOR [--buckets N] [--limit N]
 //	starter sku preheat --sku ID
 //	starter stock --sku ID
-//	starter restock --sku ID --qty N [--request-id ID]
+//	starter restock --sku ID --qty N [--restock-id ID]
 //	starter buckets --sku ID --buckets N
 //	starter order --user U --sku ID [--qty N] [--client-order-id KEY | --order-id ID]
 //	starter pay --order ID --txn T --amount MINOR [--via-api URL [--status SUCCESS|FAILED]]
@@ -50,7 +50,7 @@ func commands() []command {
 		{"migrate", "apply the database migrations", runMigrate},
 		{"sku", "sku create|preheat: set up a SKU before a sale", runSKU},
 		{"stock", "show a SKU's stock in Redis and MySQL", runStock},
-		{"restock", "add units to a SKU mid-sale (idempotent by --request-id)", runRestock},
+		{"restock", "add units to a SKU mid-sale (idempotent by --restock-id)", runRestock},
 		{"buckets", "change a SKU's Redis bucket count mid-sale", runBuckets},
 		{"order", "place an order and print the reservation answer", runOrder},
 		{"pay", "pay an order", runPay},

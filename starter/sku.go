@@ -74,11 +74,11 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 
 // preheatResult is the output of sku preheat.
 type preheatResult struct {
-	SKU         string `json:"sku_id"`
-	RedisTotal  int64  `json:"redis_total"`
-	DBAvailable int64  `json:"db_available"`
-	Buckets     int    `json:"buckets"`
-	Verified    bool   `json:"verified"`
+	SKU            string `json:"sku_id"`
+	RedisAvailable int64  `json:"redis_available"`
+	DBAvailable    int64  `json:"db_available"`
+	Buckets        int    `json:"buckets"`
+	Verified       bool   `json:"verified"`
 }
 
 func runSKUPreheat(ctx context.Context, args []string) (any, error) {
@@ -91,7 +91,7 @@ func runSKUPreheat(ctx context.Context, args []string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return preheatResult{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal, DBAvailable: d.Inventory.Available,
+		return preheatResult{SKU: d.Inventory.SKU, RedisAvailable: d.Preheat.RedisAvailable, DBAvailable: d.Inventory.Available,
 			Buckets: d.Preheat.Buckets, Verified: true}, nil
 	})
 }
@@ -108,13 +108,13 @@ func runStock(ctx context.Context, args []string) (any, error) {
 	})
 }
 
-// runRestock adds units to a SKU mid-sale (catalog.Restock). The request id
+// runRestock adds units to a SKU mid-sale (catalog.Restock). The restock id
 // makes it safe to repeat: the same id again adds nothing.
 func runRestock(ctx context.Context, args []string) (any, error) {
 	fs := flag.NewFlagSet("restock", flag.ContinueOnError)
 	sku := fs.String("sku", "", "SKU id")
 	qty := fs.Int64("qty", 0, "units to add")
-	requestID := fs.String("request-id", "", "idempotency key; repeat it to retry safely (default: a new UUIDv7, printed)")
+	restockID := fs.String("restock-id", "", "idempotency key; repeat it to retry safely (default: a new UUIDv7, printed)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -124,14 +124,14 @@ func runRestock(ctx context.Context, args []string) (any, error) {
 	if *qty <= 0 {
 		return nil, usageError("--qty is required and must be positive")
 	}
-	if *requestID == "" {
-		*requestID = uuid.Must(uuid.NewV7()).String()
+	if *restockID == "" {
+		*restockID = uuid.Must(uuid.NewV7()).String()
 	}
-	if err := catalog.CheckRestock(*sku, *requestID, *qty); err != nil {
+	if err := catalog.CheckRestock(*sku, *restockID, *qty); err != nil {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return orNothing(catalogOf(b).Restock(ctx, *sku, *requestID, *qty))
+		return orNothing(catalogOf(b).Restock(ctx, *sku, *restockID, *qty))
 	})
 }
 

@@ -108,9 +108,9 @@ type SaleReport struct {
 	// Refunds and RefundAmount are the payments recorded for refund (late
 	// money, second payments, and a void's refunds); RefundedOrders the
 	// paid orders a void refunded.
-	Refunds        int64 `json:"refunds"`
-	RefundAmount   int64 `json:"refund_amount"`
-	RefundedOrders int64 `json:"refunded_orders"`
+	Refunds        int64 `json:"refunds_required"`
+	RefundAmount   int64 `json:"refund_required_amount"`
+	RefundedOrders int64 `json:"void_refunded_orders"`
 	// Available is the SKU's units left, in MySQL and Redis alike (the
 	// check before the report).
 	Available int64 `json:"available"`

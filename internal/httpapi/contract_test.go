@@ -271,7 +271,7 @@ func TestOpenAPIContract(t *testing.T) {
 	want(413, api.call(http.MethodPut, skuPath, bytes.Repeat([]byte(" "), 70<<10), admin), "PAYLOAD_TOO_LARGE")
 	want(200, api.call(http.MethodPost, skuPath+"/preheat", nil, admin), "")
 	want(404, api.call(http.MethodPost, "/api/v1/admin/skus/"+unknown+"/preheat", nil, admin), "UNKNOWN_SKU")
-	restock := mustJSON(t, map[string]any{"quantity": 1, "request_id": s.name("r1")})
+	restock := mustJSON(t, map[string]any{"quantity": 1, "restock_id": s.name("r1")})
 	want(200, api.call(http.MethodPost, skuPath+"/restock", restock, admin), "")
 	r := api.call(http.MethodPost, skuPath+"/restock", restock, admin)
 	want(200, r, "")

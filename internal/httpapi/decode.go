@@ -188,7 +188,8 @@ type Callback struct {
 	OrderID       string `json:"order_id"`
 	TransactionID string `json:"transaction_id"`
 	Amount        int64  `json:"amount"`
-	Status        string `json:"status"`
+	// Status is the payment's, SUCCESS or FAILED (not the order's).
+	Status string `json:"payment_status"`
 }
 
 func decodeCallback(body []byte) (Callback, error) {
@@ -206,7 +207,7 @@ func decodeCallback(body []byte) (Callback, error) {
 		return Callback{}, invalid("amount must be a positive integer in minor units")
 	}
 	if cb.Status != CallbackSuccess && cb.Status != CallbackFailed {
-		return Callback{}, invalid(`status must be "SUCCESS" or "FAILED"`)
+		return Callback{}, invalid(`payment_status must be "SUCCESS" or "FAILED"`)
 	}
 	return cb, nil
 }
@@ -251,7 +252,7 @@ func decodeSKU(body []byte) (flashsale.SKU, error) {
 // checked by catalog.Restock.
 type restockRequest struct {
 	Quantity  int64  `json:"quantity"`
-	RequestID string `json:"request_id"`
+	RestockID string `json:"restock_id"`
 }
 
 func decodeRestock(body []byte) (restockRequest, error) {

@@ -12,8 +12,8 @@ import (
 
 // PreheatResult is what Preheat found in Redis after writing.
 type PreheatResult struct {
-	RedisTotal int64 `json:"redis_total"`
-	Buckets    int   `json:"buckets"`
+	RedisAvailable int64 `json:"redis_available"`
+	Buckets        int   `json:"buckets"`
 }
 
 // Preheat loads available units of sku into buckets buckets before a sale
@@ -95,7 +95,7 @@ func (s *Store) verifyPreheat(ctx context.Context, sku string, available int64) 
 	if err != nil {
 		return PreheatResult{}, fmt.Errorf("read back: %w", err)
 	}
-	res := PreheatResult{RedisTotal: st.Available, Buckets: st.Buckets}
+	res := PreheatResult{RedisAvailable: st.Available, Buckets: st.Buckets}
 	if st.Available != available {
 		return res, fmt.Errorf("redis buckets hold %d units, db has %d available: %w", st.Available, available, flashsale.Errorf(flashsale.PreheatMismatch, "preheat mismatch: redis buckets do not sum to db available stock"))
 	}

@@ -184,7 +184,7 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 	if err := flashsale.CheckID("sku_id", skuID, flashsale.MaxIDLength); err != nil {
 		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
 	}
-	if err := flashsale.CheckID("request_id", requestID, flashsale.MaxIDLength); err != nil {
+	if err := flashsale.CheckID("restock_id", requestID, flashsale.MaxIDLength); err != nil {
 		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
 	}
 	if qty <= 0 {

@@ -76,10 +76,10 @@ type SaleLedger struct {
 	// Refunds and RefundAmount are the payments recorded REFUND_REQUIRED:
 	// money that reached a closed order, a second payment, and the
 	// payments of orders a void refunded.
-	Refunds      int64 `json:"refunds"`
-	RefundAmount int64 `json:"refund_amount"`
+	Refunds      int64 `json:"refunds_required"`
+	RefundAmount int64 `json:"refund_required_amount"`
 	// Refunded counts the paid orders a void refunded (REFUND entries).
-	Refunded int64 `json:"refunded_orders"`
+	Refunded int64 `json:"void_refunded_orders"`
 }
 
 // SaleLedger reads the ledger of sku's orders created at or after since,
