@@ -86,7 +86,7 @@ func TestSaleKeysOutliveTheirUse(t *testing.T) {
 		r := api.call(http.MethodGet, "/api/v1/skus/"+sku+"/waitlist/me", nil, buyerHeader(t, s.name("e")))
 		require.Contains(c, string(r.body), "offer_order_id")
 	}, 20*time.Second, 100*time.Millisecond, "the released unit is offered to the waiting buyer")
-	r = api.call(http.MethodPost, "/api/v1/admin/skus/"+sku+"/restock", []byte(`{"quantity":2,"request_id":"r1"}`), adminHeader())
+	r = api.call(http.MethodPost, "/api/v1/admin/skus/"+sku+"/restock", []byte(`{"quantity":2,"restock_id":"r1"}`), adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.NoError(t, s.b.Redis.IncrBy(ctx, "fs:{sku:"+sku+":b1}:stock", 1).Err())
 	run, err := s.b.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "reconcile-" + sku, TaskQueue: s.cfg.TaskQueue},
