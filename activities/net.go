@@ -58,15 +58,15 @@ func (a *Activities) describeOrder(ctx context.Context, orderID string) (string,
 	if a.OrderWorkflowID == nil {
 		return "", 0, errors.New("activities have no OrderWorkflowID")
 	}
-	desc, err := activity.GetClient(ctx).DescribeWorkflowExecution(ctx, a.OrderWorkflowID(orderID), "")
+	d, err := activity.GetClient(ctx).DescribeWorkflow(ctx, a.OrderWorkflowID(orderID), "")
 	if _, nf := errors.AsType[*serviceerror.NotFound](err); nf {
 		return "NOT_FOUND", 0, nil
 	}
 	if err != nil {
 		return "", 0, fmt.Errorf("describe workflow of order %s: %w", orderID, err)
 	}
-	status := desc.GetWorkflowExecutionInfo().GetStatus().String()
-	return status, desc.GetPendingWorkflowTask().GetAttempt(), nil
+	raw := d.RawResponse
+	return raw.GetWorkflowExecutionInfo().GetStatus().String(), raw.GetPendingWorkflowTask().GetAttempt(), nil
 }
 
 // CloseStrandedOrders closes each order as its workflow would have at the

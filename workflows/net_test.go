@@ -125,9 +125,9 @@ func TestNetClosesOrdersWhoseWorkflowIsGone(t *testing.T) {
 	time.Sleep(time.Until(latest.Add(1500 * time.Millisecond)))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, id := range stuck {
-			d, err := sys.Temporal.DescribeWorkflowExecution(ctx, workflows.OrderWorkflowID(id), "")
+			d, err := sys.Temporal.DescribeWorkflow(ctx, workflows.OrderWorkflowID(id), "")
 			require.NoError(c, err)
-			require.Greater(c, d.GetPendingWorkflowTask().GetAttempt(), int32(1), id)
+			require.Greater(c, d.RawResponse.GetPendingWorkflowTask().GetAttempt(), int32(1), id)
 		}
 	}, 30*time.Second, 200*time.Millisecond)
 

@@ -63,9 +63,10 @@ func TestVisibilityHoldsNoRawUserID(t *testing.T) {
 		}
 	}, 20*time.Second, 200*time.Millisecond)
 	for _, id := range placed {
-		d, err := sys.Temporal.DescribeWorkflowExecution(ctx, workflows.OrderWorkflowID(id), "")
+		d, err := sys.Temporal.DescribeWorkflow(ctx, workflows.OrderWorkflowID(id), "")
 		require.NoError(t, err)
-		summary := string(d.GetExecutionConfig().GetUserMetadata().GetSummary().GetData())
+		summary, err := d.GetStaticSummary()
+		require.NoError(t, err)
 		require.True(t, strings.Contains(summary, digest) && !strings.Contains(summary, user), summary)
 	}
 
