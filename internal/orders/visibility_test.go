@@ -22,16 +22,18 @@ import (
 // Temporal's visibility store, which an operator browses in the Web UI,
 // holds no raw user id: every order of the task queue carries its buyer
 // only as the keyed hash, in its search attributes, memo and summary; and
-// the buyer's orders are found by that hash (`starter orders --user`).
+// the buyer's orders are found by that hash (`starter orders --user`). A
+// waitlist offer, started by the workflow itself, carries its buyer's hash
+// too.
 func TestVisibilityHoldsNoRawUserID(t *testing.T) {
 	ctx := context.Background()
 	sys := apptest.Start(t, apptest.Options{Name: "pii"})
 	svc := &orders.Service{Temporal: sys.Temporal, TaskQueue: sys.Config.TaskQueue, Orders: sys.Orders,
 		UserIDKey: sys.Config.UserIDKey}
 	sku := sys.ID + "-pii"
-	_, err := sys.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 5, Price: 100, Buckets: 2, PerUserLimit: 5})
+	_, err := sys.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: 3, Price: 100, Buckets: 2, PerUserLimit: 5})
 	require.NoError(t, err)
-	_, err = sys.Stock.Preheat(ctx, sku, 5, 2)
+	_, err = sys.Stock.Preheat(ctx, sku, 3, 2)
 	require.NoError(t, err)
 	user := "alice.buyer-" + sys.ID
 	var placed []string
@@ -42,8 +44,14 @@ func TestVisibilityHoldsNoRawUserID(t *testing.T) {
 		require.Equal(t, flashsale.StatusPendingPayment, res.Status)
 		placed = append(placed, id)
 	}
+	// Sold out: a second buyer waits, and the cancelled unit is offered
+	// to them by the released order's workflow.
+	waiting := "bob.buyer-" + sys.ID
+	_, err = sys.Stock.JoinWaitlist(ctx, sku, waiting, 10)
+	require.NoError(t, err)
 	_, err = svc.Cancel(ctx, placed[0])
 	require.NoError(t, err)
+	offer := flashsale.WaitlistOrderID(placed[0])
 
 	digest := flashsale.UserIDDigest(sys.Config.UserIDKey, user)
 	require.NotContains(t, digest, user)
@@ -51,15 +59,21 @@ func TestVisibilityHoldsNoRawUserID(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		resp, err := sys.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		require.NoError(c, err)
-		require.Len(c, resp.GetExecutions(), 3)
+		require.Len(c, resp.GetExecutions(), 4)
 		for _, e := range resp.GetExecutions() {
-			for name, p := range e.GetSearchAttributes().GetIndexedFields() {
-				require.NotContains(c, string(p.GetData()), user, "search attribute %s", name)
+			for _, raw := range []string{user, waiting} {
+				for name, p := range e.GetSearchAttributes().GetIndexedFields() {
+					require.NotContains(c, string(p.GetData()), raw, "search attribute %s", name)
+				}
+				for name, p := range e.GetMemo().GetFields() {
+					require.NotContains(c, string(p.GetData()), raw, "memo %s", name)
+				}
 			}
-			for name, p := range e.GetMemo().GetFields() {
-				require.NotContains(c, string(p.GetData()), user, "memo %s", name)
+			want := digest
+			if e.GetExecution().GetWorkflowId() == workflows.OrderWorkflowID(offer) {
+				want = flashsale.UserIDDigest(sys.Config.UserIDKey, waiting)
 			}
-			require.Equal(c, `"`+digest+`"`, string(e.GetSearchAttributes().GetIndexedFields()["UserId"].GetData()))
+			require.Equal(c, `"`+want+`"`, string(e.GetSearchAttributes().GetIndexedFields()["UserId"].GetData()))
 		}
 	}, 20*time.Second, 200*time.Millisecond)
 	for _, id := range placed {
