@@ -181,6 +181,8 @@ type PaymentStatus string
 const (
 	PaymentCaptured       PaymentStatus = "CAPTURED"
 	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
+	// PaymentRefunded: money owed back that the provider has sent back.
+	PaymentRefunded PaymentStatus = "REFUNDED"
 )
 
 // SaleState is where a fair sale stands (docs/design/fair-sale.md).

@@ -93,11 +93,15 @@ func TestHelp(t *testing.T) {
 			"pay":                {"-order", "-txn", "-amount", "-via-api", "-status"},
 			"cancel":             {"-order"},
 			"status":             {"-order"},
+			"orders":             {"-user", "-limit"},
 			"token":              {"-user", "-ttl"},
 			"demo":               {"-units", "-buyers", "-concurrency", "-payment-timeout", "-pay", "-cancel", "-keep", "-json"},
 			"check":              {"-sku", "-grace"},
-			"reconcile schedule": {"-every", "-settle"},
-			"reconcile now":      {"-sku", "-dry-run"},
+			"reconcile schedule": {"-every", "-settle", "-now", "-max-correct", "-max-correct-percent"},
+			"reconcile now":      {"-sku", "-dry-run", "-max-correct", "-max-correct-percent"},
+			"reconcile holds":    {"-status"},
+			"reconcile approve":  {"-id", "-by", "-settle"},
+			"reconcile reject":   {"-id", "-by"},
 			"sale start":         {"-sku", "-opens-at", "-pass-ttl", "-max-entrants"},
 			"sale show":          {"-sku"},
 			"sale open":          {"-sku", "-reason"},
@@ -105,9 +109,11 @@ func TestHelp(t *testing.T) {
 			"sale resume":        {"-sku", "-reason"},
 			"sale close":         {"-sku", "-reason"},
 			"sale void":          {"-sku", "-reason"},
+			"refund order":       {"-order", "-restock", "-reason"},
+			"refund mark":        {"-txn", "-refund-id"},
 		}
 		for _, c := range commands() {
-			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" {
+			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" && c.name != "refund" {
 				require.Contains(t, cmds, c.name, "a new command needs a line here")
 			}
 		}
@@ -120,7 +126,7 @@ func TestHelp(t *testing.T) {
 			}
 			require.Contains(t, out, "TEMPORAL_ADDRESS")
 		}
-		for _, group := range []string{"sku", "reconcile", "sale"} {
+		for _, group := range []string{"sku", "reconcile", "sale", "refund"} {
 			out := run(t, "starter", group, "--help")
 			require.True(t, strings.HasPrefix(out, "usage: starter "+group+" "), out)
 		}

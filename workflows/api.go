@@ -71,13 +71,15 @@ var (
 )
 
 // OrderSearchAttributes are the search attributes an order is started
-// with: its buyer, its SKUs (sorted) and OrderStatus PENDING_PAYMENT, which
-// a reserved order keeps without an upsert of its own (a rejected one
-// upserts REJECTED). Set on the start, they cost the workflow no event.
-func OrderSearchAttributes(in OrderInput) temporal.SearchAttributes {
+// with: its buyer as userDigest (flashsale.UserIDDigest: the visibility
+// store an operator browses holds no raw user id), its SKUs (sorted) and
+// OrderStatus PENDING_PAYMENT, which a reserved order keeps without an
+// upsert of its own (a rejected one upserts REJECTED). Set on the start,
+// they cost the workflow no event.
+func OrderSearchAttributes(in OrderInput, userDigest string) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		OrderStatusKey.ValueSet(string(flashsale.StatusPendingPayment)),
-		UserIDKey.ValueSet(in.UserID),
+		UserIDKey.ValueSet(userDigest),
 		SKUIDsKey.ValueSet(sortedSKUs(in.Order())),
 	)
 }
@@ -96,6 +98,13 @@ func RunningOrdersQuery(sku string) string {
 	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sku)
 	return fmt.Sprintf("ExecutionStatus = 'Running' AND %s AND %s = '%s'",
 		isOrder(), SKUIDsKey.GetName(), quoted)
+}
+
+// BuyerOrdersQuery is the visibility query for a buyer's orders, by the
+// keyed hash of their id (flashsale.UserIDDigest): the UserId search
+// attribute holds nothing else.
+func BuyerOrdersQuery(userDigest string) string {
+	return fmt.Sprintf("%s AND %s = '%s'", isOrder(), UserIDKey.GetName(), userDigest)
 }
 
 // StalledOrdersQuery is the visibility query for the running order

@@ -258,15 +258,14 @@ func (o *order) setStatus(ctx workflow.Context, s flashsale.Status, reason flash
 	}
 }
 
-// ensureSearchAttributes fills UserId and SkuIds when the starter did not
-// (e.g. an order started from the Web UI). Starters normally set them on
-// start, which costs no extra event.
+// ensureSearchAttributes fills SkuIds when the starter did not (e.g. an
+// order started from the Web UI). Starters normally set them on start,
+// which costs no extra event. UserId is the starter's alone: it is a keyed
+// hash of the buyer's id (OrderSearchAttributes), and the workflow holds
+// no key; an order started without it has none rather than a raw id.
 func (o *order) ensureSearchAttributes(ctx workflow.Context) {
 	sa := workflow.GetTypedSearchAttributes(ctx)
 	var updates []temporal.SearchAttributeUpdate
-	if _, ok := sa.GetKeyword(UserIDKey); !ok {
-		updates = append(updates, UserIDKey.ValueSet(o.in.UserID))
-	}
 	if _, ok := sa.GetKeywordList(SKUIDsKey); !ok {
 		updates = append(updates, SKUIDsKey.ValueSet(sortedSKUs(o.in.Order())))
 	}

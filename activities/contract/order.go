@@ -220,4 +220,7 @@ type OfferToWaitlistInput struct {
 // empty when nobody waits.
 type OfferToWaitlistResult struct {
 	UserID string `json:"user_id,omitempty"`
+	// UserDigest is UserID as Temporal's visibility keeps it
+	// (flashsale.UserIDDigest), for the offer's search attributes.
+	UserDigest string `json:"user_digest,omitempty"`
 }

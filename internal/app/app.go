@@ -29,6 +29,7 @@ func Activities(b *backend.Backend) *activities.Activities {
 		Stock: b.Stock, Orders: b.Orders, Logger: b.Logger,
 		Sales:               SaleStore(b),
 		PaymentTimeout:      cfg.PaymentTimeout,
+		UserIDKey:           cfg.UserIDKey,
 		Guard:               b.Guard,
 		DegradedConcurrency: cfg.DegradedConcurrency,
 		CancelRunningOrders: func(ctx context.Context, sku, reason string, signalled map[string]bool) (int, error) {

@@ -65,6 +65,7 @@ func TestRegisterActivitiesUnderTheContractsNames(t *testing.T) {
 		contract.PrepareSale, contract.OpenSale, contract.SetSaleState, contract.CancelSaleOrders,
 		contract.RefundSaleOrders, contract.AwaitSaleSettled, contract.CheckSaleStock, contract.ReportSale,
 		contract.EndSale, contract.RemoveSaleKeys,
+		contract.FindOverdueOrders, contract.CloseStrandedOrders, contract.HoldDrift,
 	}
 	slices.Sort(registered)
 	slices.Sort(names)

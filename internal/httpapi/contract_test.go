@@ -437,6 +437,17 @@ func TestOpenAPIContract(t *testing.T) {
 	want(200, api.call(http.MethodPost, salePath+"/close", nil, admin), "")
 	want(409, api.call(http.MethodPost, queue, nil, buyerHeader(t, bob)), "SALE_CLOSED")
 
+	// One paid order refunded, its money then marked sent back.
+	refund := "/api/v1/admin/orders/" + a1 + "/refund"
+	want(409, api.call(http.MethodPost, "/api/v1/admin/payments/"+a1+"-t/refunded", nil, admin), "ORDER_CLOSED")
+	want(200, api.call(http.MethodPost, refund, []byte(`{"restock":false,"reason":"contract"}`), admin), "")
+	want(200, api.call(http.MethodPost, refund, []byte(`{"restock":true}`), admin), "")
+	want(400, api.call(http.MethodPost, refund, []byte(`{}`), admin), "INVALID_REQUEST")
+	want(401, api.call(http.MethodPost, refund, []byte(`{"restock":true}`), nil), "UNAUTHORIZED")
+	want(404, api.call(http.MethodPost, "/api/v1/admin/orders/"+s.name("nope")+"/refund", []byte(`{"restock":true}`), admin), "ORDER_NOT_FOUND")
+	want(200, api.call(http.MethodPost, "/api/v1/admin/payments/"+a1+"-t/refunded", []byte(`{"refund_id":"re-1"}`), admin), "")
+	want(404, api.call(http.MethodPost, "/api/v1/admin/payments/nope-"+s.id+"/refunded", nil, admin), "ORDER_NOT_FOUND")
+
 	// What the document does not list: the mux's 405 and 404.
 	want(405, api.call(http.MethodDelete, "/api/v1/orders", nil, nil), "METHOD_NOT_ALLOWED")
 	want(405, api.call(http.MethodGet, "/api/v1/payments/callback", nil, nil), "METHOD_NOT_ALLOWED")
