@@ -41,6 +41,9 @@ type Activities struct {
 	// activities need it, orders do not.
 	Sales  *sale.Store
 	Logger *slog.Logger
+	// UserIDKey keys the hash of buyers' ids kept in Temporal's visibility
+	// (config.Config.UserIDKey): a waitlist offer's search attributes.
+	UserIDKey []byte
 	// PaymentTimeout applies to orders that do not carry their own.
 	PaymentTimeout time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fixed clock.

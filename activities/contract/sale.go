@@ -41,6 +41,9 @@ type SaleTerms struct {
 	// peak, which the go/no-go before the open sizes the buckets and API
 	// instances against (zero: not checked).
 	ExpectedPeak int64 `json:"expected_peak_rps,omitempty"`
+	// MaxEntrants caps the buyers the queue takes (its memory in Redis);
+	// zero means sale.DefaultMaxEntrants.
+	MaxEntrants int64 `json:"max_entrants,omitempty"`
 }
 
 // SetSaleEnd moves a sale's closes_at in Redis (SetSaleEndInput).
@@ -132,9 +135,9 @@ type SaleReport struct {
 	// Refunds and RefundAmount are the payments recorded for refund (late
 	// money, second payments, and a void's refunds); RefundedOrders the
 	// paid orders a void refunded.
-	Refunds        int64 `json:"refunds"`
-	RefundAmount   int64 `json:"refund_amount"`
-	RefundedOrders int64 `json:"refunded_orders"`
+	Refunds        int64 `json:"refunds_required"`
+	RefundAmount   int64 `json:"refund_required_amount"`
+	RefundedOrders int64 `json:"void_refunded_orders"`
 	// Available is the SKU's units left, in MySQL and Redis alike (the
 	// check before the report).
 	Available int64 `json:"available"`

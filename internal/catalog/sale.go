@@ -33,27 +33,22 @@ type Sales struct {
 var SaleActions = []string{workflows.UpdateSaleOpen, workflows.UpdateSalePause, workflows.UpdateSaleResume,
 	workflows.UpdateSaleClose, workflows.UpdateSaleVoid}
 
-// Start starts sku's sale, opening at opensAt (passTTL zero: the default),
-// with no end (closed by hand): StartTerms.
-func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL time.Duration) (workflows.SaleView, error) {
-	return s.StartTerms(ctx, workflows.SaleInput{SKU: sku, OpensAt: opensAt, PassTTL: passTTL})
-}
-
-// StartTerms starts a SKU's sale on its terms (ClosesAt zero: no end, the
+// Start starts the sale of in.SKU on its terms, opening at in.OpensAt (a
+// zero PassTTL or MaxEntrants: the default; a zero ClosesAt: no end, the
 // sale is closed by hand), and answers it once its pre-queue is open with
 // the seed's commitment published. UnknownSKU for a SKU not defined;
 // SaleStateConflict while another sale of the SKU runs (close it first),
 // or after one ended until the SKU is preheated (its stock left Redis at
 // the end).
-func (s Sales) StartTerms(ctx context.Context, in workflows.SaleInput) (workflows.SaleView, error) {
+func (s Sales) Start(ctx context.Context, in workflows.SaleInput) (workflows.SaleView, error) {
 	sku := in.SKU
 	// A SKU defined before ids lost ':' sells on, but gets no sale: the
 	// end of a sale removes keys by the SKU's name (flashsale.ValidSKUID).
 	if err := flashsale.CheckSKUID(sku); err != nil {
 		return workflows.SaleView{}, err
 	}
-	if in.OpensAt.IsZero() || in.PassTTL < 0 {
-		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required and pass_ttl must not be negative")
+	if in.OpensAt.IsZero() || in.PassTTL < 0 || in.MaxEntrants < 0 {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required; pass_ttl and max_entrants must not be negative")
 	}
 	if !in.ClosesAt.IsZero() && !in.ClosesAt.After(in.OpensAt) {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "closes_at must be after opens_at")

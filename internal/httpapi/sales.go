@@ -22,8 +22,11 @@ type startSaleRequest struct {
 	// PassTTLSeconds is how long a pass may be spent (default 60).
 	PassTTLSeconds int64 `json:"pass_ttl_seconds"`
 	// ClosesAt is the sale's end (optional: none, closed by hand).
-	ClosesAt        time.Time `json:"closes_at"` // ExpectedPeakRPS sizes the go/no-go's capacity check (0: none).
-	ExpectedPeakRPS int64     `json:"expected_peak_rps"`
+	ClosesAt time.Time `json:"closes_at"`
+	// ExpectedPeakRPS sizes the go/no-go's capacity check (0: none).
+	ExpectedPeakRPS int64 `json:"expected_peak_rps"`
+	// MaxEntrants caps the queue (default sale.DefaultMaxEntrants).
+	MaxEntrants int64 `json:"max_entrants"`
 }
 
 func decodeStartSale(body []byte) (startSaleRequest, error) {
@@ -36,6 +39,9 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 	}
 	if req.PassTTLSeconds < 0 || req.PassTTLSeconds > 3600 {
 		return startSaleRequest{}, invalid("pass_ttl_seconds must be between 0 (the default, 60) and 3600")
+	}
+	if req.MaxEntrants < 0 {
+		return startSaleRequest{}, invalid("max_entrants must not be negative (0: the default)")
 	}
 	if req.ExpectedPeakRPS < 0 || req.ExpectedPeakRPS > MaxExpectedPeak {
 		return startSaleRequest{}, invalid("expected_peak_rps must be between 0 (not checked) and 1000000000")
@@ -52,8 +58,9 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 // SKU runs, or after one ended until the SKU is preheated again.
 func (s *Server) startSale() http.HandlerFunc {
 	return skuEndpoint(s, decodeStartSale, func(ctx context.Context, sku string, in startSaleRequest) (workflows.SaleView, error) {
-		return s.saleControls().StartTerms(ctx, workflows.SaleInput{SKU: sku, OpensAt: in.OpensAt,
-			PassTTL: time.Duration(in.PassTTLSeconds) * time.Second, ClosesAt: in.ClosesAt, ExpectedPeak: in.ExpectedPeakRPS})
+		return s.saleControls().Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: in.OpensAt,
+			PassTTL: time.Duration(in.PassTTLSeconds) * time.Second, MaxEntrants: in.MaxEntrants,
+			ClosesAt: in.ClosesAt, ExpectedPeak: in.ExpectedPeakRPS})
 	})
 }
 

@@ -9,7 +9,8 @@ package sale
 //	                              closes_at (ms, when the sale has an end),
 //	                              open_as (PAUSED: a failing go/no-go),
 //	                              seed (only once the ranks are written)
-//	fs:{sku:<sku>}:sale:seed      the seed, written once, secret until the open
+//	fs:{sku:<sku>}:sale:seed      the seed of a sale prepared before seeds
+//	                              left Redis (now in MySQL until the open)
 //	fs:{sku:<sku>}:sale:seq       the pre-queue's ticket counter
 //	fs:{sku:<sku>}:sale:entered   hash: user -> ticket (entered before the freeze)
 //	fs:{sku:<sku>}:sale:late      counter of the arrivals after the freeze

@@ -108,6 +108,7 @@ func Start(t testing.TB, opts Options) *System {
 		MySQLDSN:          testenv.MySQLDSN(t),
 		PaymentTimeout:    opts.PaymentTimeout,
 		WorkerConcurrency: opts.WorkerConcurrency,
+		UserIDKey:         []byte("apptest-user-id-key-" + id),
 	}
 	s := &System{ID: id, t: t, workflows: opts.Workflows, register: opts.Register}
 	s.Backend = s.Connect(cfg, opts.Logger)
