@@ -30,18 +30,33 @@ func orNothing[T any](v T, err error) (any, error) {
 
 func runSKU(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
-		return nil, usageError("usage: starter sku create|preheat [flags]")
+		return nil, usageError("usage: starter sku create|preheat|close [flags]")
 	}
 	if isHelp(args[0]) {
-		return nil, subcommandHelp("sku", "create", "preheat")
+		return nil, subcommandHelp("sku", "create", "preheat", "close")
 	}
 	switch args[0] {
 	case "create":
 		return runSKUCreate(ctx, args[1:])
 	case "preheat":
 		return runSKUPreheat(ctx, args[1:])
+	case "close":
+		return runSKUClose(ctx, args[1:])
 	}
-	return nil, usageError(fmt.Sprintf("unknown sku command %q: want create or preheat", args[0]))
+	return nil, usageError(fmt.Sprintf("unknown sku command %q: want create, preheat or close", args[0]))
+}
+
+// runSKUClose ends the selling of a SKU sold without a queue as a sale's
+// close does: no buy from now on; once its last orders settled, MySQL and
+// Redis checked, a report (`starter sale show`) and no Redis key left.
+func runSKUClose(ctx context.Context, args []string) (any, error) {
+	sku, err := idFlag("sku close", "sku", "SKU id (sold without a queue; a fair sale closes with sale close)", args)
+	if err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orNothing(salesOf(b).Close(ctx, sku))
+	})
 }
 
 // runSKUCreate creates or resets a SKU in MySQL and preheats Redis from it

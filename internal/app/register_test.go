@@ -64,7 +64,7 @@ func TestRegisterActivitiesUnderTheContractsNames(t *testing.T) {
 		contract.ListSKUs, contract.ObserveStock, contract.RestoreStock, contract.CorrectStock, contract.ResyncStock,
 		contract.PrepareSale, contract.OpenSale, contract.SetSaleState, contract.CancelSaleOrders,
 		contract.RefundSaleOrders, contract.AwaitSaleSettled, contract.CheckSaleStock, contract.ReportSale,
-		contract.EndSale, contract.RemoveSaleKeys,
+		contract.EndSale, contract.RemoveSaleKeys, contract.SetSaleEnd, contract.PreflightSale,
 		contract.FindOverdueOrders, contract.CloseStrandedOrders, contract.HoldDrift,
 	}
 	slices.Sort(registered)

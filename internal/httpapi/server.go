@@ -318,6 +318,10 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/admin/skus/{sku}/sale", map[string]http.HandlerFunc{
 		http.MethodPost: s.admin(s.startSale()), http.MethodGet: s.admin(s.getSale())})
 	route("/api/v1/admin/skus/{sku}/sale/{action}", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.controlSale())})
+	route("/api/v1/admin/campaigns/{campaign}", map[string]http.HandlerFunc{
+		http.MethodPost: s.admin(s.startCampaign()), http.MethodGet: s.admin(s.getCampaign())})
+	route("/api/v1/admin/campaigns/{campaign}/{action}", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.controlCampaign())})
+	route("/api/v1/admin/skus/{sku}/close", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.closeSKU())})
 	route("/api/v1/admin/skus/{sku}/preheat", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.preheat())})
 	route("/api/v1/admin/skus/{sku}/restock", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.restock())})
 	route("/api/v1/admin/skus/{sku}/buckets", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.resizeBuckets())})

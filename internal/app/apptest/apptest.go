@@ -112,6 +112,11 @@ func Start(t testing.TB, opts Options) *System {
 	}
 	s := &System{ID: id, t: t, workflows: opts.Workflows, register: opts.Register}
 	s.Backend = s.Connect(cfg, opts.Logger)
+	// The go/no-go before a sale's open looks for it (app.Preflight);
+	// paused, it never runs on this test's task queue after the test.
+	if err := app.EnsureReconcileSchedule(t.Context(), s.Backend, time.Hour, true); err != nil {
+		t.Fatal(err)
+	}
 	if !opts.NoWorker {
 		s.StartWorker()
 		t.Cleanup(s.StopWorker)
