@@ -67,8 +67,10 @@ const (
 	NotOnWaitlist Code = "NOT_ON_WAITLIST"
 
 	// A fair sale's queue and passes (docs/design/fair-sale.md).
-	NoSale       Code = "NO_SALE"
-	NotInQueue   Code = "NOT_IN_QUEUE"
+	NoSale     Code = "NO_SALE"
+	NotInQueue Code = "NOT_IN_QUEUE"
+	// QueueFull: the sale's queue holds its max_entrants buyers.
+	QueueFull    Code = "QUEUE_FULL"
 	SaleNotOpen  Code = "SALE_NOT_OPEN"
 	SalePaused   Code = "SALE_PAUSED"
 	SaleClosed   Code = "SALE_CLOSED"

@@ -18,9 +18,10 @@ import (
 // it is already in.
 
 // PrepareSale creates the sale in PREQUEUE and returns the hash of its
-// seed (sale.Store.Prepare); the seed stays in Redis until the open.
+// seed (sale.Store.Prepare); the seed stays in MySQL, out of Redis, until
+// the open.
 func (a *Activities) PrepareSale(ctx context.Context, in contract.PrepareSaleInput) (contract.PreparedSale, error) {
-	h, err := a.Sales.Prepare(ctx, in.SKU, in.SaleID, in.OpensAt, in.PassTTL)
+	h, err := a.Sales.Prepare(ctx, in.SKU, in.SaleID, in.OpensAt, in.PassTTL, in.MaxEntrants)
 	if err != nil {
 		return contract.PreparedSale{}, a.saleAnswer("prepare sale", err)
 	}
@@ -28,9 +29,11 @@ func (a *Activities) PrepareSale(ctx context.Context, in contract.PrepareSaleInp
 }
 
 // OpenSale freezes the entrants, ranks them by the seed, opens the sale
-// and reveals the seed (sale.Store.Open).
+// and reveals the seed (sale.Store.Open). It heartbeats the ranks written,
+// chunk by chunk: a worker lost mid-shuffle is seen by the heartbeat
+// timeout, and the retry writes only the ranks it had not.
 func (a *Activities) OpenSale(ctx context.Context, in contract.SaleRequest) (flashsale.OpenedSale, error) {
-	o, err := a.Sales.Open(ctx, in.SKU)
+	o, err := a.Sales.Open(ctx, in.SKU, func(ranked int64) { activity.RecordHeartbeat(ctx, ranked) })
 	if err != nil {
 		return flashsale.OpenedSale{}, a.saleAnswer("open sale", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/flashsale/flashsale/migrations"
 )
 
-var tables = []string{"inventory", "orders", "order_items", "inventory_journal", "payments", "buyer_holdings", "inventory_buckets"}
+var tables = []string{"inventory", "orders", "order_items", "inventory_journal", "payments", "buyer_holdings", "inventory_buckets", "sale_seeds"}
 
 func openDB(t *testing.T) *sql.DB {
 	t.Helper()

@@ -51,6 +51,8 @@ type scheduleResult struct {
 	Settle     time.Duration `json:"settle"`
 	// Created is false when an existing schedule was updated instead.
 	Created bool `json:"created"`
+	// Triggered: --now asked for a run at once (skipped if one runs).
+	Triggered bool `json:"triggered"`
 }
 
 // runReconcileSchedule creates the reconcile Schedule, or updates it to the
@@ -60,6 +62,7 @@ func runReconcileSchedule(ctx context.Context, args []string) (any, error) {
 	every := fs.Duration("every", time.Minute, "how often a run starts (skipped while the previous one still runs)")
 	sku := fs.String("sku", "", "reconcile only this SKU (default: every SKU)")
 	settle := fs.Duration("settle", workflows.DefaultReconcileSettle, "wait between the two observations a correction needs")
+	now := fs.Bool("now", false, "also start one run now (Redis of a stack just started is empty until a run)")
 	gate := gateFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
@@ -101,14 +104,28 @@ func runReconcileSchedule(ctx context.Context, args []string) (any, error) {
 		Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP,
 		Note:    "flashsale: bring Redis stock in step with MySQL",
 	})
-	if err == nil {
-		return out, nil
+	if err != nil {
+		if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+			return nil, fmt.Errorf("create schedule %s: %w", out.ScheduleID, err)
+		}
+		out.Created = false
+		if err = updateSchedule(ctx, sc, out.ScheduleID, spec, action); err != nil {
+			return nil, err
+		}
 	}
-	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return nil, fmt.Errorf("create schedule %s: %w", out.ScheduleID, err)
+	if *now {
+		err = sc.GetHandle(ctx, out.ScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP})
+		if err != nil {
+			return nil, fmt.Errorf("trigger schedule %s: %w", out.ScheduleID, err)
+		}
+		out.Triggered = true
 	}
-	out.Created = false
-	err = sc.GetHandle(ctx, out.ScheduleID).Update(ctx, client.ScheduleUpdateOptions{
+	return out, nil
+}
+
+// updateSchedule sets an existing schedule's spec, action and overlap policy.
+func updateSchedule(ctx context.Context, sc client.ScheduleClient, id string, spec client.ScheduleSpec, action *client.ScheduleWorkflowAction) error {
+	err := sc.GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(cur client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			s := cur.Description.Schedule
 			s.Spec, s.Action = &spec, action
@@ -120,9 +137,9 @@ func runReconcileSchedule(ctx context.Context, args []string) (any, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("update schedule %s: %w", out.ScheduleID, err)
+		return fmt.Errorf("update schedule %s: %w", id, err)
 	}
-	return out, nil
+	return nil
 }
 
 // runReconcileNow runs one reconciliation and prints what it did. A run of

@@ -106,15 +106,28 @@ func TestReconcileCommands(t *testing.T) {
 	t.Run("schedule is created, then updated in place", func(t *testing.T) {
 		h := s.b.Temporal.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID(s.sku))
 		t.Cleanup(func() { _ = h.Delete(context.Background()) })
+		// Intervals no test outlives: the only run is the one --now starts.
 		for _, step := range []struct {
 			every       string
 			wantCreated bool
-		}{{"30s", true}, {"45s", false}} {
-			code, stdout, stderr := starter(t, "reconcile", "schedule", "--sku", s.sku, "--every", step.every)
+			now         bool
+		}{{"30m", true, false}, {"45m", false, false}, {"45m", false, true}} {
+			args := []string{"reconcile", "schedule", "--sku", s.sku, "--every", step.every}
+			if step.now {
+				args = append(args, "--now")
+			}
+			code, stdout, stderr := starter(t, args...)
 			require.Equal(t, 0, code, "stderr: %s", stderr)
 			var out scheduleResult
 			require.NoError(t, json.Unmarshal(stdout, &out))
 			require.Equal(t, step.wantCreated, out.Created)
+			require.Equal(t, step.now, out.Triggered)
+			if step.now {
+				require.Eventually(t, func() bool {
+					d, err := h.Describe(ctx)
+					return err == nil && d.Info.NumActions == 1
+				}, time.Minute, 200*time.Millisecond, "--now started no run")
+			}
 
 			d, err := h.Describe(ctx)
 			require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/catalog"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // The fair sale commands (docs/design/fair-sale.md): the operators' controls
@@ -48,6 +49,7 @@ func runSaleStart(ctx context.Context, args []string) (any, error) {
 	sku := fs.String("sku", "", "SKU id (defined with sku create)")
 	opens := fs.String("opens-at", "", "when buying starts: RFC 3339 (2026-12-24T20:00:00Z) or a delay from now (90s)")
 	ttl := fs.Duration("pass-ttl", 0, "how long a pass may be spent (0: 60s)")
+	maxEntrants := fs.Int64("max-entrants", 0, "the most buyers the queue takes, then QUEUE_FULL (0: 1,000,000)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func runSaleStart(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return orNothing(salesOf(b).Start(ctx, *sku, opensAt, *ttl))
+		return orNothing(salesOf(b).Start(ctx, workflows.SaleInput{SKU: *sku, OpensAt: opensAt, PassTTL: *ttl, MaxEntrants: *maxEntrants}))
 	})
 }
 

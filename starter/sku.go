@@ -54,6 +54,13 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	buckets := fs.Int("buckets", flashsale.DefaultBuckets, "Redis buckets the stock is split into")
 	limit := fs.Int("limit", 1, "units one user may buy")
 	queued := fs.Bool("queued", false, "for a fair sale: refuse every buy until `starter sale start` opens its queue")
+	window := fs.Duration("payment-window", 0, "how long a buyer has to pay, 1m-72h (0: the worker's PAYMENT_TIMEOUT, 15m);\n"+
+		"Redis keeps an order's units for 96h, so a longer window is refused")
+	late := fs.String("late-payment", "refund", "money after pay_by: refund, or capture_if_held (captured while the order still holds its units)")
+	releaseOnFailed := fs.Bool("release-on-failed-payment", false, "a FAILED payment callback closes the order and puts its units back at once")
+	deduct := fs.String("deduct", "hold", "when a buy takes its unit: hold (at the order, until pay_by) or payment (when paid;\n"+
+		"a payment that finds none is refunded). High stock and a low price: payment; low stock, a high price: hold")
+	overbook := fs.Int("overbook", 0, "with --deduct payment: bookings per unit, 1-10 (0: 3); no more orders start than stock x overbook")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -63,7 +70,9 @@ func runSKUCreate(ctx context.Context, args []string) (any, error) {
 	if *stock < 0 || *price < 0 {
 		return nil, usageError("--stock and --price are required and must not be negative")
 	}
-	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit, Queued: *queued}
+	def := flashsale.SKU{ID: *sku, Total: *stock, Price: *price, Buckets: *buckets, PerUserLimit: *limit, Queued: *queued,
+		Terms: flashsale.Terms{PaymentWindow: flashsale.Duration(*window), LatePayment: flashsale.LatePayment(*late),
+			ReleaseOnFailedPayment: *releaseOnFailed, Deduct: flashsale.Deduct(*deduct), Overbook: *overbook}}
 	if err := def.Validate(); err != nil {
 		return nil, err
 	}

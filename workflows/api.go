@@ -47,6 +47,13 @@ const (
 	SignalCancel = "cancel"
 	// QueryStatus returns the OrderView.
 	QueryStatus = "status"
+	// UpdateExtendHold moves an unpaid order's pay_by once, by at most
+	// flashsale.MaxHoldExtension, when its payment provider says the
+	// buyer started paying; it answers the new pay_by (HoldExtended).
+	UpdateExtendHold = "extend-hold"
+	// SignalPaymentFailed tells the order its provider reported a failed
+	// payment (PaymentFailure); a release_on_failed order closes at once.
+	SignalPaymentFailed = "payment-failed"
 )
 
 // Search attributes kept current by the workflow, so an operator can filter
@@ -202,6 +209,25 @@ type PaymentOutcome struct {
 	Conflict bool `json:"conflict,omitempty"`
 }
 
+// HoldExtension is the UpdateExtendHold argument.
+type HoldExtension struct {
+	// ExtendBy is added to pay_by: 1s to flashsale.MaxHoldExtension.
+	ExtendBy time.Duration `json:"extend_by"`
+	// Reason is for the order's log (e.g. "3-D Secure started").
+	Reason string `json:"reason,omitempty"`
+}
+
+// HoldExtended answers UpdateExtendHold.
+type HoldExtended struct {
+	OrderID string    `json:"order_id"`
+	PayBy   time.Time `json:"pay_by"`
+}
+
+// PaymentFailure is the SignalPaymentFailed payload.
+type PaymentFailure struct {
+	TransactionID string `json:"transaction_id"`
+}
+
 // CancelRequest is the SignalCancel payload.
 type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
@@ -233,4 +259,6 @@ type OrderView struct {
 	// Degraded: Redis could not be used, so the order was reserved in MySQL
 	// alone (see activities/degraded.go).
 	Degraded bool `json:"degraded,omitempty"`
+	// HoldExtended: the payment provider extended pay_by once.
+	HoldExtended bool `json:"hold_extended,omitempty"`
 }

@@ -122,6 +122,71 @@ func TestRecord(t *testing.T) {
 	require.Equal(t, flashsale.StatusExpired, ended(id).Status)
 	paths["late"] = id
 
+	// The SKU terms' paths (workflows/terms.go), each on a SKU of its own.
+	withTerms := func(name string, terms flashsale.Terms) string {
+		t.Helper()
+		id := sys.ID + "-rec-" + name
+		_, err := sys.Orders.PutSKU(ctx, flashsale.SKU{ID: id, Total: 10, Price: 2500, Buckets: 2, PerUserLimit: 1, Terms: terms})
+		require.NoError(t, err)
+		_, err = sys.Stock.Preheat(ctx, id, 10, 2)
+		require.NoError(t, err)
+		return id
+	}
+	// late-captured: money half a second after pay_by on a
+	// capture_if_held SKU, while the order holds its unit: PAID.
+	id = place("late-captured", "u-late-cap", withTerms("capture", flashsale.Terms{LatePayment: flashsale.LateCaptureIfHeld}),
+		flashsale.StatusPendingPayment)
+	v, err = svc.Status(ctx, id)
+	require.NoError(t, err)
+	time.Sleep(time.Until(v.PayBy.Add(500 * time.Millisecond)))
+	require.Equal(t, workflows.PaymentOutcome{OrderID: id, TransactionID: id + "-tx", Status: flashsale.StatusPaid}, pay(id, id+"-tx", 2500))
+	require.Equal(t, flashsale.StatusPaid, ended(id).Status)
+	paths["late-captured"] = id
+	// failed-released: a FAILED payment on a release_on_failed_payment SKU
+	// closes the order at once.
+	id = place("failed-released", "u-failed", withTerms("failed", flashsale.Terms{ReleaseOnFailedPayment: true}),
+		flashsale.StatusPendingPayment)
+	require.NoError(t, svc.PaymentFailed(ctx, id, id+"-tx"))
+	released = ended(id)
+	require.Equal(t, flashsale.StatusCancelled, released.Status)
+	require.Equal(t, flashsale.PaymentFailed, released.Reason)
+	paths["failed-released"] = id
+	// hold-extended: the provider extends the hold by 3 s; money after the
+	// first deadline and before the second is in time.
+	id = place("hold-extended", "u-hold", sku, flashsale.StatusPendingPayment)
+	v, err = svc.Status(ctx, id)
+	require.NoError(t, err)
+	ext, err := svc.ExtendHold(ctx, id, 3*time.Second, "recorded")
+	require.NoError(t, err)
+	require.Equal(t, v.PayBy.Add(3*time.Second), ext.PayBy)
+	_, err = svc.ExtendHold(ctx, id, time.Second, "again")
+	require.Equal(t, flashsale.HoldExtended, flashsale.ErrorCode(err))
+	time.Sleep(time.Until(v.PayBy.Add(500 * time.Millisecond)))
+	require.Equal(t, flashsale.StatusPaid, pay(id, id+"-tx", 2500).Status)
+	require.Equal(t, flashsale.StatusPaid, ended(id).Status)
+	paths["hold-extended"] = id
+	// deferred-paid, deferred-sold-out: a SKU that deducts at payment, one
+	// unit, two bookings: the first payment takes the unit, the second
+	// finds none and is recorded for refund, its order CANCELLED.
+	deferred := sys.ID + "-rec-deferred"
+	_, err = catalog.Catalog{DB: sys.Orders, Redis: sys.Stock, Temporal: sys.Temporal}.Define(ctx, flashsale.SKU{
+		ID: deferred, Total: 1, Price: 2500, Buckets: 2, PerUserLimit: 1,
+		Terms: flashsale.Terms{Deduct: flashsale.DeductPayment, Overbook: 2, PaymentWindow: flashsale.Duration(time.Minute)},
+	})
+	require.NoError(t, err)
+	def1 := place("deferred-paid", "u-def1", deferred, flashsale.StatusPendingPayment)
+	def2 := place("deferred-sold-out", "u-def2", deferred, flashsale.StatusPendingPayment)
+	place("deferred-none", "u-def3", deferred, flashsale.StatusRejected)
+	require.Equal(t, flashsale.StatusPaid, pay(def1, def1+"-tx", 2500).Status)
+	late2 := pay(def2, def2+"-tx", 2500)
+	require.Equal(t, workflows.RefundRequired, late2.Refund)
+	require.Equal(t, flashsale.SoldOut, late2.Reason)
+	require.Equal(t, flashsale.StatusPaid, ended(def1).Status)
+	soldOut := ended(def2)
+	require.Equal(t, flashsale.StatusCancelled, soldOut.Status)
+	require.Equal(t, flashsale.SoldOut, soldOut.Reason)
+	paths["deferred-paid"], paths["deferred-sold-out"] = def1, def2
+
 	// degraded: Redis known down when the order reserves (the guard open,
 	// as after three failed calls), so it is reserved in MySQL alone, then
 	// paid. The guard probes Redis again after its cooldown (a second).
@@ -201,7 +266,7 @@ func TestRecordSales(t *testing.T) {
 
 	paths := map[string]string{}
 	sku := newSKU("timer")
-	_, err := sales.Start(ctx, sku, time.Now().Add(time.Second), 0)
+	_, err := sales.Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: time.Now().Add(time.Second)})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		v, err := sales.View(ctx, sku)
@@ -214,7 +279,7 @@ func TestRecordSales(t *testing.T) {
 	paths["timer-pause-resume-close"] = sku
 
 	sku = newSKU("early")
-	_, err = sales.Start(ctx, sku, time.Now().Add(time.Hour), 0)
+	_, err = sales.Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	control(sku, workflows.UpdateSaleOpen, flashsale.SaleStateOpen)
 	control(sku, workflows.UpdateSaleClose, flashsale.SaleStateClosed)
@@ -222,7 +287,7 @@ func TestRecordSales(t *testing.T) {
 	paths["open-update-close"] = sku
 
 	sku = newSKU("void")
-	_, err = sales.Start(ctx, sku, time.Now().Add(time.Hour), 0)
+	_, err = sales.Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	control(sku, workflows.UpdateSaleVoid, flashsale.SaleStateClosed)
 	require.True(t, ended(sku).Voided)

@@ -51,8 +51,18 @@ var saleStepOptions = workflow.ActivityOptions{
 	},
 }
 
+// openStepOptions: the open ranks every entrant, a chunk at a time,
+// heartbeating (a million take seconds, more than saleStepOptions' bound);
+// a worker lost mid-way is seen within the heartbeat timeout and the retry
+// resumes from the ranks written.
+var openStepOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Minute,
+	HeartbeatTimeout:    20 * time.Second,
+	RetryPolicy:         saleStepOptions.RetryPolicy,
+}
+
 func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
-	if !flashsale.ValidID(in.SKU, flashsale.MaxIDLength) || in.OpensAt.IsZero() || in.PassTTL < 0 {
+	if !flashsale.ValidID(in.SKU, flashsale.MaxIDLength) || in.OpensAt.IsZero() || in.PassTTL < 0 || in.MaxEntrants < 0 {
 		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", contract.TypeFor(flashsale.Invalid), nil)
 	}
 	if in.PassTTL == 0 {
@@ -238,7 +248,7 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 		return nil
 	}
 	var opened flashsale.OpenedSale
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, saleStepOptions), contract.OpenSale,
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, openStepOptions), contract.OpenSale,
 		contract.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
 		return fmt.Errorf("open sale: %w", err)
 	}

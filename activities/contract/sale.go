@@ -26,6 +26,9 @@ type SaleTerms struct {
 	// workflows.DefaultPassTTL (the workflow resolves it before
 	// PrepareSale, so a PrepareSaleInput always has one).
 	PassTTL time.Duration `json:"pass_ttl,omitempty"`
+	// MaxEntrants caps the buyers the queue takes (its memory in Redis);
+	// zero means sale.DefaultMaxEntrants.
+	MaxEntrants int64 `json:"max_entrants,omitempty"`
 }
 
 // PrepareSaleInput creates a sale: its terms and the id of the workflow

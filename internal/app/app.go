@@ -47,12 +47,12 @@ func Activities(b *backend.Backend) *activities.Activities {
 }
 
 // SaleStore is the fair sales' Redis store on b, reading units from b's
-// buckets.
+// buckets and keeping each sale's seed in b's MySQL until the open.
 func SaleStore(b *backend.Backend) *sale.Store {
 	return sale.New(b.Redis, func(ctx context.Context, sku string) (int64, error) {
 		av, err := b.Stock.AvailableTo(ctx, sku, "")
 		return av.Units, err
-	})
+	}).WithSeeds(b.Orders)
 }
 
 // NewWorker returns a worker on b's task queue with every workflow

@@ -60,7 +60,7 @@ func TestRegisterActivitiesUnderTheContractsNames(t *testing.T) {
 	}
 	names := []string{
 		contract.ReserveStock, contract.CreateOrder, contract.ReleaseStock, contract.CloseOrder,
-		contract.ConfirmPayment, contract.RecordRefund, contract.OfferToWaitlist,
+		contract.ConfirmPayment, contract.RecordRefund, contract.OfferToWaitlist, contract.ExtendHold,
 		contract.ListSKUs, contract.ObserveStock, contract.RestoreStock, contract.CorrectStock, contract.ResyncStock,
 		contract.PrepareSale, contract.OpenSale, contract.SetSaleState, contract.CancelSaleOrders,
 		contract.RefundSaleOrders, contract.AwaitSaleSettled, contract.CheckSaleStock, contract.ReportSale,

@@ -37,19 +37,21 @@ var SaleActions = []string{workflows.UpdateSaleOpen, workflows.UpdateSalePause, 
 // activity to publish the seed's commitment.
 const commitmentWait = 10 * time.Second
 
-// Start starts sku's sale, opening at opensAt (passTTL zero: the default),
-// and answers it once its pre-queue is open with the seed's commitment
-// published. UnknownSKU for a SKU not defined; SaleStateConflict while
-// another sale of the SKU runs (close it first), or after one ended until
-// the SKU is preheated (its stock left Redis at the end).
-func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL time.Duration) (workflows.SaleView, error) {
+// Start starts the sale of terms.SKU, opening at terms.OpensAt (a zero
+// PassTTL or MaxEntrants: the default), and answers it once its pre-queue
+// is open with the seed's commitment published. UnknownSKU for a SKU not
+// defined; SaleStateConflict while another sale of the SKU runs (close it
+// first), or after one ended until the SKU is preheated (its stock left
+// Redis at the end).
+func (s Sales) Start(ctx context.Context, terms workflows.SaleInput) (workflows.SaleView, error) {
+	sku := terms.SKU
 	// A SKU defined before ids lost ':' sells on, but gets no sale: the
 	// end of a sale removes keys by the SKU's name (flashsale.ValidSKUID).
 	if err := flashsale.CheckSKUID(sku); err != nil {
 		return workflows.SaleView{}, err
 	}
-	if opensAt.IsZero() || passTTL < 0 {
-		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required and pass_ttl must not be negative")
+	if terms.OpensAt.IsZero() || terms.PassTTL < 0 || terms.MaxEntrants < 0 {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required; pass_ttl and max_entrants must not be negative")
 	}
 	inv, err := s.DB.Inventory(ctx, sku)
 	if err != nil {
@@ -75,7 +77,7 @@ func (s Sales) Start(ctx context.Context, sku string, opensAt time.Time, passTTL
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Without it the SDK answers the running sale as if it started.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.SaleWorkflow, workflows.SaleInput{SKU: sku, OpensAt: opensAt, PassTTL: passTTL})
+	}, workflows.SaleWorkflow, terms)
 	if _, ok := errors.AsType[*serviceerror.WorkflowExecutionAlreadyStarted](err); ok {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.SaleStateConflict, "a sale of %s is running; close it first", sku)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/testenv"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // A SKU id is inside its keys' hash tags, and "K:b1" is SKU K's bucket 1
@@ -43,7 +44,7 @@ func TestDefineRefusesASKUNamedLikeAnotherSKUsBucket(t *testing.T) {
 		require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err), bad)
 		_, err = orders.Inventory(ctx, bad)
 		require.Equal(t, flashsale.UnknownSKU, flashsale.ErrorCode(err), "%s is not in MySQL", bad)
-		_, err = catalog.Sales{DB: orders}.Start(ctx, bad, time.Now().Add(time.Hour), 0)
+		_, err = catalog.Sales{DB: orders}.Start(ctx, workflows.SaleInput{SKU: bad, OpensAt: time.Now().Add(time.Hour)})
 		require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err), "no sale of %s", bad)
 	}
 	require.ElementsMatch(t, before, keys(), "K's keys are untouched")

@@ -84,6 +84,7 @@ func TestPinnedAnswers(t *testing.T) {
 		{"resize busy", coded(flashsale.ResizeBusy), pinnedAnswer{409, "", "RESIZE_IN_PROGRESS", "another bucket resize of this sku is running; retry when it ends"}},
 		{"not sold out", coded(flashsale.NotSoldOut), pinnedAnswer{409, "", "NOT_SOLD_OUT", "units are on sale; buy one instead of waiting"}},
 		{"waitlist full", coded(flashsale.WaitlistFull), pinnedAnswer{409, "", "WAITLIST_FULL", "the waitlist of this sku is full"}},
+		{"queue full", coded(flashsale.QueueFull), pinnedAnswer{409, "", "QUEUE_FULL", "the queue of this sale is full"}},
 		{"not waiting", coded(flashsale.NotOnWaitlist), pinnedAnswer{404, "", "NOT_ON_WAITLIST", "you are not on this sku's waitlist and hold no offer from it"}},
 		{"edge unavailable", coded(flashsale.Unavailable), pinnedAnswer{503, "2", "UNAVAILABLE", unavailable}},
 		{"temporal exhausted", serviceerror.NewResourceExhausted(0, "rps limit"), pinnedAnswer{503, "2", "UNAVAILABLE", unavailable}},

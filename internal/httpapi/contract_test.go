@@ -320,6 +320,15 @@ func TestOpenAPIContract(t *testing.T) {
 	want(422, signedCallback(callback{OrderID: b1, TransactionID: b1 + "-t", Amount: 499, Status: "SUCCESS"}), "AMOUNT_MISMATCH")
 	want(409, signedCallback(callback{OrderID: c1, TransactionID: a1 + "-t", Amount: 500, Status: "SUCCESS"}), "TRANSACTION_CONFLICT")
 	want(200, signedCallback(callback{OrderID: c1, TransactionID: c1 + "-f", Amount: 500, Status: "FAILED"}), "")
+	hold := func(body string) response {
+		return api.call(http.MethodPost, "/api/v1/payments/hold", []byte(body),
+			http.Header{httpapi.SignatureHeader: {httpapi.Sign(testSecret, time.Now(), []byte(body))}})
+	}
+	want(200, hold(`{"order_id":"`+d1+`","extend_by":"1m"}`), "")
+	want(409, hold(`{"order_id":"`+d1+`","extend_by":"1m"}`), "HOLD_ALREADY_EXTENDED")
+	want(409, hold(`{"order_id":"`+a1+`","extend_by":"1m"}`), "ORDER_CLOSED")
+	want(400, hold(`{"order_id":"`+c1+`","extend_by":"1h"}`), "INVALID_REQUEST")
+	want(401, api.call(http.MethodPost, "/api/v1/payments/hold", []byte(`{"order_id":"`+c1+`","extend_by":"1m"}`), nil), "BAD_SIGNATURE")
 	// Unpaid orders hold units: no overwrite of Redis.
 	want(409, api.call(http.MethodPost, skuPath+"/preheat", nil, admin), "SKU_IN_USE")
 

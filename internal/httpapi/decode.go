@@ -77,6 +77,11 @@ func describeJSONError(err error) string {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "request body is empty or cut short"
 	}
+	// A field's own decoder (flashsale.Duration) says what it wants,
+	// without the input.
+	if fe, ok := errors.AsType[*flashsale.Error](err); ok {
+		return fe.Message
+	}
 	// DisallowUnknownFields reports `json: unknown field "<name>"`: echo
 	// the name, cut short, so a client sees which one.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
@@ -223,6 +228,8 @@ type skuRequest struct {
 	// Queued: the SKU is for a fair sale, and no buy of it is taken until
 	// its sale is started (flashsale.SKU.Queued).
 	Queued bool `json:"queued"`
+	// The SKU's terms (flashsale.Terms), checked by its Validate.
+	flashsale.Terms
 }
 
 // decodeSKU reads the definition of sku; its ranges are checked by
@@ -238,7 +245,8 @@ func decodeSKU(body []byte) (flashsale.SKU, error) {
 	case req.Price == nil:
 		return flashsale.SKU{}, invalid(fmt.Sprintf("price is required, 0-%d minor units", flashsale.MaxPrice))
 	}
-	in := flashsale.SKU{Total: *req.Total, Price: *req.Price, Buckets: flashsale.DefaultBuckets, PerUserLimit: 1, Queued: req.Queued}
+	in := flashsale.SKU{Total: *req.Total, Price: *req.Price, Buckets: flashsale.DefaultBuckets, PerUserLimit: 1, Queued: req.Queued,
+		Terms: req.Terms}
 	if req.Buckets != nil {
 		in.Buckets = *req.Buckets
 	}

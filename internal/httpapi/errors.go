@@ -76,6 +76,9 @@ var answers = map[flashsale.Code]answer{
 	flashsale.TransactionConflict: {status: http.StatusConflict,
 		message: "transaction_id was already used for another order; nothing was recorded for this one"},
 
+	// Its message names the term, its bounds and why.
+	flashsale.HoldExtended:    {status: http.StatusConflict, message: "this order's hold was extended once already; its pay_by stands"},
+	flashsale.InvalidTerms:    {status: http.StatusBadRequest, message: "sale terms out of their bounds", showOwn: true},
 	flashsale.SKUInUse:        {status: http.StatusConflict, message: "unpaid orders hold units of this sku; wait for them to close"},
 	flashsale.ResizeBusy:      {status: http.StatusConflict, message: "another bucket resize of this sku is running; retry when it ends"},
 	flashsale.PreheatMismatch: {status: http.StatusConflict, message: "redis stock does not match the database after preheat; retry when no sale is running"},
@@ -90,6 +93,7 @@ var answers = map[flashsale.Code]answer{
 	flashsale.SaleNotOpen:       {status: http.StatusConflict, message: "the sale has not opened yet; enter its queue and wait for your pass"},
 	flashsale.SalePaused:        {status: http.StatusConflict, message: "the sale is paused; your place in the queue is kept"},
 	flashsale.SaleClosed:        {status: http.StatusConflict, message: "the sale is closed"},
+	flashsale.QueueFull:         {status: http.StatusConflict, message: "the queue of this sale is full"},
 	flashsale.SaleStateConflict: {status: http.StatusConflict, message: "the sale's state does not allow this", showOwn: true},
 	flashsale.PassRequired: {status: http.StatusUnauthorized,
 		message:   "a buy of this sku needs a valid pass (Sale-Pass header) from GET /api/v1/skus/{sku}/queue/me",

@@ -21,6 +21,8 @@ type startSaleRequest struct {
 	OpensAt time.Time `json:"opens_at"`
 	// PassTTLSeconds is how long a pass may be spent (default 60).
 	PassTTLSeconds int64 `json:"pass_ttl_seconds"`
+	// MaxEntrants caps the queue (default sale.DefaultMaxEntrants).
+	MaxEntrants int64 `json:"max_entrants"`
 }
 
 func decodeStartSale(body []byte) (startSaleRequest, error) {
@@ -34,6 +36,9 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 	if req.PassTTLSeconds < 0 || req.PassTTLSeconds > 3600 {
 		return startSaleRequest{}, invalid("pass_ttl_seconds must be between 0 (the default, 60) and 3600")
 	}
+	if req.MaxEntrants < 0 {
+		return startSaleRequest{}, invalid("max_entrants must not be negative (0: the default)")
+	}
 	return req, nil
 }
 
@@ -43,7 +48,8 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 // SKU runs, or after one ended until the SKU is preheated again.
 func (s *Server) startSale() http.HandlerFunc {
 	return skuEndpoint(s, decodeStartSale, func(ctx context.Context, sku string, in startSaleRequest) (workflows.SaleView, error) {
-		return s.saleControls().Start(ctx, sku, in.OpensAt, time.Duration(in.PassTTLSeconds)*time.Second)
+		return s.saleControls().Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: in.OpensAt,
+			PassTTL: time.Duration(in.PassTTLSeconds) * time.Second, MaxEntrants: in.MaxEntrants})
 	})
 }
 

@@ -151,15 +151,16 @@ func (s *Server) readStock(ctx context.Context, sku string) (inventoryResponse, 
 
 // skuResponse is PUT /api/v1/admin/skus/{sku}.
 type skuResponse struct {
-	SKU            string `json:"sku_id"`
-	Total          int64  `json:"total"`
-	Price          int64  `json:"price"`
-	Buckets        int    `json:"buckets"`
-	PerUserLimit   int    `json:"per_user_limit"`
-	Queued         bool   `json:"queued,omitempty"`
-	RedisAvailable int64  `json:"redis_available"`
-	DBAvailable    int64  `json:"db_available"`
-	Verified       bool   `json:"verified"`
+	SKU          string `json:"sku_id"`
+	Total        int64  `json:"total"`
+	Price        int64  `json:"price"`
+	Buckets      int    `json:"buckets"`
+	PerUserLimit int    `json:"per_user_limit"`
+	Queued       bool   `json:"queued,omitempty"`
+	flashsale.Terms
+	RedisAvailable int64 `json:"redis_available"`
+	DBAvailable    int64 `json:"db_available"`
+	Verified       bool  `json:"verified"`
 }
 
 // putSKU creates or resets a SKU before a sale: the database row, then the
@@ -177,7 +178,7 @@ func (s *Server) putSKU() http.HandlerFunc {
 		inv, pre := d.Inventory, d.Preheat
 		return skuResponse{
 			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit, Queued: inv.Queued,
-			RedisAvailable: pre.RedisAvailable, DBAvailable: inv.Available, Verified: true,
+			Terms: inv.Terms, RedisAvailable: pre.RedisAvailable, DBAvailable: inv.Available, Verified: true,
 		}, nil
 	})
 }

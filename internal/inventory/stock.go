@@ -276,7 +276,7 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availabi
 	if err := validateSKU(sku); err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
-	keys := []string{bucketsKey(sku), genKey(sku), soldOutKey(sku)}
+	keys := []string{bucketsKey(sku), genKey(sku), soldOutKey(sku), bookingsKey(sku)}
 	if userID != "" {
 		keys = append(keys, limitKey(sku), heldKey(sku, userID))
 	}
@@ -286,7 +286,7 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availabi
 	}
 	var allow Allowance
 	if userID != "" {
-		if allow, err = parseAllowance(vals[3], vals[4]); err != nil {
+		if allow, err = parseAllowance(vals[4], vals[5]); err != nil {
 			return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 		}
 	}
@@ -308,6 +308,15 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availabi
 	av := Availability{Buckets: n, Gen: gen, Allowance: allow}
 	for _, v := range per {
 		av.Units += max(v, 0)
+	}
+	if vals[3] != nil {
+		// A SKU that deducts at payment: a buy needs a booking too, and
+		// no more orders start than bookings are left (booking.go).
+		left, err := parseInt(vals[3])
+		if err != nil {
+			return Availability{}, fmt.Errorf("available %s: bookings: %w", sku, err)
+		}
+		av.Units = min(av.Units, max(left, 0))
 	}
 	return av, nil
 }

@@ -108,7 +108,8 @@ type JournalReplay struct {
 // OrderJournal is an order whose journal entries for a SKU disagree with
 // its status: a PENDING_PAYMENT order has exactly RESERVE, a PAID one
 // RESERVE and SELL, an expired or cancelled one RESERVE and RELEASE, or
-// RESERVE, SELL and REFUND when a void cancelled it after it was paid.
+// RESERVE, SELL and REFUND when a void cancelled it after it was paid. A
+// deferred order (deducted at payment) has SELL once PAID, else nothing.
 type OrderJournal struct {
 	OrderID string           `json:"order_id"`
 	Status  flashsale.Status `json:"status"`
@@ -131,7 +132,7 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 
 		if err := tx.Raw(`SELECT COALESCE(SUM(i.quantity), 0) FROM order_items i
 			JOIN orders o ON o.order_id = i.order_id
-			WHERE i.sku_id = ? AND o.status = ?`, sku, flashsale.StatusPendingPayment).Scan(&out.PendingUnits).Error; err != nil {
+			WHERE i.sku_id = ? AND o.status = ? AND NOT o.deferred`, sku, flashsale.StatusPendingPayment).Scan(&out.PendingUnits).Error; err != nil {
 			return fmt.Errorf("pending units: %w", err)
 		}
 		// The journal id orders the SKU's entries by the row lock they were
@@ -145,8 +146,8 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 			JOIN orders o ON o.order_id = i.order_id
 			WHERE i.sku_id = ? AND o.status = ? AND EXISTS (
 				SELECT 1 FROM inventory_journal j
-				WHERE j.ref_id = i.order_id AND j.sku_id = i.sku_id AND j.type = ? AND j.id > ?)`,
-			sku, flashsale.StatusPaid, journalReserve, lastReset).Scan(&out.PaidUnits).Error; err != nil {
+				WHERE j.ref_id = i.order_id AND j.sku_id = i.sku_id AND j.type = IF(o.deferred, ?, ?) AND j.id > ?)`,
+			sku, flashsale.StatusPaid, journalSell, journalReserve, lastReset).Scan(&out.PaidUnits).Error; err != nil {
 			return fmt.Errorf("paid units: %w", err)
 		}
 
@@ -193,12 +194,14 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 		if err := tx.Raw(`SELECT order_id, status, types, want FROM (
 				SELECT o.order_id, o.status,
 					COALESCE(GROUP_CONCAT(DISTINCT j.type ORDER BY j.type SEPARATOR ','), '') AS types,
-					CASE o.status WHEN ? THEN ? WHEN ? THEN ? ELSE ? END AS want
+					IF(o.deferred, IF(o.status = ?, ?, ''), CASE o.status WHEN ? THEN ? WHEN ? THEN ? ELSE ? END) AS want
 				FROM orders o
 				JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
 				LEFT JOIN inventory_journal j ON j.ref_id = o.order_id AND j.sku_id = i.sku_id
 				GROUP BY o.order_id, o.status
 			) x WHERE types <> want AND NOT (status = ? AND types = ?) ORDER BY order_id`,
+			// A deferred order (NewOrder.Deferred) journals its SELL only.
+			flashsale.StatusPaid, journalSell,
 			flashsale.StatusPendingPayment, journalReserve,
 			flashsale.StatusPaid, journalReserve+","+journalSell,
 			journalRelease+","+journalReserve,

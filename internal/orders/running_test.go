@@ -72,7 +72,7 @@ func TestRunningAnswersWhatOfASKURuns(t *testing.T) {
 
 	sku = newSKU("sale")
 	sales := catalog.Sales{DB: sys.Orders, Temporal: sys.Temporal, TaskQueue: sys.Config.TaskQueue}
-	_, err = sales.Start(ctx, sku, time.Now().Add(time.Hour), 0)
+	_, err = sales.Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	run, err := svc.Running(ctx, sku)
 	require.NoError(t, err)

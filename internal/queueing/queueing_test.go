@@ -13,6 +13,7 @@ import (
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/inventory"
+	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/queueing"
 	"github.com/flashsale/flashsale/internal/sale"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -24,8 +25,11 @@ func newService(t *testing.T, units int64, buyRate int) (*queueing.Service, stri
 	t.Helper()
 	rdb := testenv.Redis(t)
 	sku := "queueing-" + testenv.UniqueID(t)
-	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units, nil })
-	_, err := st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), time.Minute)
+	seeds, err := orderdb.Open(t.Context(), testenv.MySQLDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = seeds.Close() })
+	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units, nil }).WithSeeds(seeds)
+	_, err = st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), time.Minute, 0)
 	require.NoError(t, err)
 	waits := sale.NewWaits(st, sale.DefaultWaitEvery, slog.Default())
 	t.Cleanup(waits.Close)
@@ -58,7 +62,7 @@ func TestEnterAndMe(t *testing.T) {
 	require.Equal(t, first.Ticket, p.Ticket.Ticket)
 	require.Empty(t, p.Pass, "no pass before the open")
 
-	_, err = q.Door.Store().Open(ctx, sku)
+	_, err = q.Door.Store().Open(ctx, sku, nil)
 	require.NoError(t, err)
 	p, err = q.Me(ctx, alice, sku, time.Second)
 	require.NoError(t, err)

@@ -30,7 +30,7 @@ func openSale(t *testing.T, st *sale.Store, sku string, n int) []string {
 		_, err := st.Enter(t.Context(), sku, users[i])
 		require.NoError(t, err)
 	}
-	opened, err := st.Open(t.Context(), sku)
+	opened, err := st.Open(t.Context(), sku, nil)
 	require.NoError(t, err)
 	return sale.Ranks(opened.Seed, users)
 }

@@ -7,7 +7,8 @@ package sale
 //	fs:{sku:<sku>}:sale           hash: state, sale_id, opens_at, seed_hash,
 //	                              pass_ttl_ms, entrants (at the freeze),
 //	                              seed (only once the ranks are written)
-//	fs:{sku:<sku>}:sale:seed      the seed, written once, secret until the open
+//	fs:{sku:<sku>}:sale:seed      the seed of a sale prepared before seeds
+//	                              left Redis (now in MySQL until the open)
 //	fs:{sku:<sku>}:sale:seq       the pre-queue's ticket counter
 //	fs:{sku:<sku>}:sale:entered   hash: user -> ticket (entered before the freeze)
 //	fs:{sku:<sku>}:sale:late      counter of the arrivals after the freeze

@@ -33,7 +33,8 @@ type Ticket struct {
 }
 
 // Enter enters userID in sku's queue, once: NoSale for a SKU without a
-// sale, SaleClosed once it is over.
+// sale, SaleClosed once it is over, QueueFull once it holds the sale's
+// max entrants.
 func (s *Store) Enter(ctx context.Context, sku, userID string) (_ Ticket, err error) {
 	defer outage(&err)
 	if err := checkSKU(sku); err != nil {
@@ -48,6 +49,8 @@ func (s *Store) Enter(ctx context.Context, sku, userID string) (_ Ticket, err er
 	switch {
 	case t.State == "":
 		return Ticket{}, noSale(sku)
+	case t.State == "FULL":
+		return Ticket{}, flashsale.Errorf(flashsale.QueueFull, "the queue of %s is full", sku)
 	case t.State == Closed && t.Ticket == 0 && t.Rank == 0:
 		return Ticket{}, flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku)
 	}
@@ -157,8 +160,19 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
 		return Place{}, fmt.Errorf("units of %s: %w", sku, err)
 	}
-	res, err := meScript.Run(ctx, s.rdb, keys(sku), userID, units, s.instance, s.capacity,
-		s.capacityTTL.Milliseconds()).Slice()
+	me := func(units int64, bought any) ([]any, error) {
+		return meScript.Run(ctx, s.rdb, keys(sku), userID, units, s.instance, s.capacity,
+			s.capacityTTL.Milliseconds(), bought).Slice()
+	}
+	res, err := me(units, "")
+	if err == nil && len(res) == 1 {
+		// Near the end: the units again, exactly (sale_me.lua).
+		var bought int64
+		if units, bought, err = s.units(ctx, sku); err != nil {
+			return Place{}, err
+		}
+		res, err = me(units, bought)
+	}
 	if err != nil {
 		return Place{}, fmt.Errorf("queue place of %s in %s: %w", userID, sku, err)
 	}
@@ -181,6 +195,22 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 	p.SoldOut = p.State == Open && units == 0 && !p.Spent
 	p.ETA = eta(p, now, opensAt, first, firstAt)
 	return p, nil
+}
+
+// units reads sku's units left in its buckets, and before them the
+// passes its sale counted bought: the scripts take the passes bought
+// between the two reads off the units (sale_me.lua), so a pass never goes
+// out for a unit a buy took meanwhile.
+func (s *Store) units(ctx context.Context, sku string) (units, bought int64, err error) {
+	bought, err = s.rdb.HGet(ctx, saleKey(sku), "bought").Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, fmt.Errorf("passes bought of %s: %w", sku, err)
+	}
+	units, err = s.stock(ctx, sku)
+	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
+		return 0, 0, fmt.Errorf("units of %s: %w", sku, err)
+	}
+	return units, bought, nil
 }
 
 // eta is Place.ETA, in whole seconds (rounded up), from Redis's clock:

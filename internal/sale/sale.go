@@ -57,10 +57,23 @@ var (
 // with no buyer, its Units).
 type Stock func(ctx context.Context, sku string) (int64, error)
 
+// Seeds keeps each sale's seed out of Redis until the open (MySQL's
+// sale_seeds, orderdb.Store): Redis holds only its commitment, so whoever
+// can read Redis cannot know the ranks before the open.
+type Seeds interface {
+	// KeepSaleSeed stores seed as saleID's unless it has one, and returns
+	// the one stored.
+	KeepSaleSeed(ctx context.Context, saleID, sku, seed string) (string, error)
+	// SaleSeed is saleID's seed, "" when none was kept.
+	SaleSeed(ctx context.Context, saleID string) (string, error)
+}
+
 // Store holds the sales of every SKU in Redis.
 type Store struct {
 	rdb   redis.UniversalClient
 	stock Stock
+	// seeds is needed by Prepare and Open only (WithSeeds).
+	seeds Seeds
 	// instance, capacity and capacityTTL are what PlaceOf publishes into
 	// a sale's capacity (WithCapacity).
 	instance    string
@@ -105,6 +118,14 @@ func (s *Store) WithCapacity(capacity int64, ttl time.Duration) *Store {
 	if ttl <= 0 {
 		c.capacityTTL = DefaultCapacityTTL
 	}
+	return &c
+}
+
+// WithSeeds returns a copy of s that keeps the seeds of the sales it
+// prepares in seeds, as the worker's store does (Prepare, Open).
+func (s *Store) WithSeeds(seeds Seeds) *Store {
+	c := *s
+	c.seeds = seeds
 	return &c
 }
 

@@ -13,6 +13,24 @@
 --         (its per-SKU window); 0 publishes nothing
 -- ARGV[5] how long that publication lives (ms): an instance that stops
 --         looking (dead, or out of the pool) drops out after it
+-- ARGV[6] the sale's 'bought' count (sale_settle.lua) read before ARGV[2],
+--         or '' when it was not read
+--
+-- Exact, not stale: a pass bought between the read of the units and this
+-- script (its unit taken, then the pass settled out of the outstanding)
+-- would otherwise count twice as room, once as a unit read and once as a
+-- pass no longer outstanding, and a pass would go out for a unit that is
+-- gone. Each such extra pass stayed until the end, where more holders
+-- than units raced and the slowest lost (a unit that came back went to
+-- whoever retried first, not to the next rank). So every pass settled
+-- bought since ARGV[6] was read is taken off the units read: a buy that
+-- took its unit before the read is then subtracted twice, which only
+-- delays a pass to the next look. Far from the end it cannot matter: the
+-- passes outstanding never exceed the capacity, so while the units read
+-- are at least four capacities no buy in one look's window brings them
+-- under the passes. Only below that does the caller pay the read of
+-- 'bought': without it (ARGV[6] '') the script then answers {'EXACT'},
+-- having moved nothing but expired passes, and is called again with it.
 --
 -- The capacity is the sum over the instances whose publication is live
 -- (Redis's clock); dead fields are removed here. A pass is one unit a
@@ -61,7 +79,15 @@ local ranked = entrants + tonumber(redis.call('GET', KEYS[5]) or '0')
 local serving = tonumber(redis.call('GET', KEYS[7]) or '0')
 if state == 'OPEN' then
   redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
-  local room = math.min(tonumber(ARGV[2]), capacity) - redis.call('ZCARD', KEYS[8])
+  local units = tonumber(ARGV[2])
+  if ARGV[6] == '' then
+    if units < 4 * capacity then
+      return {'EXACT'}
+    end
+  else
+    units = units - math.max(tonumber(redis.call('HGET', KEYS[1], 'bought') or '0') - tonumber(ARGV[6]), 0)
+  end
+  local room = math.min(units, capacity) - redis.call('ZCARD', KEYS[8])
   local ttl = tonumber(redis.call('HGET', KEYS[1], 'pass_ttl_ms'))
   local before = serving
   while room > 0 and serving < ranked do

@@ -23,6 +23,12 @@
 -- ARGV[4] the SKU's available units, read from its buckets just before
 --         (read for 'nothing' only; 'bought' ignores it)
 -- ARGV[5] 'bought' or 'nothing'
+-- ARGV[6] the sale's 'bought' count read before ARGV[4] (as sale_me.lua's
+--         ARGV[6]: the passes bought since are off the units read)
+--
+-- A pass settled bought is counted in the sale's 'bought' (once: when it
+-- leaves the outstanding ones), which the serving counter reads to keep
+-- its read of the units exact (sale_me.lua).
 --
 -- Returns 1 when settled now as asked (bought; or given back and
 -- outstanding), 2 when given back and released, 0 when the pass is not
@@ -39,11 +45,16 @@ if redis.call('HGET', KEYS[1], 'state') ~= 'PAUSED' then
   redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
 end
 if ARGV[5] == 'bought' then
-  return redis.call('ZREM', KEYS[8], ARGV[1])
+  local removed = redis.call('ZREM', KEYS[8], ARGV[1])
+  if removed == 1 then
+    redis.call('HINCRBY', KEYS[1], 'bought', 1)
+  end
+  return removed
 end
 redis.call('HDEL', KEYS[9], ARGV[1])
 local others = redis.call('ZCARD', KEYS[8]) - redis.call('ZREM', KEYS[8], ARGV[1])
-if expiry > now and others < tonumber(ARGV[4]) then
+local units = tonumber(ARGV[4]) - math.max(tonumber(redis.call('HGET', KEYS[1], 'bought') or '0') - tonumber(ARGV[6]), 0)
+if expiry > now and others < units then
   redis.call('ZADD', KEYS[8], expiry, ARGV[1])
   return 1
 end

@@ -29,10 +29,25 @@ func newSale(t *testing.T, units *atomic.Int64, ttl time.Duration) (*sale.Store,
 			_ = rdb.Unlink(ctx, iter.Val()).Err()
 		}
 	})
-	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units.Load(), nil })
-	_, err := st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), ttl)
+	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units.Load(), nil }).WithSeeds(&memSeeds{})
+	_, err := st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), ttl, 0)
 	require.NoError(t, err)
 	return st, sku
+}
+
+// memSeeds keeps a test's seeds in memory; the worker keeps them in MySQL
+// (TestSeedIsNotInRedisBeforeTheOpen).
+type memSeeds struct{ m sync.Map }
+
+func (s *memSeeds) KeepSaleSeed(_ context.Context, saleID, _, seed string) (string, error) {
+	v, _ := s.m.LoadOrStore(saleID, seed)
+	return v.(string), nil
+}
+
+func (s *memSeeds) SaleSeed(_ context.Context, saleID string) (string, error) {
+	v, _ := s.m.Load(saleID)
+	seed, _ := v.(string)
+	return seed, nil
 }
 
 // Entering is once per buyer, under concurrency: 50 goroutines, 10 buyers,
@@ -94,7 +109,7 @@ func TestOpenRanksFromTheCommittedSeed(t *testing.T) {
 	_, err = st.SetState(ctx, sku, sale.Paused, sale.Open)
 	require.Equal(t, flashsale.SaleStateConflict, flashsale.ErrorCode(err), "pause before the open")
 
-	opened, err := st.Open(ctx, sku)
+	opened, err := st.Open(ctx, sku, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(200), opened.Entrants)
 	require.Equal(t, sale.Open, opened.State)
@@ -120,7 +135,7 @@ func TestOpenRanksFromTheCommittedSeed(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, tk.Entered, "an entrant entering again keeps the place")
 
-	again, err := st.Open(ctx, sku)
+	again, err := st.Open(ctx, sku, nil)
 	require.NoError(t, err)
 	require.Equal(t, opened.Seed, again.Seed)
 	p, err := st.PlaceOf(ctx, sku, want[0])
@@ -140,7 +155,7 @@ func TestPassesFollowTheStock(t *testing.T) {
 		_, err := st.Enter(ctx, sku, fmt.Sprintf("u%d", i))
 		require.NoError(t, err)
 	}
-	opened, err := st.Open(ctx, sku)
+	opened, err := st.Open(ctx, sku, nil)
 	require.NoError(t, err)
 	order := sale.Ranks(opened.Seed, []string{"u0", "u1", "u2", "u3"})
 
@@ -214,14 +229,14 @@ func TestOpenRetriedAfterACrashChangesNoRank(t *testing.T) {
 		_, err := st.Enter(ctx, sku, users[i])
 		require.NoError(t, err)
 	}
-	opened, err := st.Open(ctx, sku)
+	opened, err := st.Open(ctx, sku, nil)
 	require.NoError(t, err)
 	want := sale.Ranks(opened.Seed, users)
 
 	// Back to where the crashed open left it: frozen, seed not revealed,
-	// half the ranks written.
+	// half the ranks written (and its progress saying so).
 	key := "fs:{sku:" + sku + "}:sale"
-	require.NoError(t, rdb.HSet(ctx, key, "state", "SHUFFLING").Err())
+	require.NoError(t, rdb.HSet(ctx, key, "state", "SHUFFLING", "ranked", 50).Err())
 	require.NoError(t, rdb.HDel(ctx, key, "seed").Err())
 	require.NoError(t, rdb.ZRem(ctx, key+":rank", want[50:]).Err())
 	require.Equal(t, int64(50), rdb.ZCard(ctx, key+":rank").Val())
@@ -232,7 +247,7 @@ func TestOpenRetriedAfterACrashChangesNoRank(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, flashsale.SaleNotOpen, flashsale.ErrorCode(st.Spend(ctx, sku, 1, time.Now().Add(time.Minute), "o")))
 
-	again, err := st.Open(ctx, sku)
+	again, err := st.Open(ctx, sku, nil)
 	require.NoError(t, err)
 	require.Equal(t, sale.Open, again.State)
 	require.Equal(t, opened.Seed, again.Seed)

@@ -52,14 +52,15 @@ func (s *Store) Settle(ctx context.Context, sku string, rank int64, expiry time.
 	defer outage(&err)
 	// Only a pass given back asks whether a unit is left for it: a bought
 	// one (most of them, on the buy's path) costs no read of the buckets.
-	outcome, units := "bought", int64(0)
+	outcome, units, before := "bought", int64(0), int64(0)
 	if !bought {
 		outcome = "nothing"
-		if units, err = s.stock(ctx, sku); err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
-			return fmt.Errorf("units of %s: %w", sku, err)
+		if units, before, err = s.units(ctx, sku); err != nil {
+			return err
 		}
 	}
-	if err := settleScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID, units, outcome).Err(); err != nil {
+	if err := settleScript.Run(ctx, s.rdb, keys(sku), strconv.FormatInt(rank, 10), expiry.UnixMilli(), orderID, units, outcome,
+		before).Err(); err != nil {
 		return fmt.Errorf("settle pass %d of %s (%s): %w", rank, sku, outcome, err)
 	}
 	return nil

@@ -48,6 +48,9 @@ type benchParams struct {
 	FairDeadline time.Duration `json:"fair_deadline"`
 	FairPreQueue time.Duration `json:"fair_prequeue"`
 	FairPasses   int64         `json:"fair_passes"`
+	// FairRuns names the fairness benchmark's runs (fairRuns' names,
+	// comma-separated); empty runs them all.
+	FairRuns string `json:"fair_runs,omitempty"`
 	// SaleTarget, when set, adds a third side to the sale's A/B: the
 	// latency cap with this target instead of the production default.
 	SaleTarget time.Duration `json:"sale_target"`
@@ -90,6 +93,7 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	fs.IntVar(&p.SettlePays, "settle-pays", 30, "payments per round of the settlement A/B, each under a backlog of ten times as many new reservations")
 	fs.DurationVar(&p.FairDeadline, "fair-deadline", 150*time.Second, "longest run of each side of the fairness benchmark (a sale that has not sold out by then is reported undersold)")
 	fs.Int64Var(&p.FairPasses, "fair-passes", 0, "the API's SALE_PASSES_PER_INSTANCE in the fairness benchmark (0: the production default, httpapi.DefaultSalePassWindows in-flight windows)")
+	fs.StringVar(&p.FairRuns, "fair-runs", "", "the fairness benchmark's runs, comma-separated (off, on, on-longpoll); empty: all")
 	fs.DurationVar(&p.FairPreQueue, "fair-prequeue", 20*time.Second, "how long the fairness benchmark's pre-queue is open before buying starts (every buyer must get in before it)")
 	fs.DurationVar(&p.SaleTarget, "sale-target", 0, "also run the sale with the latency cap at this target (a third side, interleaved); 0: only on and off")
 	fs.DurationVar(&p.SaleRetryMax, "sale-retry-max", 0, "also run the sale with BUSY's Retry-After at most this long (1s: fixed, as before 2026-12-03; a side of its own, interleaved)")
@@ -113,9 +117,12 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 		return benchResult{}, invalid("--only: unknown section %q (known: sale, fair, settle)", p.Only)
 	}
 	// The external load generator is part of the measurement: without it
-	// the sold-out figure is partly the Go client measuring itself.
-	if err := bench.CheckWrk(); err != nil {
-		return benchResult{}, err
+	// the sold-out figure is partly the Go client measuring itself. A
+	// section alone (sale, fair, settle) does not measure it.
+	if p.Only == "" {
+		if err := bench.CheckWrk(); err != nil {
+			return benchResult{}, err
+		}
 	}
 	cfg, err := config.Load()
 	if err != nil {

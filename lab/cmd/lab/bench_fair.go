@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/flashsale/flashsale/internal/app"
@@ -46,6 +48,9 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 	}
 	sales := app.SaleStore(st.Backend)
 	for _, run := range fairRuns {
+		if b.p.FairRuns != "" && !slices.Contains(strings.Split(b.p.FairRuns, ","), run.name) {
+			continue
+		}
 		queue := run.queue
 		sku := fmt.Sprintf("bench-fair-%s-%s", b.run, run.name)
 		if err := api.Admin(ctx, http.MethodPut, "/api/v1/admin/skus/"+sku,

@@ -5,6 +5,7 @@
 // generated tables of lab/README.md, from the checkout's root:
 //
 //	go run ./lab/cmd/lab bench [flags]     # lab bench -h lists them
+//	go run ./lab/cmd/lab entrants [flags]  # a fair sale's open at 1,000,000 entrants
 package main
 
 import (
@@ -32,8 +33,15 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if len(args) > 0 && args[0] == "entrants" {
+		if err := runEntrants(ctx, args[1:], stdout); err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "lab entrants: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if len(args) == 0 || args[0] != "bench" {
-		fmt.Fprintln(stderr, "usage: lab bench [flags]   (lab bench -h lists the flags)")
+		fmt.Fprintln(stderr, "usage: lab bench [flags] | lab entrants [flags]   (-h lists the flags)")
 		return 2
 	}
 	res, err := runBench(ctx, args[1:])
