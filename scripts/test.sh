@@ -68,7 +68,7 @@ cleanup() {
 }
 trap cleanup EXIT
 # Throwaway values for the ${VAR:?...} secrets, so that config can render.
-printf '%s\n' POSTGRES_PASSWORD=x MYSQL_ROOT_PASSWORD=x WEBHOOK_SECRET=x ADMIN_TOKEN=x >"$compose_env"
+printf '%s\n' POSTGRES_PASSWORD=x MYSQL_ROOT_PASSWORD=x WEBHOOK_SECRET=x ADMIN_TOKEN=x USER_ID_HMAC_KEY=x >"$compose_env"
 docker-compose --env-file "$compose_env" -f docker-compose.yml config --quiet
 echo "test: docker-compose.yml valid" >&2
 # The alerts and recording rules on synthetic series, with the promtool of

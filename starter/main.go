@@ -58,9 +58,9 @@ func commands() []command {
 		{"status", "show an order", runStatus},
 		{"orders", "list a buyer's orders by --user (found by the hash of the id kept in Temporal)", runOrders},
 		{"token", "print a buyer token for --user (BUYER_JWT_SECRET), for the HTTP API", runToken},
+		{"refund", "refund order|mark: refund one paid order; mark money owed back as sent", runRefund},
 		{"preflight", "the go/no-go before a sale opens (Redis = MySQL, reconcile Schedule, workers, search attributes, " +
 			"no eviction, capacity); exits 1 on any failing check", runPreflight},
-		{"refund", "refund order|mark: refund one paid order; mark money owed back as sent", runRefund},
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
 		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
 		{"sale", "sale start|show|closes-at|open|pause|resume|close|void: a SKU's fair sale (queue, passes, scheduled open and end)", runSale},

@@ -52,11 +52,11 @@ func runSaleStart(ctx context.Context, args []string) (any, error) {
 	sku := fs.String("sku", "", "SKU id (defined with sku create)")
 	opens := fs.String("opens-at", "", "when buying starts: RFC 3339 (2026-12-24T20:00:00Z) or a delay from now (90s)")
 	ttl := fs.Duration("pass-ttl", 0, "how long a pass may be spent (0: 60s)")
+	maxEntrants := fs.Int64("max-entrants", 0, "the most buyers the queue takes, then QUEUE_FULL (0: 1,000,000)")
 	closes := fs.String("closes-at", "", "the sale's end, RFC 3339 or a delay from now: no buy from then on, then the "+
 		"sale settles, is checked, reported and removed from Redis (empty: closed by hand)")
 	peak := fs.Int64("expected-peak", 0, "buy requests per second expected at the peak: the go/no-go before the open "+
 		"checks the API instances' cores and the buckets against it (0: not checked)")
-	maxEntrants := fs.Int64("max-entrants", 0, "the most buyers the queue takes, then QUEUE_FULL (0: 1,000,000)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -78,8 +78,8 @@ func runSaleStart(ctx context.Context, args []string) (any, error) {
 		}
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return orNothing(salesOf(b).Start(ctx, workflows.SaleInput{SKU: *sku, OpensAt: opensAt, PassTTL: *ttl,
-			MaxEntrants: *maxEntrants, ClosesAt: closesAt, ExpectedPeak: *peak}))
+		return orNothing(salesOf(b).Start(ctx, workflows.SaleInput{SKU: *sku, OpensAt: opensAt, PassTTL: *ttl, MaxEntrants: *maxEntrants, ClosesAt: closesAt,
+			ExpectedPeak: *peak}))
 	})
 }
 

@@ -26,6 +26,9 @@ type SaleTerms struct {
 	// workflows.DefaultPassTTL (the workflow resolves it before
 	// PrepareSale, so a PrepareSaleInput always has one).
 	PassTTL time.Duration `json:"pass_ttl,omitempty"`
+	// MaxEntrants caps the buyers the queue takes (its memory in Redis);
+	// zero means sale.DefaultMaxEntrants.
+	MaxEntrants int64 `json:"max_entrants,omitempty"`
 	// ClosesAt, when set, is the sale's end: from then on no pass is
 	// spent (the spend script reads it by Redis's clock, so no API
 	// instance sells past it), and the workflow's timer closes the sale
@@ -41,9 +44,6 @@ type SaleTerms struct {
 	// peak, which the go/no-go before the open sizes the buckets and API
 	// instances against (zero: not checked).
 	ExpectedPeak int64 `json:"expected_peak_rps,omitempty"`
-	// MaxEntrants caps the buyers the queue takes (its memory in Redis);
-	// zero means sale.DefaultMaxEntrants.
-	MaxEntrants int64 `json:"max_entrants,omitempty"`
 }
 
 // SetSaleEnd moves a sale's closes_at in Redis (SetSaleEndInput).

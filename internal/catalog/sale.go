@@ -33,10 +33,10 @@ type Sales struct {
 var SaleActions = []string{workflows.UpdateSaleOpen, workflows.UpdateSalePause, workflows.UpdateSaleResume,
 	workflows.UpdateSaleClose, workflows.UpdateSaleVoid}
 
-// Start starts the sale of in.SKU on its terms, opening at in.OpensAt (a
-// zero PassTTL or MaxEntrants: the default; a zero ClosesAt: no end, the
-// sale is closed by hand), and answers it once its pre-queue is open with
-// the seed's commitment published. UnknownSKU for a SKU not defined;
+// Start starts a SKU's sale on its terms, opening at in.OpensAt (a zero
+// PassTTL or MaxEntrants: the default; a zero ClosesAt: no end, the sale
+// is closed by hand), and answers it once its pre-queue is open with the
+// seed's commitment published. UnknownSKU for a SKU not defined;
 // SaleStateConflict while another sale of the SKU runs (close it first),
 // or after one ended until the SKU is preheated (its stock left Redis at
 // the end).

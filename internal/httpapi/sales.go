@@ -21,12 +21,12 @@ type startSaleRequest struct {
 	OpensAt time.Time `json:"opens_at"`
 	// PassTTLSeconds is how long a pass may be spent (default 60).
 	PassTTLSeconds int64 `json:"pass_ttl_seconds"`
+	// MaxEntrants caps the queue (default sale.DefaultMaxEntrants).
+	MaxEntrants int64 `json:"max_entrants"`
 	// ClosesAt is the sale's end (optional: none, closed by hand).
 	ClosesAt time.Time `json:"closes_at"`
 	// ExpectedPeakRPS sizes the go/no-go's capacity check (0: none).
 	ExpectedPeakRPS int64 `json:"expected_peak_rps"`
-	// MaxEntrants caps the queue (default sale.DefaultMaxEntrants).
-	MaxEntrants int64 `json:"max_entrants"`
 }
 
 func decodeStartSale(body []byte) (startSaleRequest, error) {
@@ -94,7 +94,8 @@ func decodeSaleControl(body []byte) (saleControlRequest, error) {
 	return req, nil
 }
 
-// MaxExpectedPeak bounds a sale's expected peak (buy requests per second).
+// MaxExpectedPeak bounds a sale's expected peak (buy requests per second):
+// the capacity model's arithmetic stays far from overflow.
 const MaxExpectedPeak = 1_000_000_000
 
 // controlTimeout bounds a sale control: a void answers once the cancels of
