@@ -139,7 +139,7 @@ build_module_bins() {
 	mv "$out.tmp" "$out"
 }
 
-say "building what is missing (first run: 15-30 min on 2 shared cores; cached in $CACHE)"
+say "building what is missing (first run: about 20 min on 2 shared cores; cached in $CACHE)"
 COMPOSE_BIN=$CACHE/bin/compose-$COMPOSE_VERSION
 if [ ! -x "$COMPOSE_BIN/cmd" ]; then
 	bg "$CACHE/logs/build-compose.log" "building Compose $COMPOSE_VERSION" \
@@ -222,7 +222,7 @@ for i in $(seq 1 120); do
 	[ "$i" = 120 ] && die "dockerd not answering after 60 s; see $CACHE/logs/dockerd.log"
 	sleep 0.5
 done
-say "engine $(docker version -f '{{.Server.Version}}'), $(docker compose version --short 2>/dev/null | sed 's/^/Compose /')"
+say "engine $(docker version -f '{{.Server.Version}}'), Compose $COMPOSE_VERSION (built from its module)"
 
 # ---- stand-in images --------------------------------------------------------
 

@@ -120,8 +120,9 @@ echo "test: cluster smoke passed in $(($(date +%s) - smoke_start)) s" >&2
 # stand-in images built offline (docs/deploy.md, "The compose smoke"): up,
 # a sale through HAProxy paid by signed callbacks, `starter check` in the
 # stack, the Web UI and Prometheus targets, --scale, stop/start, a second
-# sale, then everything it made removed. First run 20-40 min (builds, cached
-# under /var/cache/flashsale), warm runs a few minutes.
+# sale, then everything it made removed. First run about 20 min on this
+# machine (30-40 on a fresh one: builds, cached under /var/cache/flashsale),
+# warm 5 min.
 # The process cluster goes down first (2 cores): it is done with.
 if [ "$cluster_started" = 1 ]; then
 	scripts/cluster.sh down || true
