@@ -181,6 +181,8 @@ type PaymentStatus string
 const (
 	PaymentCaptured       PaymentStatus = "CAPTURED"
 	PaymentRefundRequired PaymentStatus = "REFUND_REQUIRED"
+	// PaymentRefunded: money owed back that the provider has sent back.
+	PaymentRefunded PaymentStatus = "REFUNDED"
 )
 
 // SaleState is where a fair sale stands (docs/design/fair-sale.md).
@@ -229,10 +231,16 @@ type SKU struct {
 	// started (and whenever its sale is not OPEN) every buy is refused,
 	// and while Redis does not answer too (docs/design/fair-sale.md).
 	Queued bool `json:"queued,omitempty"`
+	// Terms: how it is sold (terms.go).
+	Terms
 }
 
-// Validate checks a SKU definition against the limits.
+// Validate checks a SKU definition against the limits: Invalid, or
+// InvalidTerms for terms out of their bounds.
 func (k SKU) Validate() error {
+	if err := k.Terms.Validate(); err != nil {
+		return err
+	}
 	var errs []error
 	if err := CheckSKUID(k.ID); err != nil {
 		errs = append(errs, err)

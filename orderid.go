@@ -1,6 +1,7 @@
 package flashsale
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -58,4 +59,15 @@ func CheckClientOrderID(key string) error {
 		return Errorf(Invalid, "client_order_id must not start with %s, reserved for waitlist offers", WaitlistOrderPrefix)
 	}
 	return nil
+}
+
+// UserIDDigest is the keyed hash (HMAC-SHA256 with key, the
+// USER_ID_HMAC_KEY secret) under which a buyer's id is kept in Temporal's
+// visibility (the UserId search attribute), so the store an operator
+// browses holds no raw user id. Only whoever holds the key can compute
+// it from a user id (`starter orders --user`); nobody can reverse it.
+func UserIDDigest(key []byte, userID string) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(userID))
+	return "u-" + hex.EncodeToString(mac.Sum(nil)[:20])
 }

@@ -23,6 +23,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/flashsale/flashsale/activities/contract"
 	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/internal/redisguard"
@@ -40,6 +41,9 @@ type Activities struct {
 	// activities need it, orders do not.
 	Sales  *sale.Store
 	Logger *slog.Logger
+	// UserIDKey keys the hash of buyers' ids kept in Temporal's visibility
+	// (config.Config.UserIDKey): a waitlist offer's search attributes.
+	UserIDKey []byte
 	// PaymentTimeout applies to orders that do not carry their own.
 	PaymentTimeout time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fixed clock.
@@ -68,6 +72,9 @@ type Activities struct {
 	// the end of a fair sale compares Redis with MySQL as the reconciler
 	// does, which asks whether an order's workflow still runs.
 	OrderWorkflowID func(orderID string) string
+	// Preflight runs the go/no-go before a sale opens
+	// (internal/app.Preflight): SaleWorkflow's PreflightSale.
+	Preflight func(ctx context.Context, in contract.PreflightInput) (contract.PreflightReport, error)
 	// ResyncFlagTTL is how long a SKU's resync flag is cached; zero means
 	// DefaultResyncFlagTTL.
 	ResyncFlagTTL time.Duration

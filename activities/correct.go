@@ -2,10 +2,13 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
+	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
 // RestoreStock re-preheats a SKU whose bucket count Redis lost, from MySQL's
@@ -52,7 +55,42 @@ func (r *Reconciler) CorrectStock(ctx context.Context, in contract.CorrectStockI
 	if err != nil {
 		return contract.CorrectStockResult{}, classifyStockErr("correct "+in.SKU, err)
 	}
+	if in.HoldID != 0 {
+		if err := r.Orders.MarkHoldApplied(ctx, in.HoldID); err != nil {
+			return contract.CorrectStockResult{}, err
+		}
+	}
 	r.logger(ctx).Warn("corrected redis stock drift",
 		"sku_id", in.SKU, "drift", in.Delta, "applied", applied, "correction_id", in.CorrectionID)
 	return contract.CorrectStockResult{Claimed: true, Applied: applied}, nil
 }
+
+// HoldDrift records a confirmed drift larger than the run may correct by
+// itself (orderdb.Store.HoldDrift), with a report of the run's two
+// observations and the SKU's journal entries of the last hour, and answers
+// the hold's status: APPROVED lets the run correct it.
+func (r *Reconciler) HoldDrift(ctx context.Context, in contract.HoldDriftInput) (contract.HoldDriftResult, error) {
+	journal, err := r.Orders.JournalSince(ctx, in.SKU, time.Now().Add(-time.Hour), holdReportEntries)
+	if err != nil {
+		return contract.HoldDriftResult{}, err
+	}
+	report, err := json.MarshalIndent(map[string]any{
+		"run_id": in.RunID, "sku_id": in.SKU, "drift": in.First.Drift, "limit": in.Limit,
+		"first": in.First, "second": in.Second, "journal_last_hour": journal,
+	}, "", "  ")
+	if err != nil {
+		return contract.HoldDriftResult{}, fmt.Errorf("hold drift of %s: %w", in.SKU, err)
+	}
+	h, err := r.Orders.HoldDrift(ctx, in.SKU, in.First.Drift, in.First.Fence, string(report))
+	if err != nil {
+		return contract.HoldDriftResult{}, err
+	}
+	if h.Status == orderdb.HoldPending {
+		r.logger(ctx).Error("drift held for a person: larger than reconciliation corrects by itself",
+			"sku_id", in.SKU, "drift", in.First.Drift, "limit", in.Limit, "hold_id", h.ID)
+	}
+	return contract.HoldDriftResult{HoldID: h.ID, Status: h.Status}, nil
+}
+
+// holdReportEntries bounds the journal entries a hold's report carries.
+const holdReportEntries = 500

@@ -32,6 +32,7 @@ func TestErrorTypesNeverChange(t *testing.T) {
 		flashsale.AlreadyReleased:     "SoldOut",
 		flashsale.SaleStateConflict:   "SaleStateConflict",
 		flashsale.NoSale:              "NoSale",
+		flashsale.HoldExtended:        "HoldExtended",
 	} {
 		require.Equal(t, typ, contract.TypeFor(code), code)
 	}
@@ -39,7 +40,7 @@ func TestErrorTypesNeverChange(t *testing.T) {
 	require.Equal(t, []string{
 		"SoldOut", "UnknownSKU", "StockDrift", "AmountMismatch", "OrderPaid", "OrderClosed",
 		"InvalidRequest", "LimitExceeded", "TransactionConflict", "PaymentReceived", "OrderIDConflict",
-		"SaleStateConflict", "NoSale",
+		"SaleStateConflict", "NoSale", "HoldExtended",
 	}, contract.NonRetryableErrorTypes)
 }
 

@@ -116,7 +116,7 @@ func (r *Reconciler) observeOnce(ctx context.Context, sku string) (contract.Stoc
 	if err != nil {
 		return obs, false, fmt.Errorf("observe %s: %w", sku, err)
 	}
-	obs.DBAvailable = view.Inventory.Available
+	obs.DBAvailable, obs.Total = view.Inventory.Available, view.Inventory.Total
 	for _, id := range ids {
 		if countedByMySQL(view.Statuses[id]) {
 			continue

@@ -41,9 +41,13 @@ func (a *Activities) CreateOrder(ctx context.Context, in contract.CreateOrderInp
 		}
 		defer a.slots().Release(1)
 	}
-	o, err := a.Orders.CreateOrder(ctx, orderdb.NewOrder{
-		Order: in.Order, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets,
-	})
+	no := orderdb.NewOrder{Order: in.Order, PayBy: payBy, Degraded: in.Degraded, Buckets: in.Buckets, Deferred: in.Deferred}
+	if in.PaymentTimeout <= 0 {
+		// No window of the order's own: a SKU's window, if it has one,
+		// replaces the worker's (flashsale.Terms).
+		no.WindowFrom = a.now()
+	}
+	o, err := a.Orders.CreateOrder(ctx, no)
 	if err == nil {
 		// Checked first: building the logger costs allocations per order,
 		// and a flood runs at info.
@@ -57,7 +61,8 @@ func (a *Activities) CreateOrder(ctx context.Context, in contract.CreateOrderInp
 				return contract.CreateOrderResult{}, err
 			}
 		}
-		return contract.CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy}, nil
+		return contract.CreateOrderResult{Amount: o.Amount, PayBy: o.PayBy, LateCapture: o.LateCapture,
+			ReleaseOnFailed: o.ReleaseOnFailed}, nil
 	}
 	op := "create order " + in.OrderID
 	switch code := flashsale.ErrorCode(err); {

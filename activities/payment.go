@@ -68,3 +68,22 @@ func paymentError(op string, err error) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 }
+
+// ExtendHold moves an unpaid order's pay_by once, when its payment
+// provider says the buyer started paying (orderdb.Store.ExtendHold). A
+// second extension (HoldExtended), a closed order (OrderClosed) and a
+// pay_by that moved (Invalid) are business answers.
+func (a *Activities) ExtendHold(ctx context.Context, in contract.ExtendHoldInput) (contract.ExtendHoldResult, error) {
+	o, err := a.Orders.ExtendHold(ctx, in.OrderID, in.From, in.To)
+	op := "extend hold of order " + in.OrderID
+	switch flashsale.ErrorCode(err) {
+	case "":
+		return contract.ExtendHoldResult{PayBy: o.PayBy}, nil
+	case flashsale.HoldExtended, flashsale.OrderClosed, flashsale.Invalid, flashsale.OrderNotFound, flashsale.Permanent:
+		if flashsale.ErrorCode(err) == flashsale.OrderNotFound {
+			return contract.ExtendHoldResult{}, refuseAs(flashsale.OrderClosed, op, err)
+		}
+		return contract.ExtendHoldResult{}, refuse(op, err)
+	}
+	return contract.ExtendHoldResult{}, fmt.Errorf("%s: %w", op, err)
+}

@@ -25,7 +25,22 @@ func (a *Activities) PrepareSale(ctx context.Context, in contract.PrepareSaleInp
 	if err != nil {
 		return contract.PreparedSale{}, a.saleAnswer("prepare sale", err)
 	}
+	if !in.ClosesAt.IsZero() {
+		if _, err := a.Sales.SetEnd(ctx, in.SKU, in.ClosesAt); err != nil {
+			return contract.PreparedSale{}, a.saleAnswer("prepare sale", err)
+		}
+	}
 	return contract.PreparedSale{SeedHash: h}, nil
+}
+
+// SetSaleEnd moves the sale's end in Redis (sale.Store.SetEnd), where
+// every API instance's spend reads it.
+func (a *Activities) SetSaleEnd(ctx context.Context, in contract.SetSaleEndInput) (sale.State, error) {
+	st, err := a.Sales.SetEnd(ctx, in.SKU, in.ClosesAt)
+	if err != nil {
+		return st, a.saleAnswer("set sale end", err)
+	}
+	return st, nil
 }
 
 // OpenSale freezes the entrants, ranks them by the seed, opens the sale
@@ -286,4 +301,23 @@ func (a *Activities) saleAnswer(op string, err error) error {
 		return refuse(op, err)
 	}
 	return err
+}
+
+// PreflightSale runs the go/no-go (Activities.Preflight); with in.Hold, a
+// failing check marks the sale of in.SKUs[0] to open PAUSED
+// (sale.Store.Hold) before the answer, so the open that follows sells
+// nothing until an operator resumes.
+func (a *Activities) PreflightSale(ctx context.Context, in contract.PreflightInput) (contract.PreflightReport, error) {
+	if a.Preflight == nil {
+		return contract.PreflightReport{}, refuse("preflight", flashsale.Errorf(flashsale.Invalid, "this worker runs no go/no-go"))
+	}
+	rep, err := a.Preflight(ctx, in)
+	if err != nil || len(rep.Failed) == 0 || !in.Hold || len(in.SKUs) == 0 {
+		return rep, err
+	}
+	if _, err := a.Sales.Hold(ctx, in.SKUs[0]); err != nil {
+		return rep, a.saleAnswer("hold the open", err)
+	}
+	a.Logger.Warn("go/no-go failed: the sale opens PAUSED", "sku_id", in.SKUs[0], "failed", rep.Failed)
+	return rep, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/activities/contract"
+	"github.com/flashsale/flashsale/internal/inventory"
 	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
@@ -24,7 +25,7 @@ import (
 // order's release gives back like any other. Waitlist offers never
 // degrade: they hand over units Redis holds.
 func (a *Activities) ReserveStock(ctx context.Context, in contract.ReserveStockInput) (contract.ReserveStockResult, error) {
-	if in.FromOrder == "" {
+	if in.FromOrder == "" && !in.AtPayment {
 		degrade, why, err := a.mustDegrade(ctx, in.Items)
 		if err != nil {
 			return contract.ReserveStockResult{}, fmt.Errorf("reserve order %s: %w", in.OrderID, err)
@@ -33,10 +34,29 @@ func (a *Activities) ReserveStock(ctx context.Context, in contract.ReserveStockI
 			return a.degrade(ctx, in, why), nil
 		}
 	}
+	if in.FromOrder == "" && !in.AtPayment && len(in.Items) == 1 {
+		// A SKU that deducts at payment: the order takes a booking now,
+		// its unit when paid (inventory/booking.go).
+		it := in.Items[0]
+		switch b, err := a.Stock.Book(ctx, in.OrderID, it.SKU, it.Quantity); {
+		case err != nil && redisguard.IsOutage(err):
+			return a.degrade(ctx, in, err.Error()), nil
+		case err != nil:
+			return contract.ReserveStockResult{}, fmt.Errorf("book %s for order %s: %w", it.SKU, in.OrderID, err)
+		case b == inventory.Booked:
+			return contract.ReserveStockResult{Deferred: true}, nil
+		case b == inventory.NoBooking:
+			op := fmt.Sprintf("book %s for order %s", it.SKU, in.OrderID)
+			return contract.ReserveStockResult{}, refuseAs(flashsale.SoldOut, op,
+				flashsale.Errorf(flashsale.SoldOut, "no booking left"), contract.SoldOutDetails{SKU: it.SKU})
+		}
+	}
 	var res contract.ReserveStockResult
 	for i, it := range in.Items {
 		r, err := a.guardedReserve(ctx, in, it)
-		if in.FromOrder == "" && i == 0 && (errors.Is(err, errRedisDown) || redisguard.IsOutage(err)) {
+		// A payment's take (AtPayment) waits for Redis instead: the
+		// units it takes must leave Redis too.
+		if in.FromOrder == "" && !in.AtPayment && i == 0 && (errors.Is(err, errRedisDown) || redisguard.IsOutage(err)) {
 			return a.degrade(ctx, in, err.Error()), nil
 		}
 		if err == nil {
@@ -74,6 +94,13 @@ func (a *Activities) degrade(ctx context.Context, in contract.ReserveStockInput,
 func (a *Activities) ReleaseStock(ctx context.Context, in contract.ReleaseStockInput) (contract.ReleaseStockResult, error) {
 	var total int64
 	for _, it := range in.Items {
+		if in.Deferred {
+			// The order's booking first; the units it took when paid, if
+			// any, below.
+			if err := a.Stock.Unbook(ctx, in.OrderID, it.SKU); err != nil {
+				return contract.ReleaseStockResult{}, fmt.Errorf("unbook %s of order %s: %w", it.SKU, in.OrderID, err)
+			}
+		}
 		if in.FromOrder != "" {
 			n, err := a.Stock.Release(ctx, in.FromOrder, it.SKU)
 			if err != nil {

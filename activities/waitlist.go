@@ -33,5 +33,8 @@ func (a *Activities) OfferToWaitlist(ctx context.Context, in contract.OfferToWai
 	if err != nil {
 		return contract.OfferToWaitlistResult{}, fmt.Errorf("offer units of order %s to the waitlist: %w", in.ReleasedOrderID, err)
 	}
-	return contract.OfferToWaitlistResult{UserID: user}, nil
+	if user == "" {
+		return contract.OfferToWaitlistResult{}, nil
+	}
+	return contract.OfferToWaitlistResult{UserID: user, UserDigest: flashsale.UserIDDigest(a.UserIDKey, user)}, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/testenv"
@@ -70,7 +71,18 @@ func (s *stack) requireTemporal() {
 	if err != nil {
 		s.t.Fatalf("temporal at %s is required (scripts/temporal-dev.sh starts it): %v", testenv.TemporalAddress(), err)
 	}
-	c.Close()
+	defer c.Close()
+	// A sale's go/no-go looks for a reconcile Schedule before its open;
+	// paused, it never runs on this test's task queue after the test.
+	_, err = c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID: workflows.ReconcileScheduleID(""), Paused: true,
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Hour}}},
+		Action: &client.ScheduleWorkflowAction{ID: workflows.ReconcileWorkflowID(""), Workflow: workflows.ReconcileWorkflow,
+			Args: []any{workflows.ReconcileInput{}}, TaskQueue: s.queue},
+	})
+	if err != nil && !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		s.t.Fatalf("create the reconcile schedule: %v", err)
+	}
 }
 
 func (s *stack) startWorker() {

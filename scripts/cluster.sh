@@ -21,6 +21,10 @@
 #   scripts/cluster.sh build      rebuild worker, api and starter (a rolling
 #                                 restart then picks the new build up)
 #   scripts/cluster.sh env        export lines for a client (starter, curl)
+#   scripts/cluster.sh tools      build what is missing of the Temporal server,
+#                                 schema tool, CLI and Web UI server, and print
+#                                 the directory they are in (the compose smoke
+#                                 puts them in its stand-in images)
 #
 # What the topology runs with is read from deploy/, the same files
 # docker-compose.yml uses: the Temporal server config
@@ -642,8 +646,13 @@ stop) cmd_stop "${2:-}" ;;
 start) cmd_start "${2:-}" ;;
 env) cmd_env ;;
 build) build_app force ;;
+tools)
+	build_temporal >&2
+	build_ui >&2
+	echo "$BIN"
+	;;
 *)
-	echo "usage: $0 up|down|ps|kill NAME|start NAME|stop NAME|env|build" >&2
+	echo "usage: $0 up|down|ps|kill NAME|start NAME|stop NAME|env|build|tools" >&2
 	exit 2
 	;;
 esac

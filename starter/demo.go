@@ -37,15 +37,18 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 	cancel := fs.Float64("cancel", 0.15, "share of first-round winners who cancel (the rest let the timeout run out)")
 	dup := fs.Float64("duplicate-clicks", 0.1, "share of buyers who click twice")
 	queue := fs.Bool("queue", false, "sell through a fair queue: buyers enter a pre-queue, are ranked by a committed seed at the open and buy with passes (docs/design/fair-sale.md)")
-	opensIn := fs.Duration("opens-in", 5*time.Second, "with --queue: how long the pre-queue is open before buying starts")
+	opensIn := fs.Duration("opens-in", 5*time.Second, "with --queue or --campaign: how long the pre-queue is open before buying starts")
+	campaign := fs.Int("campaign", 0, "sell a campaign of this many SKUs (--units each): half of each carved at half the price, "+
+		"every item's fair sale opening and closing together, what is left going back (docs/sale-day.md, Campaigns)")
 	keep := fs.Bool("keep", false, "keep everything running after the sale, to browse the sale page and the Web UI (Ctrl-C ends)")
 	temporalDB := fs.String("temporal-db", "", "keep the embedded Temporal's history in this SQLite file")
 	asJSON := fs.Bool("json", false, "print the summary as JSON instead of a table")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	if *units < 1 || *buyers < 1 || *conc < 1 || *timeout <= 0 || *pay < 0 || *cancel < 0 || *pay+*cancel > 1 || *opensIn < 0 {
-		return nil, usageError("demo: units, buyers, concurrency and payment-timeout must be positive; pay+cancel at most 1")
+	if *units < 1 || *buyers < 1 || *conc < 1 || *timeout <= 0 || *pay < 0 || *cancel < 0 || *pay+*cancel > 1 || *opensIn < 0 ||
+		*campaign < 0 || *campaign > 200 {
+		return nil, usageError("demo: units, buyers, concurrency and payment-timeout must be positive; pay+cancel at most 1; campaign 0-200")
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -74,7 +77,12 @@ func runDemo(ctx context.Context, args []string) (any, error) {
 		Progress: progress, Seed: uint64(time.Now().UnixNano()), OpensIn: *opensIn,
 	}
 	sell := st.Sale
-	if *queue {
+	switch {
+	case *campaign > 0:
+		sell = func(ctx context.Context, o demo.SaleOptions) (demo.Summary, error) {
+			return st.CampaignSale(ctx, o, *campaign)
+		}
+	case *queue:
 		sell = st.QueuedSale
 	}
 	s, err := sell(ctx, o)

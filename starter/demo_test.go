@@ -97,6 +97,50 @@ func TestDemoQueued(t *testing.T) {
 	require.Contains(t, s.UI, "SkuIds", "the Web UI link lists the sale by its SKU: its orders and its sale workflow")
 }
 
+// `starter demo --campaign 3`: three SKUs, half of each carved at half the
+// price into a campaign whose sales open and close together; every unit of
+// the allocations sells or goes back, nothing is oversold or undersold.
+func TestDemoCampaign(t *testing.T) {
+	stdout, _ := runEmbeddedDemo(t, "--campaign", "3", "--units", "8", "--buyers", "60", "--concurrency", "9",
+		"--payment-timeout", "3s", "--opens-in", "4s", "--json")
+	var s struct {
+		Stock     int64 `json:"stock"`
+		Sold      int64 `json:"final_sold"`
+		Oversold  int64 `json:"oversold"`
+		Undersold int64 `json:"undersold"`
+		Campaign  *struct {
+			Ended bool `json:"ended"`
+			Items []struct {
+				FlashPrice int64 `json:"flash_price"`
+				Allocation int64 `json:"allocation"`
+				Returned   int64 `json:"returned"`
+				Report     struct {
+					UnitsSold int64 `json:"units_sold"`
+					Revenue   int64 `json:"revenue"`
+				} `json:"report"`
+			} `json:"items"`
+			Total struct {
+				UnitsSold int64 `json:"units_sold"`
+				Returned  int64 `json:"returned"`
+			} `json:"total"`
+		} `json:"campaign"`
+	}
+	require.NoError(t, json.Unmarshal(stdout, &s), string(stdout))
+	require.NotNil(t, s.Campaign, string(stdout))
+	c := s.Campaign
+	require.True(t, c.Ended)
+	require.Len(t, c.Items, 3)
+	require.EqualValues(t, 12, s.Stock, "three allocations of 4")
+	for _, it := range c.Items {
+		require.EqualValues(t, 4, it.Allocation)
+		require.EqualValues(t, it.Allocation, it.Report.UnitsSold+it.Returned, "every unit sold or went back")
+		require.EqualValues(t, it.Report.UnitsSold*it.FlashPrice, it.Report.Revenue, "at the flash price")
+	}
+	require.EqualValues(t, s.Sold, c.Total.UnitsSold)
+	require.Zero(t, s.Oversold, string(stdout))
+	require.Zero(t, s.Undersold, string(stdout))
+}
+
 // runEmbeddedDemo builds this command and runs `starter demo` with args on
 // its embedded stack: without the addresses of the shared services in its
 // environment, as on a fresh machine. It fails the test unless the demo

@@ -9,10 +9,11 @@ import (
 )
 
 // The CLI's own codes, beside the house's (flashsale): a command line it
-// cannot run, and a check that found violations.
+// cannot run, a check that found violations, and a go/no-go that failed.
 const (
 	codeUsage    flashsale.Code = "USAGE"
 	codeViolated flashsale.Code = "INVARIANT_VIOLATED"
+	codeNoGo     flashsale.Code = "NO_GO"
 )
 
 func usageError(msg string) error { return &flashsale.Error{Code: codeUsage, Message: msg} }

@@ -87,27 +87,43 @@ func TestHelp(t *testing.T) {
 			"sku create":         {"-sku", "-stock", "-price", "-buckets", "-limit"},
 			"sku preheat":        {"-sku"},
 			"stock":              {"-sku"},
-			"restock":            {"-sku", "-qty", "-request-id"},
+			"restock":            {"-sku", "-qty", "-restock-id"},
 			"buckets":            {"-sku", "-buckets"},
 			"order":              {"-user", "-sku", "-qty", "-client-order-id", "-order-id"},
 			"pay":                {"-order", "-txn", "-amount", "-via-api", "-status"},
 			"cancel":             {"-order"},
 			"status":             {"-order"},
+			"orders":             {"-user", "-limit"},
 			"token":              {"-user", "-ttl"},
-			"demo":               {"-units", "-buyers", "-concurrency", "-payment-timeout", "-pay", "-cancel", "-keep", "-json"},
+			"demo":               {"-units", "-buyers", "-concurrency", "-payment-timeout", "-pay", "-cancel", "-keep", "-json", "-campaign"},
+			"preflight":          {"-sku", "-expected-peak"},
+			"sku close":          {"-sku"},
+			"sale closes-at":     {"-sku", "-at", "-reason"},
+			"campaign start":     {"-id", "-opens-at", "-closes-at", "-pass-ttl", "-item"},
+			"campaign show":      {"-id"},
+			"campaign open":      {"-id", "-reason"},
+			"campaign pause":     {"-id", "-reason"},
+			"campaign resume":    {"-id", "-reason"},
+			"campaign close":     {"-id", "-reason"},
+			"campaign void":      {"-id", "-reason"},
 			"check":              {"-sku", "-grace"},
-			"reconcile schedule": {"-every", "-settle"},
-			"reconcile now":      {"-sku", "-dry-run"},
-			"sale start":         {"-sku", "-opens-at", "-pass-ttl", "-max-entrants"},
+			"reconcile schedule": {"-every", "-settle", "-now", "-max-correct", "-max-correct-percent"},
+			"reconcile now":      {"-sku", "-dry-run", "-max-correct", "-max-correct-percent"},
+			"reconcile holds":    {"-status"},
+			"reconcile approve":  {"-id", "-by", "-settle"},
+			"reconcile reject":   {"-id", "-by"},
+			"sale start":         {"-sku", "-opens-at", "-pass-ttl", "-max-entrants", "-closes-at", "-expected-peak"},
 			"sale show":          {"-sku"},
 			"sale open":          {"-sku", "-reason"},
 			"sale pause":         {"-sku", "-reason"},
 			"sale resume":        {"-sku", "-reason"},
 			"sale close":         {"-sku", "-reason"},
 			"sale void":          {"-sku", "-reason"},
+			"refund order":       {"-order", "-restock", "-reason"},
+			"refund mark":        {"-txn", "-refund-id"},
 		}
 		for _, c := range commands() {
-			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" {
+			if c.name != "sku" && c.name != "reconcile" && c.name != "sale" && c.name != "refund" && c.name != "campaign" {
 				require.Contains(t, cmds, c.name, "a new command needs a line here")
 			}
 		}
@@ -120,7 +136,7 @@ func TestHelp(t *testing.T) {
 			}
 			require.Contains(t, out, "TEMPORAL_ADDRESS")
 		}
-		for _, group := range []string{"sku", "reconcile", "sale"} {
+		for _, group := range []string{"sku", "reconcile", "sale", "refund", "campaign"} {
 			out := run(t, "starter", group, "--help")
 			require.True(t, strings.HasPrefix(out, "usage: starter "+group+" "), out)
 		}

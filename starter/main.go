@@ -8,7 +8,7 @@
 //	starter sku create --sku ID --stock N --price MINOR [--buckets N] [--limit N]
 //	starter sku preheat --sku ID
 //	starter stock --sku ID
-//	starter restock --sku ID --qty N [--request-id ID]
+//	starter restock --sku ID --qty N [--restock-id ID]
 //	starter buckets --sku ID --buckets N
 //	starter order --user U --sku ID [--qty N] [--client-order-id KEY | --order-id ID]
 //	starter pay --order ID --txn T --amount MINOR [--via-api URL [--status SUCCESS|FAILED]]
@@ -48,18 +48,24 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "apply the database migrations", runMigrate},
-		{"sku", "sku create|preheat: set up a SKU before a sale", runSKU},
+		{"sku", "sku create|preheat|close: set up a SKU before a sale; close ends one sold without a queue", runSKU},
 		{"stock", "show a SKU's stock in Redis and MySQL", runStock},
-		{"restock", "add units to a SKU mid-sale (idempotent by --request-id)", runRestock},
+		{"restock", "add units to a SKU mid-sale (idempotent by --restock-id)", runRestock},
 		{"buckets", "change a SKU's Redis bucket count mid-sale", runBuckets},
 		{"order", "place an order and print the reservation answer", runOrder},
 		{"pay", "pay an order", runPay},
 		{"cancel", "cancel an unpaid order", runCancel},
 		{"status", "show an order", runStatus},
+		{"orders", "list a buyer's orders by --user (found by the hash of the id kept in Temporal)", runOrders},
 		{"token", "print a buyer token for --user (BUYER_JWT_SECRET), for the HTTP API", runToken},
+		{"refund", "refund order|mark: refund one paid order; mark money owed back as sent", runRefund},
+		{"preflight", "the go/no-go before a sale opens (Redis = MySQL, reconcile Schedule, workers, search attributes, " +
+			"no eviction, capacity); exits 1 on any failing check", runPreflight},
 		{"check", "check the sale's invariants (MySQL, Redis, Temporal); exits 1 on any violation", runCheck},
 		{"reconcile", "reconcile schedule|now: bring Redis stock in step with MySQL", runReconcile},
-		{"sale", "sale start|show|open|pause|resume|close: a SKU's fair sale (queue, passes, scheduled open)", runSale},
+		{"sale", "sale start|show|closes-at|open|pause|resume|close|void: a SKU's fair sale (queue, passes, scheduled open and end)", runSale},
+		{"campaign", "campaign start|show|open|pause|resume|close|void: several SKUs at flash prices from allocations, " +
+			"one opens_at and closes_at, controlled together", runCampaign},
 		{"demo", "run a whole flash sale in this process (embedded services unless the env names real ones)", runDemo},
 	}
 }

@@ -17,7 +17,7 @@ import (
 // same order client (internal/orders) as the HTTP API.
 
 func orderService(b *backend.Backend) *orders.Service {
-	return &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders}
+	return &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders, UserIDKey: b.Config.UserIDKey}
 }
 
 // placed is `starter order`'s answer: the reservation (its order_id is the
@@ -119,5 +119,34 @@ func runStatus(ctx context.Context, args []string) (any, error) {
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
 		return orderService(b).Status(ctx, orderID)
+	})
+}
+
+// buyerOrders is `starter orders`' answer: the hash the buyer's orders are
+// kept under in Temporal's visibility, and the orders found by it.
+type buyerOrders struct {
+	UserIDDigest string              `json:"user_id_digest"`
+	Query        string              `json:"query"`
+	Orders       []orders.BuyerOrder `json:"orders"`
+}
+
+// runOrders finds a buyer's orders by the keyed hash of their id
+// (USER_ID_HMAC_KEY), the only form of it Temporal's visibility holds.
+func runOrders(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
+	user := fs.String("user", "", "the buyer's user id")
+	limit := fs.Int("limit", 100, "most orders listed, newest first")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("user", *user); err != nil {
+		return nil, err
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		digest, found, err := orderService(b).BuyerOrders(ctx, *user, max(*limit, 1))
+		if err != nil {
+			return nil, err
+		}
+		return buyerOrders{UserIDDigest: digest, Query: workflows.BuyerOrdersQuery(digest), Orders: append([]orders.BuyerOrder{}, found...)}, nil
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/flashsale/flashsale/internal/app/apptest"
 	"github.com/flashsale/flashsale/internal/audit"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/orderdb"
 	"github.com/flashsale/flashsale/workflows"
 )
 
@@ -104,15 +106,28 @@ func TestReconcileCommands(t *testing.T) {
 	t.Run("schedule is created, then updated in place", func(t *testing.T) {
 		h := s.b.Temporal.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID(s.sku))
 		t.Cleanup(func() { _ = h.Delete(context.Background()) })
+		// Intervals no test outlives: the only run is the one --now starts.
 		for _, step := range []struct {
 			every       string
 			wantCreated bool
-		}{{"30s", true}, {"45s", false}} {
-			code, stdout, stderr := starter(t, "reconcile", "schedule", "--sku", s.sku, "--every", step.every)
+			now         bool
+		}{{"30m", true, false}, {"45m", false, false}, {"45m", false, true}} {
+			args := []string{"reconcile", "schedule", "--sku", s.sku, "--every", step.every}
+			if step.now {
+				args = append(args, "--now")
+			}
+			code, stdout, stderr := starter(t, args...)
 			require.Equal(t, 0, code, "stderr: %s", stderr)
 			var out scheduleResult
 			require.NoError(t, json.Unmarshal(stdout, &out))
 			require.Equal(t, step.wantCreated, out.Created)
+			require.Equal(t, step.now, out.Triggered)
+			if step.now {
+				require.Eventually(t, func() bool {
+					d, err := h.Describe(ctx)
+					return err == nil && d.Info.NumActions == 1
+				}, time.Minute, 200*time.Millisecond, "--now started no run")
+			}
 
 			d, err := h.Describe(ctx)
 			require.NoError(t, err)
@@ -146,4 +161,77 @@ func TestReconcileCommands(t *testing.T) {
 			require.Equal(t, 2, code, "%v", args)
 		}
 	})
+}
+
+// TestReconcileGate forces two drifts: 50 units on a SKU of 1,000 (over the
+// gate's max(10 units, 1%)) and 2 on a SKU of 100. One run corrects the 2
+// and holds the 50 with a report; approving the hold lets the next run
+// correct it, once.
+func TestReconcileGate(t *testing.T) {
+	ctx := context.Background()
+	s := newCLIStack(t)
+	big, small := s.sku+"-big", s.sku+"-small"
+	for sku, units := range map[string][2]int64{big: {1000, 950}, small: {100, 98}} {
+		_, err := s.b.Orders.PutSKU(ctx, flashsale.SKU{ID: sku, Total: units[0], Price: 100, Buckets: 4, PerUserLimit: 1})
+		require.NoError(t, err)
+		_, err = s.b.Stock.Preheat(ctx, sku, units[1], 4)
+		require.NoError(t, err)
+	}
+	reconcile := func(args ...string) workflows.SKUReconcile {
+		t.Helper()
+		code, stdout, stderr := starter(t, args...)
+		require.Equal(t, 0, code, "stderr: %s", stderr)
+		var res workflows.ReconcileResult
+		if args[1] == "approve" {
+			var d struct {
+				Run workflows.ReconcileResult `json:"run"`
+			}
+			require.NoError(t, json.Unmarshal(stdout, &d))
+			res = d.Run
+		} else {
+			require.NoError(t, json.Unmarshal(stdout, &res))
+		}
+		require.Len(t, res.SKUs, 1)
+		return res.SKUs[0]
+	}
+
+	got := reconcile("reconcile", "now", "--sku", small, "--settle", "500ms")
+	require.Equal(t, workflows.ActionCorrected, got.Action)
+	require.Equal(t, int64(2), got.Applied)
+
+	got = reconcile("reconcile", "now", "--sku", big, "--settle", "500ms")
+	require.Equal(t, workflows.ActionHeld, got.Action)
+	require.Equal(t, int64(50), got.First.Drift)
+	require.NotZero(t, got.HoldID)
+	again := reconcile("reconcile", "now", "--sku", big, "--settle", "500ms")
+	require.Equal(t, workflows.ActionHeld, again.Action)
+	require.Equal(t, got.HoldID, again.HoldID, "the same drift is the same hold")
+	snap, err := s.b.Stock.Snapshot(ctx, big)
+	require.NoError(t, err)
+	require.Equal(t, int64(950), snap.Units, "a held drift is not corrected")
+
+	code, stdout, stderr := starter(t, "reconcile", "holds")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	var holds []orderdb.Hold
+	require.NoError(t, json.Unmarshal(stdout, &holds))
+	require.Len(t, holds, 1)
+	require.Equal(t, [3]any{big, int64(50), orderdb.HoldPending}, [3]any{holds[0].SKU, holds[0].Drift, holds[0].Status})
+	require.Contains(t, holds[0].Report, `"journal_last_hour"`)
+	require.Contains(t, holds[0].Report, `"db_available": 1000`)
+
+	got = reconcile("reconcile", "approve", "--id", fmt.Sprint(got.HoldID), "--by", "test", "--settle", "500ms")
+	require.Equal(t, workflows.ActionCorrected, got.Action)
+	require.Equal(t, int64(50), got.Applied)
+	snap, err = s.b.Stock.Snapshot(ctx, big)
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), snap.Units)
+	applied, err := s.b.Orders.Holds(ctx, orderdb.HoldApplied)
+	require.NoError(t, err)
+	require.Len(t, applied, 1)
+	code, _, _ = starter(t, "reconcile", "reject", "--id", fmt.Sprint(got.HoldID))
+	require.Equal(t, 1, code, "an applied hold cannot be rejected")
+	for _, sku := range []string{big, small} {
+		code, _, stderr = starter(t, "check", "--sku", sku)
+		require.Equal(t, 0, code, "stderr: %s", stderr)
+	}
 }

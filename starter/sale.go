@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -22,7 +23,7 @@ func salesOf(b *backend.Backend) catalog.Sales {
 }
 
 // saleCommands are the sale subcommands: start, show and the controls.
-var saleCommands = append([]string{"start", "show"}, catalog.SaleActions...)
+var saleCommands = append([]string{"start", "show", "closes-at"}, catalog.SaleActions...)
 
 func runSale(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
@@ -36,6 +37,8 @@ func runSale(ctx context.Context, args []string) (any, error) {
 		return runSaleStart(ctx, args[1:])
 	case args[0] == "show":
 		return runSaleShow(ctx, args[1:])
+	case args[0] == "closes-at":
+		return runSaleClosesAt(ctx, args[1:])
 	case slices.Contains(catalog.SaleActions, args[0]):
 		return runSaleControl(ctx, args[0], args[1:])
 	}
@@ -50,18 +53,51 @@ func runSaleStart(ctx context.Context, args []string) (any, error) {
 	opens := fs.String("opens-at", "", "when buying starts: RFC 3339 (2026-12-24T20:00:00Z) or a delay from now (90s)")
 	ttl := fs.Duration("pass-ttl", 0, "how long a pass may be spent (0: 60s)")
 	maxEntrants := fs.Int64("max-entrants", 0, "the most buyers the queue takes, then QUEUE_FULL (0: 1,000,000)")
+	closes := fs.String("closes-at", "", "the sale's end, RFC 3339 or a delay from now: no buy from then on, then the "+
+		"sale settles, is checked, reported and removed from Redis (empty: closed by hand)")
+	peak := fs.Int64("expected-peak", 0, "buy requests per second expected at the peak: the go/no-go before the open "+
+		"checks the API instances' cores and the buckets against it (0: not checked)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
 	if err := required("sku", *sku); err != nil {
 		return nil, err
 	}
-	opensAt, err := parseOpensAt(*opens, time.Now())
+	now := time.Now()
+	opensAt, err := parseOpensAt(*opens, now)
+	if err != nil {
+		return nil, err
+	}
+	var closesAt time.Time
+	if *closes != "" {
+		if closesAt, err = parseTime("closes-at", *closes, now); err != nil {
+			return nil, err
+		}
+	}
+	return withBackend(ctx, func(b *backend.Backend) (any, error) {
+		return orNothing(salesOf(b).Start(ctx, workflows.SaleInput{SKU: *sku, OpensAt: opensAt, PassTTL: *ttl, MaxEntrants: *maxEntrants, ClosesAt: closesAt,
+			ExpectedPeak: *peak}))
+	})
+}
+
+// runSaleClosesAt moves a running sale's end (the closes_at Update).
+func runSaleClosesAt(ctx context.Context, args []string) (any, error) {
+	fs := flag.NewFlagSet("sale closes-at", flag.ContinueOnError)
+	sku := fs.String("sku", "", "SKU id")
+	at := fs.String("at", "", "the new end, later (extend) or sooner (shorten): RFC 3339 or a delay from now (10m)")
+	reason := fs.String("reason", "", "why, for the sale's audit trail (its workflow history)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("sku", *sku), required("at", *at)); err != nil {
+		return nil, usageError(err.Error())
+	}
+	closesAt, err := parseTime("at", *at, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
-		return orNothing(salesOf(b).Start(ctx, workflows.SaleInput{SKU: *sku, OpensAt: opensAt, PassTTL: *ttl, MaxEntrants: *maxEntrants}))
+		return orNothing(salesOf(b).MoveEnd(ctx, *sku, closesAt, *reason))
 	})
 }
 
@@ -70,12 +106,17 @@ func parseOpensAt(v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, usageError("--opens-at is required")
 	}
+	return parseTime("opens-at", v, now)
+}
+
+// parseTime reads a time flag: RFC 3339, or a delay from now.
+func parseTime(name, v string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil {
 		return now.Add(d), nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return time.Time{}, usageError(fmt.Sprintf("--opens-at %q: want RFC 3339 or a duration", v))
+		return time.Time{}, usageError(fmt.Sprintf("--%s %q: want RFC 3339 or a duration", name, v))
 	}
 	return t, nil
 }

@@ -41,7 +41,7 @@ func TestRestockAndBucketsCommands(t *testing.T) {
 	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: s.sku, Total: 10, Available: 10, DBAvailable: 10}, BucketCount: 4, OnSale: true},
 		stockOf(t, s.sku))
 
-	code, stdout, stderr := starter(t, "restock", "--sku", s.sku, "--qty", "3", "--request-id", "r1")
+	code, stdout, stderr := starter(t, "restock", "--sku", s.sku, "--qty", "3", "--restock-id", "r1")
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	var res catalog.Restocked
 	require.NoError(t, json.Unmarshal(stdout, &res))
@@ -51,24 +51,24 @@ func TestRestockAndBucketsCommands(t *testing.T) {
 	require.EqualValues(t, 13, res.Inventory.Available)
 
 	// The same request again adds nothing.
-	code, stdout, stderr = starter(t, "restock", "--sku", s.sku, "--qty", "3", "--request-id", "r1")
+	code, stdout, stderr = starter(t, "restock", "--sku", s.sku, "--qty", "3", "--restock-id", "r1")
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	require.NoError(t, json.Unmarshal(stdout, &res))
 	require.False(t, res.Added)
 	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: s.sku, Total: 13, Available: 13, DBAvailable: 13}, BucketCount: 4, OnSale: true},
 		stockOf(t, s.sku))
 
-	// The request id with another quantity is refused, with the words the
+	// The restock id with another quantity is refused, with the words the
 	// API shows.
-	e := refused(t, 1, "restock", "--sku", s.sku, "--qty", "4", "--request-id", "r1")
+	e := refused(t, 1, "restock", "--sku", s.sku, "--qty", "4", "--restock-id", "r1")
 	require.EqualValues(t, "INVALID_REQUEST", e.Code)
-	require.Equal(t, "request_id was already used with a different quantity", e.Message)
+	require.Equal(t, "restock_id was already used with a different quantity", e.Message)
 
 	code, stdout, stderr = starter(t, "buckets", "--sku", s.sku, "--buckets", "8")
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	var rs catalog.Resized
 	require.NoError(t, json.Unmarshal(stdout, &rs))
-	require.Equal(t, catalog.Resized{SKU: s.sku, Buckets: 8, RedisTotal: 13}, rs)
+	require.Equal(t, catalog.Resized{SKU: s.sku, Buckets: 8, RedisAvailable: 13}, rs)
 	require.Equal(t, catalog.Stock{Units: catalog.Units{SKU: s.sku, Total: 13, Available: 13, DBAvailable: 13}, BucketCount: 8, OnSale: true},
 		stockOf(t, s.sku))
 	inv, err := s.b.Orders.Inventory(t.Context(), s.sku)

@@ -47,6 +47,13 @@ const (
 	SignalCancel = "cancel"
 	// QueryStatus returns the OrderView.
 	QueryStatus = "status"
+	// UpdateExtendHold moves an unpaid order's pay_by once, by at most
+	// flashsale.MaxHoldExtension, when its payment provider says the
+	// buyer started paying; it answers the new pay_by (HoldExtended).
+	UpdateExtendHold = "extend-hold"
+	// SignalPaymentFailed tells the order its provider reported a failed
+	// payment (PaymentFailure); a release_on_failed order closes at once.
+	SignalPaymentFailed = "payment-failed"
 )
 
 // Search attributes kept current by the workflow, so an operator can filter
@@ -64,13 +71,15 @@ var (
 )
 
 // OrderSearchAttributes are the search attributes an order is started
-// with: its buyer, its SKUs (sorted) and OrderStatus PENDING_PAYMENT, which
-// a reserved order keeps without an upsert of its own (a rejected one
-// upserts REJECTED). Set on the start, they cost the workflow no event.
-func OrderSearchAttributes(in OrderInput) temporal.SearchAttributes {
+// with: its buyer as userDigest (flashsale.UserIDDigest: the visibility
+// store an operator browses holds no raw user id), its SKUs (sorted) and
+// OrderStatus PENDING_PAYMENT, which a reserved order keeps without an
+// upsert of its own (a rejected one upserts REJECTED). Set on the start,
+// they cost the workflow no event.
+func OrderSearchAttributes(in OrderInput, userDigest string) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		OrderStatusKey.ValueSet(string(flashsale.StatusPendingPayment)),
-		UserIDKey.ValueSet(in.UserID),
+		UserIDKey.ValueSet(userDigest),
 		SKUIDsKey.ValueSet(sortedSKUs(in.Order())),
 	)
 }
@@ -89,6 +98,13 @@ func RunningOrdersQuery(sku string) string {
 	quoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(sku)
 	return fmt.Sprintf("ExecutionStatus = 'Running' AND %s AND %s = '%s'",
 		isOrder(), SKUIDsKey.GetName(), quoted)
+}
+
+// BuyerOrdersQuery is the visibility query for a buyer's orders, by the
+// keyed hash of their id (flashsale.UserIDDigest): the UserId search
+// attribute holds nothing else.
+func BuyerOrdersQuery(userDigest string) string {
+	return fmt.Sprintf("%s AND %s = '%s'", isOrder(), UserIDKey.GetName(), userDigest)
 }
 
 // StalledOrdersQuery is the visibility query for the running order
@@ -193,6 +209,25 @@ type PaymentOutcome struct {
 	Conflict bool `json:"conflict,omitempty"`
 }
 
+// HoldExtension is the UpdateExtendHold argument.
+type HoldExtension struct {
+	// ExtendBy is added to pay_by: 1s to flashsale.MaxHoldExtension.
+	ExtendBy time.Duration `json:"extend_by"`
+	// Reason is for the order's log (e.g. "3-D Secure started").
+	Reason string `json:"reason,omitempty"`
+}
+
+// HoldExtended answers UpdateExtendHold.
+type HoldExtended struct {
+	OrderID string    `json:"order_id"`
+	PayBy   time.Time `json:"pay_by"`
+}
+
+// PaymentFailure is the SignalPaymentFailed payload.
+type PaymentFailure struct {
+	TransactionID string `json:"transaction_id"`
+}
+
 // CancelRequest is the SignalCancel payload.
 type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
@@ -224,4 +259,6 @@ type OrderView struct {
 	// Degraded: Redis could not be used, so the order was reserved in MySQL
 	// alone (see activities/degraded.go).
 	Degraded bool `json:"degraded,omitempty"`
+	// HoldExtended: the payment provider extended pay_by once.
+	HoldExtended bool `json:"hold_extended,omitempty"`
 }

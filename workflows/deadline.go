@@ -20,10 +20,11 @@ var (
 // awaitPayment waits for money, a cancel or the deadline, whichever comes
 // first, then settles the order.
 func (o *order) awaitPayment(ctx workflow.Context) error {
-	// Money our door received by pay_by may reach the order a moment
-	// later (arrivalGrace): the order waits that long for it.
-	closeAt := o.view.PayBy.Add(arrivalGrace)
 	for {
+		// Money our door received by pay_by may reach the order a moment
+		// later (arrivalGrace): the order waits that long for it. pay_by
+		// moves only by the provider's extension (terms.go).
+		closeAt := o.view.PayBy.Add(arrivalGrace)
 		remaining := closeAt.Sub(workflow.Now(ctx))
 		ok := false
 		var err error
@@ -31,7 +32,9 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 			ok, err = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 				Timeout:      remaining,
 				TimerOptions: workflow.TimerOptions{Summary: "payment deadline"},
-			}, func() bool { return len(o.pending) > 0 || o.cancelRequested })
+			}, func() bool {
+				return len(o.pending) > 0 || o.cancelRequested || o.deadlineMoved || (o.paymentFailed && o.releaseOnFailed)
+			})
 		}
 		if temporal.IsCanceledError(err) {
 			// An operator cancelled the workflow: treat it as a cancel
@@ -52,7 +55,7 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 				o.pending = o.pending[1:]
 				continue
 			}
-			if o.arrivedLate(ctx, p) {
+			if o.arrivedLate(ctx, p) && !o.capturesLate(ctx) {
 				// Money after the deadline: the order is over. It closes
 				// now rather than at closeAt, and finish() records the
 				// payment for refund.
@@ -76,6 +79,9 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 			if o.view.Status == flashsale.StatusPaid {
 				return nil
 			}
+			if o.noUnit {
+				return o.compensate(ctx, soldOutAtPayment)
+			}
 			if !applied {
 				// The database did not answer by the payment's bound.
 				// The payment stays pending; CloseOrder's compare-and-set
@@ -90,6 +96,16 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 			}
 		case o.cancelRequested:
 			return o.compensate(ctx, cancelledByBuyer)
+		case o.releasesOnFailure(ctx):
+			return o.compensate(ctx, cancelledPaymentFailed)
+		case o.deadlineMoved:
+			o.deadlineMoved = false
+		case !ok && o.extending:
+			// The deadline came while the hold's extension is being
+			// written: its answer decides which deadline holds.
+			if err := workflow.Await(ctx, func() bool { return !o.extending }); err != nil {
+				return fmt.Errorf("await the hold's extension: %w", err)
+			}
 		case !ok:
 			return o.compensate(ctx, expired)
 		}

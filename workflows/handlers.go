@@ -27,12 +27,17 @@ func (o *order) registerHandlers(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: validatePayment}); err != nil {
 		return fmt.Errorf("register %s update: %w", UpdatePay, err)
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateExtendHold, o.handleExtend,
+		workflow.UpdateHandlerOptions{Validator: o.validateExtend}); err != nil {
+		return fmt.Errorf("register %s update: %w", UpdateExtendHold, err)
+	}
 	// Signals are collected by a workflow coroutine (deterministic, unlike a
 	// goroutine) into the same queue the pay update uses, so both forms of
 	// payment are handled by one code path in arrival order.
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		payments := workflow.GetSignalChannel(ctx, SignalPayment)
 		cancels := workflow.GetSignalChannel(ctx, SignalCancel)
+		failures := workflow.GetSignalChannel(ctx, SignalPaymentFailed)
 		for {
 			sel := workflow.NewSelector(ctx)
 			sel.AddReceive(payments, func(c workflow.ReceiveChannel, _ bool) {
@@ -48,6 +53,12 @@ func (o *order) registerHandlers(ctx workflow.Context) error {
 				var r CancelRequest
 				c.Receive(ctx, &r)
 				o.cancelRequested = true
+			})
+			sel.AddReceive(failures, func(c workflow.ReceiveChannel, _ bool) {
+				var f PaymentFailure
+				c.Receive(ctx, &f)
+				o.logger.Info("payment failed at the provider", "transaction_id", f.TransactionID)
+				o.paymentFailed = true
 			})
 			sel.Select(ctx)
 		}

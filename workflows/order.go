@@ -69,6 +69,16 @@ type order struct {
 	// restored after the order showed STALLED.
 	closedAs     flashsale.Status
 	closedReason flashsale.Code
+	// lateCapture, releaseOnFailed: the order's rules from its SKUs'
+	// terms (terms.go). paymentFailed: a FAILED payment was reported.
+	lateCapture, releaseOnFailed, paymentFailed bool
+	// extended: the one extension of the hold was asked for; extending:
+	// it is being written; deadlineMoved: pay_by moved, the wait for
+	// money starts again on the new one.
+	extended, extending, deadlineMoved bool
+	// deferred: the order booked a SKU that deducts at payment and takes
+	// its units when paid (deduct.go); noUnit: its payment found none.
+	deferred, noUnit bool
 	// fellBack, set while compensation runs, is called when a step falls
 	// back from the task to a regular activity (inTaskFirst).
 	fellBack func()
@@ -124,6 +134,9 @@ func (o *order) reserve(ctx workflow.Context) error {
 		// no version branch is needed.
 		return o.compensate(ctx, rejection(code, err))
 	}
+	if reserved.Deferred {
+		return o.book(ctx, lctx)
+	}
 	// From here the order may hold Redis units, even if ReserveStock
 	// failed: an attempt may have taken items before Redis went away.
 	o.pushUndo(undoRedis, o.giveBackUnits)
@@ -175,9 +188,15 @@ func (o *order) reserve(ctx workflow.Context) error {
 		o.pushUndo(undoDatabase, o.abandonInDatabase)
 		return o.compensate(ctx, outcome{status: flashsale.StatusRejected, reason: flashsale.Unavailable, detail: "reservation undone"})
 	}
+	return o.opened(ctx, created)
+}
+
+// opened notes the written order: its undo, its price, deadline and rules.
+func (o *order) opened(ctx workflow.Context, created contract.CreateOrderResult) error {
 	o.pushUndo(undoDatabase, o.closeInDatabase)
 	o.view.Amount = created.Amount
 	o.view.PayBy = created.PayBy
+	o.termsOf(created)
 	o.setStatus(ctx, flashsale.StatusPendingPayment, "")
 	o.reserved = true
 	return nil
@@ -239,15 +258,14 @@ func (o *order) setStatus(ctx workflow.Context, s flashsale.Status, reason flash
 	}
 }
 
-// ensureSearchAttributes fills UserId and SkuIds when the starter did not
-// (e.g. an order started from the Web UI). Starters normally set them on
-// start, which costs no extra event.
+// ensureSearchAttributes fills SkuIds when the starter did not (e.g. an
+// order started from the Web UI). Starters normally set them on start,
+// which costs no extra event. UserId is the starter's alone: it is a keyed
+// hash of the buyer's id (OrderSearchAttributes), and the workflow holds
+// no key; an order started without it has none rather than a raw id.
 func (o *order) ensureSearchAttributes(ctx workflow.Context) {
 	sa := workflow.GetTypedSearchAttributes(ctx)
 	var updates []temporal.SearchAttributeUpdate
-	if _, ok := sa.GetKeyword(UserIDKey); !ok {
-		updates = append(updates, UserIDKey.ValueSet(o.in.UserID))
-	}
 	if _, ok := sa.GetKeywordList(SKUIDsKey); !ok {
 		updates = append(updates, SKUIDsKey.ValueSet(sortedSKUs(o.in.Order())))
 	}

@@ -468,7 +468,7 @@ func TestOrderWorkflowUpsertsOnlyAChangedStatus(t *testing.T) {
 	payBy := s.expectReserved()
 	s.env.OnActivity(contract.ConfirmPayment, mock.Anything, mock.Anything).
 		Return(contract.ConfirmPaymentResult{OrderStatus: flashsale.StatusPaid, PaymentStatus: flashsale.PaymentCaptured}, nil).Once()
-	require.NoError(t, s.env.SetTypedSearchAttributesOnStart(OrderSearchAttributes(input())))
+	require.NoError(t, s.env.SetTypedSearchAttributesOnStart(OrderSearchAttributes(input(), flashsale.UserIDDigest([]byte("test-key"), "u1"))))
 	var wrote []flashsale.Status
 	s.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)

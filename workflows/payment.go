@@ -158,6 +158,18 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 		o.logger.Warn("payment amount mismatch", "transaction_id", p.TransactionID, "paid", p.Amount, "amount", o.view.Amount)
 		return o.refund(ctx, bounded, p, flashsale.AmountMismatch)
 	}
+	if o.deferred {
+		// A booked order takes its units now (deduct.go).
+		took, err := o.takeUnits(ctx, p)
+		switch {
+		case errors.Is(err, errNotInTime):
+			return false, nil
+		case err != nil:
+			return false, err
+		case !took:
+			return true, nil
+		}
+	}
 	var res contract.ConfirmPaymentResult
 	err := o.execPayment(ctx, bounded, "confirm payment "+p.TransactionID, contract.ConfirmPayment,
 		contract.ConfirmPaymentInput{OrderID: o.in.OrderID, TransactionID: p.TransactionID, Amount: p.Amount}, &res)
@@ -183,6 +195,9 @@ func (o *order) applyPayment(ctx workflow.Context, p Payment) (bool, error) {
 		// the order, but the database is the guard.
 		out.Status = res.OrderStatus
 		out.Refund, out.Reason = RefundRequired, res.Reason
+		// A booked order's payment MySQL found no unit for: the order
+		// closes (deduct.go).
+		o.noUnit = o.deferred && res.Reason == flashsale.SoldOut
 		o.record(out)
 		return true, nil
 	}

@@ -51,6 +51,15 @@ type ReconcileInput struct {
 	Settle time.Duration `json:"settle,omitempty"`
 	// DryRun observes and reports but changes nothing.
 	DryRun bool `json:"dry_run,omitempty"`
+	// OverdueGrace is how long past pay_by the net leaves an unpaid order
+	// to its workflow; zero means DefaultOverdueGrace.
+	OverdueGrace time.Duration `json:"overdue_grace,omitempty"`
+	// MaxCorrect and MaxCorrectPercent bound the drift a run corrects by
+	// itself: max(MaxCorrect, MaxCorrectPercent% of the SKU's total);
+	// zero means DefaultMaxCorrect and DefaultMaxCorrectPercent. A larger
+	// drift is held for a person (gate.go).
+	MaxCorrect        int64   `json:"max_correct,omitempty"`
+	MaxCorrectPercent float64 `json:"max_correct_percent,omitempty"`
 }
 
 // ReconcileAction is what a run did with one SKU.
@@ -93,8 +102,11 @@ type SKUReconcile struct {
 	// Restore is set when the SKU's buckets were restored.
 	Restore *contract.RestoreStockResult `json:"restore,omitempty"`
 	// Applied is the units a correction moved (negative: removed).
-	Applied int64  `json:"applied,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Applied int64 `json:"applied,omitempty"`
+	// HoldID is the hold of a drift larger than the run corrects by
+	// itself (HELD, or CORRECTED once approved).
+	HoldID int64  `json:"hold_id,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // ReconcileResult is what a run did.
@@ -102,20 +114,26 @@ type ReconcileResult struct {
 	Settle time.Duration  `json:"settle"`
 	DryRun bool           `json:"dry_run,omitempty"`
 	SKUs   []SKUReconcile `json:"skus"`
+	// Net is what the net did with orders past their deadline (nil in
+	// runs from before it).
+	Net *NetReport `json:"net,omitempty"`
 }
 
 // ReconcileWorkflow compares Redis with MySQL for each SKU and corrects
 // Redis without racing the buyers (see activities.Reconciler for why it
 // cannot):
 //
+//  0. The net (net.go): close the unpaid orders past their deadline whose
+//     workflow is gone, and report those whose workflow is stuck.
 //  1. Observe every SKU. A SKU whose buckets Redis lost is restored at once:
 //     buyers are turned away as UNKNOWN_SKU until it is, and nothing else
 //     can move its buckets meanwhile, so there is nothing to wait for.
 //  2. For SKUs that showed a drift, wait Settle (a durable timer) and
 //     observe them again.
 //  3. Correct, relatively, only where both observations agree exactly on
-//     the drift and the fence. Everything else is reported and left for the
-//     next run.
+//     the drift and the fence, and only up to the gate's limit (gate.go);
+//     a larger drift is held for a person. Everything else is reported and
+//     left for the next run.
 //
 // It is meant to run from a Temporal Schedule (starter reconcile schedule)
 // with overlap SKIP; a manual run (starter reconcile now) can run beside it
@@ -140,6 +158,9 @@ type reconcile struct {
 
 func (rc *reconcile) run(ctx workflow.Context) (ReconcileResult, error) {
 	out := ReconcileResult{Settle: rc.settle, DryRun: rc.in.DryRun}
+	// The net first: the units of orders it closes are back in MySQL and
+	// Redis before the stock is observed.
+	out.Net = rc.net(ctx)
 	skus := rc.in.SKUs
 	if len(skus) == 0 {
 		var list contract.ListSKUsResult
@@ -204,7 +225,7 @@ func (rc *reconcile) run(ctx workflow.Context) (ReconcileResult, error) {
 		case rc.in.DryRun:
 			res.Action = ActionWouldCorrect
 		default:
-			rc.correct(ctx, res)
+			rc.correctOrHold(ctx, res)
 		}
 	}
 	return out, nil
@@ -251,7 +272,7 @@ func (rc *reconcile) restore(ctx workflow.Context, res *SKUReconcile) {
 }
 
 // correct applies a drift both observations agreed on.
-func (rc *reconcile) correct(ctx workflow.Context, res *SKUReconcile) {
+func (rc *reconcile) correct(ctx workflow.Context, res *SKUReconcile, holdID int64) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Second,
 		// Bounded below the settle time: a later run's two observations
@@ -267,6 +288,7 @@ func (rc *reconcile) correct(ctx workflow.Context, res *SKUReconcile) {
 		// Unique per run, SKU and observed fence: a replayed id replays
 		// the earlier correction instead of applying this one.
 		CorrectionID: fmt.Sprintf("%s:%s:%d", rc.runID, res.SKU, res.First.Fence),
+		HoldID:       holdID,
 	}).Get(ctx, &out)
 	if err != nil {
 		rc.logger.Error("correction failed", "sku_id", res.SKU, "error", err)

@@ -35,9 +35,16 @@ type saleRun struct {
 	// Update, the end), so each reads the state the previous one left.
 	mu        workflow.Mutex
 	openAsked bool
-	// since is when the sale started (the workflow's start): the sale's
-	// orders are its SKU's orders created since.
+	// since is when the sale started (the workflow's start, or the
+	// input's Since for a SKU sold without a queue): the sale's orders are
+	// its SKU's orders created since.
 	since time.Time
+	// ends: the sale runs the code that gave it an end (saleEndChange):
+	// closes_at and its Update, the close of a SKU sold without a queue.
+	ends bool
+	// checks: the sale runs the go/no-go before its open
+	// (salePreflightChange).
+	checks bool
 }
 
 // saleStepOptions: Redis writes of one slot, idempotent; retried until
@@ -62,7 +69,8 @@ var openStepOptions = workflow.ActivityOptions{
 }
 
 func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
-	if !flashsale.ValidID(in.SKU, flashsale.MaxIDLength) || in.OpensAt.IsZero() || in.PassTTL < 0 || in.MaxEntrants < 0 {
+	if !flashsale.ValidID(in.SKU, flashsale.MaxIDLength) || in.OpensAt.IsZero() || in.PassTTL < 0 || in.MaxEntrants < 0 ||
+		(!in.ClosesAt.IsZero() && !in.ClosesAt.After(in.OpensAt)) {
 		return nil, temporal.NewNonRetryableApplicationError("invalid sale input", contract.TypeFor(flashsale.Invalid), nil)
 	}
 	if in.PassTTL == 0 {
@@ -75,6 +83,14 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 		mu:     workflow.NewMutex(ctx),
 		since:  workflow.GetInfo(ctx).WorkflowStartTime,
 	}
+	if !in.Since.IsZero() {
+		s.since = in.Since
+	}
+	s.ends = workflow.GetVersion(ctx, saleEndChange, workflow.DefaultVersion, 1) >= 1
+	if s.ends {
+		s.view.ClosesAt, s.view.Unqueued = in.ClosesAt, in.Unqueued
+	}
+	s.checks = workflow.GetVersion(ctx, salePreflightChange, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandler(ctx, QuerySale, func() (SaleView, error) { return s.view, nil }); err != nil {
 		return nil, fmt.Errorf("register %s query: %w", QuerySale, err)
 	}
@@ -96,6 +112,10 @@ func newSaleRun(ctx workflow.Context, in SaleInput) (*saleRun, error) {
 			return nil, fmt.Errorf("register %s update: %w", u.name, err)
 		}
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSaleClosesAt, s.moveEnd,
+		workflow.UpdateHandlerOptions{Validator: s.endAllowed}); err != nil {
+		return nil, fmt.Errorf("register %s update: %w", UpdateSaleClosesAt, err)
+	}
 	return s, nil
 }
 
@@ -111,15 +131,26 @@ func (s *saleRun) run(ctx workflow.Context) (SaleView, error) {
 	}
 	s.view.SeedHash = prepared.SeedHash
 
+	if s.ends && s.in.Unqueued {
+		// A SKU sold without a queue: no queue opens, its selling closes.
+		if err := s.closeNow(ctx, "sku close", time.Time{}); err != nil {
+			return s.view, err
+		}
+	}
 	// The opening time is this timer's, by the server's clock: no API
 	// instance's clock decides it.
-	if wait := s.in.OpensAt.Sub(workflow.Now(ctx)); wait > 0 {
+	if wait := s.in.OpensAt.Sub(workflow.Now(ctx)); wait > 0 && !(s.ends && s.in.Unqueued) {
 		if _, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return s.openAsked || s.view.State == flashsale.SaleStateClosed }); err != nil {
 			return s.view, err
 		}
 	}
 	if err := s.openNow(ctx); err != nil {
 		return s.view, err
+	}
+	if s.ends {
+		if err := s.untilEnd(ctx); err != nil {
+			return s.view, err
+		}
 	}
 	if err := workflow.Await(ctx, func() bool { return s.view.State == flashsale.SaleStateClosed }); err != nil {
 		return s.view, err
@@ -247,6 +278,9 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 	if s.view.State != flashsale.SaleStatePrequeue {
 		return nil
 	}
+	if err := s.preflight(ctx); err != nil {
+		return err
+	}
 	var opened flashsale.OpenedSale
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, openStepOptions), contract.OpenSale,
 		contract.SaleRequest{SKU: s.in.SKU}).Get(ctx, &opened); err != nil {
@@ -254,7 +288,7 @@ func (s *saleRun) openNow(ctx workflow.Context) error {
 	}
 	s.view.State, s.view.Seed, s.view.Entrants = opened.State, opened.Seed, opened.Entrants
 	s.view.OpenedAt = workflow.Now(ctx)
-	s.logger.Info("sale open", "entrants", opened.Entrants)
+	s.logger.Info("sale open", "entrants", opened.Entrants, "state", opened.State)
 	return nil
 }
 

@@ -31,6 +31,10 @@ const (
 	// cancels every order of it still unpaid and refunds the paid ones;
 	// every unit goes back.
 	UpdateSaleVoid = "void"
+	// UpdateSaleClosesAt moves the sale's end (SaleEndChange): later to
+	// extend it, sooner to shorten it; answered once every API instance
+	// will refuse a buy from the new end on.
+	UpdateSaleClosesAt = "closes_at"
 	// QuerySale returns the SaleView.
 	QuerySale = "sale"
 )
@@ -48,15 +52,29 @@ type SaleControl struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// SaleEndChange is the closes_at Update's argument: the sale's new end,
+// after now and after opens_at, and why.
+type SaleEndChange struct {
+	ClosesAt time.Time `json:"closes_at"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
 // SaleView is the sale as the workflow knows it: the answer of every
 // Update, QuerySale's, and the workflow's result.
 type SaleView struct {
 	SKU     string              `json:"sku_id"`
 	State   flashsale.SaleState `json:"state"`
 	OpensAt time.Time           `json:"opens_at"`
+	// ClosesAt is the sale's end, zero for a sale closed by hand;
+	// Unqueued marks the end of a SKU sold without a queue (sku close).
+	ClosesAt time.Time `json:"closes_at,omitzero"`
+	Unqueued bool      `json:"unqueued,omitempty"`
 	// OpenedAt is when the sale opened (the timer or an open Update).
 	OpenedAt time.Time `json:"opened_at,omitzero"`
 	ClosedAt time.Time `json:"closed_at,omitzero"`
+	// Preflight lists the go/no-go's failing checks: the sale opened
+	// PAUSED because of them (resume once they are fixed).
+	Preflight []contract.PreflightCheck `json:"preflight,omitempty"`
 	// SeedHash is the commitment published before anyone entered; Seed
 	// is revealed at the open, with Entrants, the buyers it ranked.
 	SeedHash string `json:"seed_hash,omitempty"`

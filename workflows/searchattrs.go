@@ -64,6 +64,18 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 }
 
+// CheckSearchAttributes fails (wrapping ErrSearchAttributes) when
+// namespace lacks a search attribute the workflows set, naming them and
+// the command that creates them; it creates nothing.
+func CheckSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	missing, err := missingSearchAttributes(ctx, c, namespace)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w on namespace %s: %s; create them with %s",
+		ErrSearchAttributes, namespace, describe(missing), createCommand(namespace, missing))
+}
+
 // missingSearchAttributes lists the order workflow's attributes namespace
 // lacks. An attribute of the right name and another type cannot be fixed
 // here: it is an error.

@@ -82,7 +82,7 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		// Set on start, as the starters do, so the offer is findable in the
 		// Web UI by buyer and SKU without an extra event.
-		TypedSearchAttributes: OrderSearchAttributes(child),
+		TypedSearchAttributes: OrderSearchAttributes(child, offer.UserDigest),
 		StaticSummary:         "waitlist offer of the unit released by order " + o.in.OrderID,
 	})
 	var exec workflow.Execution

@@ -19,6 +19,7 @@ func Register(w worker.Registry) {
 	w.RegisterWorkflow(ReconcileWorkflow)
 	w.RegisterWorkflow(ResyncWorkflow)
 	w.RegisterWorkflow(SaleWorkflow)
+	w.RegisterWorkflow(CampaignWorkflow)
 }
 
 // LongestTask is the longest a worker may be holding one task: the longest

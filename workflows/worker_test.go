@@ -28,5 +28,5 @@ func TestRegisterPutsEveryWorkflowOnTheWorker(t *testing.T) {
 	r := &registry{}
 	Register(r)
 
-	require.Equal(t, []string{"OrderWorkflow", "ReconcileWorkflow", "ResyncWorkflow", "SaleWorkflow"}, r.workflows)
+	require.Equal(t, []string{"OrderWorkflow", "ReconcileWorkflow", "ResyncWorkflow", "SaleWorkflow", "CampaignWorkflow"}, r.workflows)
 }

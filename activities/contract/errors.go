@@ -48,6 +48,8 @@ var errorTypes = []struct {
 	// allow, and a sale whose Redis state is gone.
 	{flashsale.SaleStateConflict, "SaleStateConflict"},
 	{flashsale.NoSale, "NoSale"},
+	// ExtendHold: the order's hold was extended once already.
+	{flashsale.HoldExtended, "HoldExtended"},
 
 	// One way only. A database answer no retry can change travels as
 	// InvalidRequest: the same statement would fail the same way forever,

@@ -17,6 +17,7 @@ const (
 	ConfirmPayment  = "ConfirmPayment"
 	RecordRefund    = "RecordRefund"
 	OfferToWaitlist = "OfferToWaitlist"
+	ExtendHold      = "ExtendHold"
 )
 
 // ReserveStockInput names the order and what it wants.
@@ -32,10 +33,17 @@ type ReserveStockInput struct {
 	// order takes over instead of taking from the buckets (a waitlist
 	// offer; see inventory.Store.TransferTo). Only single-item orders carry it.
 	FromOrder string `json:"from_order,omitempty"`
+	// AtPayment: the order was placed on a SKU that deducts at payment
+	// (ReserveStockResult.Deferred) and is being paid: its units are taken
+	// now, from the buckets, as any order's are when placed.
+	AtPayment bool `json:"at_payment,omitempty"`
 }
 
 // ReserveStockResult lists, per item, the buckets the units came from.
 type ReserveStockResult struct {
+	// Deferred: the SKU deducts at payment; the order took a booking
+	// only, no unit (inventory.Store.Book).
+	Deferred     bool                    `json:"deferred,omitempty"`
 	Reservations []flashsale.Reservation `json:"reservations"`
 	// Degraded: Redis could not be used (unreachable, or the SKU awaits a
 	// resync), so nothing was taken from it; the order is reserved in
@@ -55,6 +63,9 @@ type ReleaseStockInput struct {
 	// never happened (Redis down past the reservation budget) it returns
 	// the units nobody else would release.
 	FromOrder string `json:"from_order,omitempty"`
+	// Deferred: the order booked its SKU (ReserveStockResult.Deferred):
+	// its booking goes back too.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // ReleaseStockResult reports how many units this call returned; a retry
@@ -81,6 +92,9 @@ type CreateOrderInput struct {
 	// (orderdb.NewOrder.Buckets). Empty (degraded, or a worker from before
 	// it) means MySQL starts where Redis starts its walk.
 	Buckets map[string]int `json:"buckets,omitempty"`
+	// Deferred: the order booked its SKU and takes its units when paid
+	// (orderdb.NewOrder.Deferred).
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // BucketsOf is CreateOrderInput.Buckets for what ReserveStock took: per SKU,
@@ -103,10 +117,30 @@ func BucketsOf(r ReserveStockResult) map[string]int {
 	return out
 }
 
-// CreateOrderResult carries what only the database knows: the price.
+// CreateOrderResult carries what only the database knows: the price, the
+// deadline, and the order's rules from its SKUs' terms (flashsale.Terms;
+// absent in histories recorded before terms, which kept the defaults).
 type CreateOrderResult struct {
 	Amount int64     `json:"amount"`
 	PayBy  time.Time `json:"pay_by"`
+	// LateCapture: money after pay_by is captured while the order still
+	// holds its units.
+	LateCapture bool `json:"late_capture,omitempty"`
+	// ReleaseOnFailed: a FAILED payment callback closes the order at once.
+	ReleaseOnFailed bool `json:"release_on_failed,omitempty"`
+}
+
+// ExtendHoldInput moves an unpaid order's pay_by From -> To, once
+// (orderdb.Store.ExtendHold).
+type ExtendHoldInput struct {
+	OrderID string    `json:"order_id"`
+	From    time.Time `json:"from"`
+	To      time.Time `json:"to"`
+}
+
+// ExtendHoldResult is the order's pay_by after the extension.
+type ExtendHoldResult struct {
+	PayBy time.Time `json:"pay_by"`
 }
 
 // CloseOrderInput closes an unpaid order.
@@ -186,4 +220,7 @@ type OfferToWaitlistInput struct {
 // empty when nobody waits.
 type OfferToWaitlistResult struct {
 	UserID string `json:"user_id,omitempty"`
+	// UserDigest is UserID as Temporal's visibility keeps it
+	// (flashsale.UserIDDigest), for the offer's search attributes.
+	UserDigest string `json:"user_digest,omitempty"`
 }

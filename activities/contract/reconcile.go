@@ -8,7 +8,26 @@ const (
 	RestoreStock = "RestoreStock"
 	CorrectStock = "CorrectStock"
 	ResyncStock  = "ResyncStock"
+	HoldDrift    = "HoldDrift"
 )
+
+// HoldDriftInput is a confirmed drift larger than the run may correct by
+// itself, with the run's two observations for the report.
+type HoldDriftInput struct {
+	SKU    string           `json:"sku_id"`
+	First  StockObservation `json:"first"`
+	Second StockObservation `json:"second"`
+	// Limit is the most the run may correct unattended.
+	Limit int64  `json:"limit"`
+	RunID string `json:"run_id"`
+}
+
+// HoldDriftResult is the hold's row: written now, or by an earlier run
+// that confirmed the same drift (with a person's decision).
+type HoldDriftResult struct {
+	HoldID int64  `json:"hold_id"`
+	Status string `json:"status"`
+}
 
 // ListSKUsInput is empty; it exists so fields can be added.
 type ListSKUsInput struct{}
@@ -48,6 +67,9 @@ type StockObservation struct {
 	// refusal. Informational; they are neither drift nor in flight.
 	Dead        int64 `json:"dead"`
 	DBAvailable int64 `json:"db_available"`
+	// Total is MySQL's total units of the SKU: the gate's percentage is
+	// of it.
+	Total int64 `json:"total,omitempty"`
 	// Drift is DBAvailable - RedisUnits - InFlight: positive when Redis
 	// is short (undersell), negative when it offers units MySQL does not
 	// have.
@@ -88,6 +110,9 @@ type CorrectStockInput struct {
 	Fence int64 `json:"fence"`
 	// CorrectionID makes the correction idempotent; unique per run and SKU.
 	CorrectionID string `json:"correction_id"`
+	// HoldID, when set, is the approved hold this correction applies; it
+	// is marked applied once the correction lands.
+	HoldID int64 `json:"hold_id,omitempty"`
 }
 
 // CorrectStockResult reports the correction.

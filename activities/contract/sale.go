@@ -29,6 +29,30 @@ type SaleTerms struct {
 	// MaxEntrants caps the buyers the queue takes (its memory in Redis);
 	// zero means sale.DefaultMaxEntrants.
 	MaxEntrants int64 `json:"max_entrants,omitempty"`
+	// ClosesAt, when set, is the sale's end: from then on no pass is
+	// spent (the spend script reads it by Redis's clock, so no API
+	// instance sells past it), and the workflow's timer closes the sale
+	// and ends it. The closes_at Update moves it. Zero: closed by hand.
+	ClosesAt time.Time `json:"closes_at,omitzero"`
+	// Unqueued: the SKU is sold without a queue, and this sale only ends
+	// its selling (`starter sku close`): it is closed as it starts, and
+	// ends as a fair sale does. Since is then when the SKU's selling
+	// began (its last PUT): the report counts the orders since.
+	Unqueued bool      `json:"unqueued,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
+	// ExpectedPeak is the buy requests per second the sale expects at its
+	// peak, which the go/no-go before the open sizes the buckets and API
+	// instances against (zero: not checked).
+	ExpectedPeak int64 `json:"expected_peak_rps,omitempty"`
+}
+
+// SetSaleEnd moves a sale's closes_at in Redis (SetSaleEndInput).
+const SetSaleEnd = "SetSaleEnd"
+
+// SetSaleEndInput is a sale's new end.
+type SetSaleEndInput struct {
+	SKU      string    `json:"sku_id"`
+	ClosesAt time.Time `json:"closes_at"`
 }
 
 // PrepareSaleInput creates a sale: its terms and the id of the workflow
@@ -111,9 +135,9 @@ type SaleReport struct {
 	// Refunds and RefundAmount are the payments recorded for refund (late
 	// money, second payments, and a void's refunds); RefundedOrders the
 	// paid orders a void refunded.
-	Refunds        int64 `json:"refunds"`
-	RefundAmount   int64 `json:"refund_amount"`
-	RefundedOrders int64 `json:"refunded_orders"`
+	Refunds        int64 `json:"refunds_required"`
+	RefundAmount   int64 `json:"refund_required_amount"`
+	RefundedOrders int64 `json:"void_refunded_orders"`
 	// Available is the SKU's units left, in MySQL and Redis alike (the
 	// check before the report).
 	Available int64 `json:"available"`

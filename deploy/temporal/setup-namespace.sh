@@ -10,7 +10,9 @@
 # Environment: TEMPORAL_CLI (temporal), TEMPORAL_ADDRESS (127.0.0.1:7233),
 # TEMPORAL_NAMESPACE (default), NAMESPACE_RETENTION (72h), SEARCH_ATTRIBUTES
 # (the file of "Name Type" lines: deploy/temporal/search-attributes),
-# SETUP_WAIT_SECONDS (120).
+# SETUP_WAIT_SECONDS (120: each wait below ends that many seconds after it
+# began, whatever the frontend does; every CLI call is cut off at the
+# deadline, so one that connects and never answers cannot stretch it).
 set -eu
 
 : "${TEMPORAL_CLI:=temporal}"
@@ -25,25 +27,36 @@ die() {
 	say "error: $*"
 	exit 1
 }
-t() { "$TEMPORAL_CLI" --address "$TEMPORAL_ADDRESS" "$@"; }
+# t ARGS: one CLI call, killed after CALL_SECONDS (10, or what is left of
+# the current wait when less).
+CALL_SECONDS=10
+t() { timeout "$CALL_SECONDS" "$TEMPORAL_CLI" --address "$TEMPORAL_ADDRESS" "$@"; }
+now() { date +%s; }
 
 [ -r "$SEARCH_ATTRIBUTES" ] || die "cannot read the search attribute list $SEARCH_ATTRIBUTES"
 # "Name Type" lines, comments and blank lines skipped.
 want=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$SEARCH_ATTRIBUTES")
 [ -n "$want" ] || die "$SEARCH_ATTRIBUTES lists no search attribute"
 
-# retry WHAT CMD...: CMD until it succeeds, once a second, for
-# SETUP_WAIT_SECONDS; then the last error, and exit 1.
+# retry WHAT CMD...: CMD until it succeeds, about once a second, until
+# SETUP_WAIT_SECONDS have passed; then the last error, and exit 1.
 retry() {
 	what=$1
 	shift
+	deadline=$(($(now) + SETUP_WAIT_SECONDS))
 	n=0
-	until out=$("$@" 2>&1); do
+	while :; do
+		left=$((deadline - $(now)))
+		[ "$left" -gt 0 ] || die "$what: still failing after ${SETUP_WAIT_SECONDS}s: ${out:-no answer}"
+		CALL_SECONDS=$((left < 10 ? left : 10))
+		out=""
+		out=$("$@" 2>&1) && break
+		[ -n "$out" ] || out="no answer within ${CALL_SECONDS}s"
 		n=$((n + 1))
-		[ "$n" -ge "$SETUP_WAIT_SECONDS" ] && die "$what: still failing after ${SETUP_WAIT_SECONDS}s: $out"
 		[ $((n % 10)) = 1 ] && say "waiting: $what ($out)"
 		sleep 1
 	done
+	CALL_SECONDS=10
 }
 
 retry "frontend $TEMPORAL_ADDRESS SERVING" t operator cluster health
@@ -79,13 +92,12 @@ EOT
 	if ! out=$(t operator search-attribute create -n "$TEMPORAL_NAMESPACE" "$@" 2>&1); then
 		echo "$out" | grep -qi "already" || die "search-attribute create: $out"
 	fi
-	n=0
+	listed_by=$(($(now) + SETUP_WAIT_SECONDS))
 	while :; do
 		# An assignment, not a loop condition: set -e stops here if missing fails.
 		todo=$(missing)
 		[ -z "$todo" ] && break
-		n=$((n + 1))
-		[ "$n" -ge "$SETUP_WAIT_SECONDS" ] && die "search attributes not listed ${SETUP_WAIT_SECONDS}s after creating them: $todo"
+		[ "$(now)" -ge "$listed_by" ] && die "search attributes not listed ${SETUP_WAIT_SECONDS}s after creating them: $todo"
 		sleep 1
 	done
 fi

@@ -79,6 +79,8 @@ func (a *API) Run(ctx context.Context) error {
 	defer stopListener()
 	listening := make(chan error, 1)
 	go func() { listening <- api.Run(listenerCtx) }()
+	// Counted by the go/no-go before a sale (Preflight).
+	go backend.AnnounceAPI(listenerCtx, a.p.backend.Redis)
 
 	srv := api.HTTPServer()
 	served := make(chan error, 1)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashsale/flashsale/activities"
 	"github.com/flashsale/flashsale/internal/backend"
+	"github.com/flashsale/flashsale/internal/catalog"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/internal/orders"
 	"github.com/flashsale/flashsale/internal/requestid"
@@ -29,6 +30,7 @@ func Activities(b *backend.Backend) *activities.Activities {
 		Stock: b.Stock, Orders: b.Orders, Logger: b.Logger,
 		Sales:               SaleStore(b),
 		PaymentTimeout:      cfg.PaymentTimeout,
+		UserIDKey:           cfg.UserIDKey,
 		Guard:               b.Guard,
 		DegradedConcurrency: cfg.DegradedConcurrency,
 		CancelRunningOrders: func(ctx context.Context, sku, reason string, signalled map[string]bool) (int, error) {
@@ -39,6 +41,7 @@ func Activities(b *backend.Backend) *activities.Activities {
 			return (&orders.Service{Temporal: b.Temporal, Orders: b.Orders}).CountRunningOrders(ctx, sku)
 		},
 		OrderWorkflowID: workflows.OrderWorkflowID,
+		Preflight:       Preflight(b),
 		RequestResync: func(ctx context.Context, sku string) error {
 			return workflows.RequestResync(ctx, b.Temporal, cfg.TaskQueue, sku)
 		},
@@ -78,6 +81,12 @@ func NewWorker(b *backend.Backend, interceptors ...interceptor.WorkerInterceptor
 	})
 	workflows.Register(w)
 	RegisterActivities(w, Activities(b))
+	// A campaign's steps are the catalog's use cases (carve, define,
+	// preheat, restock, the sales' controls).
+	w.RegisterActivity(&catalog.CampaignSteps{
+		Catalog: catalog.Catalog{DB: b.Orders, Redis: b.Stock, Temporal: b.Temporal},
+		Sales:   catalog.Sales{DB: b.Orders, Temporal: b.Temporal, TaskQueue: cfg.TaskQueue},
+	})
 	return w
 }
 

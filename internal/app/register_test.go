@@ -60,11 +60,12 @@ func TestRegisterActivitiesUnderTheContractsNames(t *testing.T) {
 	}
 	names := []string{
 		contract.ReserveStock, contract.CreateOrder, contract.ReleaseStock, contract.CloseOrder,
-		contract.ConfirmPayment, contract.RecordRefund, contract.OfferToWaitlist,
+		contract.ConfirmPayment, contract.RecordRefund, contract.OfferToWaitlist, contract.ExtendHold,
 		contract.ListSKUs, contract.ObserveStock, contract.RestoreStock, contract.CorrectStock, contract.ResyncStock,
 		contract.PrepareSale, contract.OpenSale, contract.SetSaleState, contract.CancelSaleOrders,
 		contract.RefundSaleOrders, contract.AwaitSaleSettled, contract.CheckSaleStock, contract.ReportSale,
-		contract.EndSale, contract.RemoveSaleKeys,
+		contract.EndSale, contract.RemoveSaleKeys, contract.SetSaleEnd, contract.PreflightSale,
+		contract.FindOverdueOrders, contract.CloseStrandedOrders, contract.HoldDrift,
 	}
 	slices.Sort(registered)
 	slices.Sort(names)

@@ -54,7 +54,7 @@ func OpenWorker(ctx context.Context, cfg config.Config, logger *slog.Logger, opt
 		activityMetrics := NewActivityMetrics()
 		backlog := newBacklogCollector(b.Temporal, b.Orders)
 		if err := errors.Join(b.RegisterMetrics(mx.Registry), mx.Registry.Register(activityMetrics),
-			mx.Registry.Register(backlog)); err != nil {
+			mx.Registry.Register(backlog), mx.Registry.Register(PreflightFailures)); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 		interceptors = append([]interceptor.WorkerInterceptor{activityMetrics.Interceptor()}, interceptors...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flashsale/flashsale/activities/contract"
+	"github.com/flashsale/flashsale/internal/orderdb"
 )
 
 // Kind names the invariant a violation breaks. Expected and Actual hold
@@ -50,6 +51,13 @@ const (
 	// KindReceivedNotKept: money received by the order's deadline, the
 	// order closed unpaid, and no payment row answers it.
 	KindReceivedNotKept Kind = "payment_received_in_time_not_kept"
+	// KindRefundNotOwed: an order refunded after it was paid whose money
+	// is not all owed back (REFUND_REQUIRED) or sent back (REFUNDED).
+	// Expected the order amount, Actual what is owed or sent.
+	KindRefundNotOwed Kind = "refund_not_owed"
+	// KindMoneyBalance: the CAPTURED money differs from the amounts of the
+	// PAID orders. Expected the orders' sum, Actual the captured sum.
+	KindMoneyBalance Kind = "money_balance"
 	// KindRedisMissing: Redis has no buckets for a SKU MySQL sells; buyers
 	// get UNKNOWN_SKU. Expected db available, Actual 0.
 	KindRedisMissing Kind = "redis_missing"
@@ -124,6 +132,9 @@ type Report struct {
 	OK         bool        `json:"ok"`
 	SKUs       []SKUState  `json:"skus"`
 	Violations []Violation `json:"violations"`
+	// Money balances the payments: captured (equal to the PAID orders'
+	// amounts), owed back and sent back.
+	Money orderdb.Money `json:"money"`
 	// Warnings are things the checker could not judge, such as a Redis
 	// snapshot torn by a live sale.
 	Warnings []string `json:"warnings,omitempty"`

@@ -65,6 +65,9 @@ func Connect(ctx context.Context, cfg config.Config, logger *slog.Logger, opts .
 		}
 	}()
 
+	if cfg.UserIDKeyDefaulted {
+		logger.Warn("USER_ID_HMAC_KEY is not set: buyers' ids in Temporal's visibility are hashed with a key everyone knows; set a secret in production")
+	}
 	b.Redis = NewRedis(cfg)
 	b.Guard = redisguard.New(redisguard.Options{Logger: logger})
 	b.Stock = inventory.New(b.Redis, inventory.Options{})

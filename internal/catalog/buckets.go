@@ -11,9 +11,9 @@ import (
 type Resized struct {
 	SKU     string `json:"sku_id"`
 	Buckets int    `json:"buckets"`
-	// RedisTotal is the sum of the live buckets after the resize (0 for a
+	// RedisAvailable is the sum of the live buckets after the resize (0 for a
 	// SKU never preheated).
-	RedisTotal int64 `json:"redis_total"`
+	RedisAvailable int64 `json:"redis_available"`
 }
 
 // Resize changes a SKU's Redis bucket count while its sale runs
@@ -22,7 +22,7 @@ type Resized struct {
 // Redis goes first: the MySQL column only matters to those later reloads,
 // and a retry after a failure in between is safe (Resize is idempotent). A
 // SKU MySQL knows but Redis does not (never preheated) only gets the new
-// count in MySQL, for its preheat, and RedisTotal 0.
+// count in MySQL, for its preheat, and RedisAvailable 0.
 //
 // Error codes: Invalid (a count out of 1..MaxBuckets), UnknownSKU (MySQL
 // does not know the SKU), ResizeBusy (another resize of the SKU runs).
@@ -49,5 +49,5 @@ func (c Catalog) Resize(ctx context.Context, sku string, buckets int) (Resized, 
 	if _, err := c.DB.SplitStock(ctx, sku, buckets); err != nil {
 		return Resized{}, fmt.Errorf("split %s into %d bucket rows in mysql: %w", sku, buckets, err)
 	}
-	return Resized{SKU: sku, Buckets: buckets, RedisTotal: res.RedisTotal}, nil
+	return Resized{SKU: sku, Buckets: buckets, RedisAvailable: res.RedisAvailable}, nil
 }

@@ -98,11 +98,25 @@ func (c Catalog) preheat(ctx context.Context, inv orderdb.Inventory) (Defined, e
 	if err := c.Redis.SetQueued(ctx, inv.SKU, inv.Queued); err != nil {
 		return Defined{}, err
 	}
+	// A SKU that deducts at payment takes bookings, its stock times its
+	// overbooking factor, so its open orders stay bounded; any other has
+	// none (inventory/booking.go).
+	var bookings int64
+	if inv.Deduct == flashsale.DeductPayment {
+		bookings = inv.Available * int64(inv.OverbookOf())
+	}
+	if err := c.Redis.SetBookings(ctx, inv.SKU, bookings); err != nil {
+		return Defined{}, err
+	}
 	// MySQL's stock goes onto bucket rows that mirror the Redis buckets
 	// (a create takes the row of the bucket Redis starts at), so orders of
-	// the SKU do not queue on one row lock (orderdb.Store.SplitStock).
-	if _, err := c.DB.SplitStock(ctx, inv.SKU, inv.Buckets); err != nil {
-		return Defined{}, err
+	// the SKU do not queue on one row lock (orderdb.Store.SplitStock). A
+	// SKU that deducts at payment keeps its row: only payments take from
+	// it, far fewer than buys.
+	if bookings == 0 {
+		if _, err := c.DB.SplitStock(ctx, inv.SKU, inv.Buckets); err != nil {
+			return Defined{}, err
+		}
 	}
 	pre, err := c.Redis.Preheat(ctx, inv.SKU, inv.Available, inv.Buckets)
 	if err != nil {

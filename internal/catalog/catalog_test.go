@@ -54,7 +54,7 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	// A new SKU is idle without asking Temporal.
 	d, err := c.Define(ctx, flashsale.SKU{ID: sku, Total: 10, Price: 100, Buckets: 4, PerUserLimit: 1})
 	require.NoError(t, err)
-	require.EqualValues(t, 10, d.Preheat.RedisTotal)
+	require.EqualValues(t, 10, d.Preheat.RedisAvailable)
 	tc.AssertNotCalled(t, "CountWorkflow", mock.Anything, mock.Anything)
 
 	// Orders in flight (no unit frozen yet): both refuse, Redis untouched.
@@ -92,7 +92,7 @@ func TestDefineAndPreheatRefuseALiveSale(t *testing.T) {
 	require.NoError(t, err)
 	d, err = c.Preheat(ctx, sku)
 	require.NoError(t, err)
-	require.EqualValues(t, 10, d.Preheat.RedisTotal)
+	require.EqualValues(t, 10, d.Preheat.RedisAvailable)
 	require.EqualValues(t, 10, d.Inventory.Available)
 	ended, err := orders.SaleEndedAt(ctx, sku)
 	require.NoError(t, err)

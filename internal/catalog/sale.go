@@ -33,41 +33,84 @@ type Sales struct {
 var SaleActions = []string{workflows.UpdateSaleOpen, workflows.UpdateSalePause, workflows.UpdateSaleResume,
 	workflows.UpdateSaleClose, workflows.UpdateSaleVoid}
 
-// commitmentWait bounds how long Start waits for the sale's first
-// activity to publish the seed's commitment.
-const commitmentWait = 10 * time.Second
-
-// Start starts the sale of terms.SKU, opening at terms.OpensAt (a zero
-// PassTTL or MaxEntrants: the default), and answers it once its pre-queue
-// is open with the seed's commitment published. UnknownSKU for a SKU not
-// defined; SaleStateConflict while another sale of the SKU runs (close it
-// first), or after one ended until the SKU is preheated (its stock left
-// Redis at the end).
-func (s Sales) Start(ctx context.Context, terms workflows.SaleInput) (workflows.SaleView, error) {
-	sku := terms.SKU
+// Start starts a SKU's sale on its terms, opening at in.OpensAt (a zero
+// PassTTL or MaxEntrants: the default; a zero ClosesAt: no end, the sale
+// is closed by hand), and answers it once its pre-queue is open with the
+// seed's commitment published. UnknownSKU for a SKU not defined;
+// SaleStateConflict while another sale of the SKU runs (close it first),
+// or after one ended until the SKU is preheated (its stock left Redis at
+// the end).
+func (s Sales) Start(ctx context.Context, in workflows.SaleInput) (workflows.SaleView, error) {
+	sku := in.SKU
 	// A SKU defined before ids lost ':' sells on, but gets no sale: the
 	// end of a sale removes keys by the SKU's name (flashsale.ValidSKUID).
 	if err := flashsale.CheckSKUID(sku); err != nil {
 		return workflows.SaleView{}, err
 	}
-	if terms.OpensAt.IsZero() || terms.PassTTL < 0 || terms.MaxEntrants < 0 {
+	if in.OpensAt.IsZero() || in.PassTTL < 0 || in.MaxEntrants < 0 {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "opens_at is required; pass_ttl and max_entrants must not be negative")
 	}
-	inv, err := s.DB.Inventory(ctx, sku)
-	if err != nil {
-		return workflows.SaleView{}, err
+	if !in.ClosesAt.IsZero() && !in.ClosesAt.After(in.OpensAt) {
+		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "closes_at must be after opens_at")
 	}
-	if inv.SaleEndedAt != nil {
-		return workflows.SaleView{}, flashsale.Errorf(flashsale.SaleStateConflict,
-			"the last sale of %s ended and its stock left Redis: preheat the sku (or PUT it) before another sale", sku)
+	if _, err := s.notEnded(ctx, sku); err != nil {
+		return workflows.SaleView{}, err
 	}
 	// Every API instance, a new one while Redis does not answer included,
 	// must know from now on that the SKU's buys need a pass.
 	if err := s.DB.MarkQueued(ctx, sku); err != nil {
 		return workflows.SaleView{}, err
 	}
-	id := workflows.SaleWorkflowID(sku)
-	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	in.Unqueued, in.Since = false, time.Time{}
+	return s.start(ctx, in, func(v workflows.SaleView) bool { return v.SeedHash != "" })
+}
+
+// Close ends the selling of sku, sold without a queue, as a fair sale's
+// close ends it (POST /api/v1/admin/skus/{sku}/close, `starter sku close`):
+// a SaleWorkflow started closed refuses every buy from its first step,
+// waits for the SKU's last orders to settle, checks MySQL and Redis agree,
+// reports the orders since the SKU's last PUT and removes its Redis keys.
+// It answers once buys are refused; GET the sale for its report.
+// SaleStateConflict while a fair sale of the SKU runs (close that) or
+// after the SKU's selling ended (preheat it to sell again).
+func (s Sales) Close(ctx context.Context, sku string) (workflows.SaleView, error) {
+	if err := flashsale.CheckSKUID(sku); err != nil {
+		return workflows.SaleView{}, err
+	}
+	if _, err := s.notEnded(ctx, sku); err != nil {
+		return workflows.SaleView{}, err
+	}
+	since, err := s.DB.SaleStartedAt(ctx, sku)
+	if err != nil {
+		return workflows.SaleView{}, err
+	}
+	in := workflows.SaleInput{SKU: sku, OpensAt: time.Now(), Unqueued: true, Since: since}
+	return s.start(ctx, in, func(v workflows.SaleView) bool { return v.State == sale.Closed })
+}
+
+// notEnded is sku's inventory, SaleStateConflict when its last sale ended
+// and its stock left Redis.
+func (s Sales) notEnded(ctx context.Context, sku string) (orderdb.Inventory, error) {
+	inv, err := s.DB.Inventory(ctx, sku)
+	if err != nil {
+		return inv, err
+	}
+	if inv.SaleEndedAt != nil {
+		return inv, flashsale.Errorf(flashsale.SaleStateConflict,
+			"the last sale of %s ended and its stock left Redis: preheat the sku (or PUT it) before another sale", sku)
+	}
+	return inv, nil
+}
+
+// commitmentWait bounds how long start waits for the sale's first steps
+// (the seed's commitment published, or an unqueued SKU's close).
+const commitmentWait = 10 * time.Second
+
+// start starts the SaleWorkflow of in and answers its view once ready
+// says so.
+func (s Sales) start(ctx context.Context, in workflows.SaleInput, ready func(workflows.SaleView) bool) (workflows.SaleView, error) {
+	sku, id := in.SKU, workflows.SaleWorkflowID(in.SKU)
+	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue,
 		// The sale is listed with its orders in the Web UI: SkuIds = "<sku>"
 		// finds both.
@@ -77,7 +120,7 @@ func (s Sales) Start(ctx context.Context, terms workflows.SaleInput) (workflows.
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Without it the SDK answers the running sale as if it started.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.SaleWorkflow, terms)
+	}, workflows.SaleWorkflow, in)
 	if _, ok := errors.AsType[*serviceerror.WorkflowExecutionAlreadyStarted](err); ok {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.SaleStateConflict, "a sale of %s is running; close it first", sku)
 	}
@@ -88,15 +131,15 @@ func (s Sales) Start(ctx context.Context, terms workflows.SaleInput) (workflows.
 	defer cancel()
 	for {
 		v, err := s.View(wait, sku)
-		if err == nil && v.SeedHash != "" {
+		if err == nil && ready(v) {
 			return v, nil
 		}
 		select {
 		case <-wait.Done():
 			if err == nil {
-				err = errors.New("no commitment yet")
+				err = errors.New("not ready yet")
 			}
-			return v, orders.CodeDown(fmt.Errorf("sale %s started, commitment not published within %s: %w", sku, commitmentWait, err))
+			return v, orders.CodeDown(fmt.Errorf("sale %s started, not ready within %s: %w", sku, commitmentWait, err))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -137,16 +180,21 @@ func (s Sales) Control(ctx context.Context, sku, action, reason string) (workflo
 		err = h.Get(ctx, &v)
 	}
 	if err != nil {
-		err = saleError(sku, err)
-		// A sale that ended answers no Update, but its last view is kept.
-		if flashsale.ErrorCode(err) == flashsale.NoSale {
-			if last, verr := s.View(ctx, sku); verr == nil && last.State == sale.Closed {
-				return workflows.SaleView{}, fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku), err)
-			}
-		}
-		return workflows.SaleView{}, err
+		return workflows.SaleView{}, s.updateError(ctx, sku, err)
 	}
 	return v, nil
+}
+
+// updateError codes an Update's failure: a sale that ended answers no
+// Update, but its last view is kept: SaleClosed.
+func (s Sales) updateError(ctx context.Context, sku string, err error) error {
+	err = saleError(sku, err)
+	if flashsale.ErrorCode(err) == flashsale.NoSale {
+		if last, verr := s.View(ctx, sku); verr == nil && last.State == sale.Closed {
+			return fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.SaleClosed, "the sale of %s is closed", sku), err)
+		}
+	}
+	return err
 }
 
 // saleError codes what the sale workflow or Temporal answered.
@@ -163,4 +211,24 @@ func saleError(sku string, err error) error {
 		return fmt.Errorf("sale of %s: %w: %w", sku, flashsale.Errorf(flashsale.NoSale, "no sale of this sku runs"), err)
 	}
 	return orders.CodeDown(fmt.Errorf("sale of %s: %w", sku, err))
+}
+
+// MoveEnd sends the closes_at Update to sku's sale: its end moves to
+// closesAt (later or sooner, after now and after opens_at), answered once
+// every API instance refuses a buy from then on. Invalid for an end in the
+// past, SaleStateConflict for a closed sale, NoSale when none runs.
+func (s Sales) MoveEnd(ctx context.Context, sku string, closesAt time.Time, reason string) (workflows.SaleView, error) {
+	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SaleWorkflowID(sku), UpdateName: workflows.UpdateSaleClosesAt,
+		Args:         []any{workflows.SaleEndChange{ClosesAt: closesAt, Reason: reason}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var v workflows.SaleView
+	if err == nil {
+		err = h.Get(ctx, &v)
+	}
+	if err != nil {
+		return workflows.SaleView{}, s.updateError(ctx, sku, err)
+	}
+	return v, nil
 }

@@ -29,7 +29,7 @@ func TestReserveExactlyStockOnCluster(t *testing.T) {
 
 	res, err := st.Preheat(ctx, sku, units, buckets)
 	require.NoError(t, err)
-	require.Equal(t, int64(units), res.RedisTotal)
+	require.Equal(t, int64(units), res.RedisAvailable)
 	masters := bucketMasters(ctx, t, rdb, sku, buckets)
 	require.Len(t, masters, 3, "the buckets must land on every master, or the test proves nothing cross-node: %v", masters)
 	t.Logf("buckets per master: %v", masters)

@@ -56,6 +56,13 @@ type Config struct {
 	// on a worker the concurrent CreateOrder calls, on an API instance the
 	// admitted buy requests per SKU.
 	DegradedConcurrency int
+	// UserIDKey keys the hash under which buyers' ids are kept in
+	// Temporal's visibility (USER_ID_HMAC_KEY, at least 16 bytes;
+	// flashsale.UserIDDigest). Every process that starts orders or looks
+	// them up by buyer needs the same key. Unset: DevUserIDKey, a known
+	// key fit for a laptop only (UserIDKeyDefaulted; the processes warn).
+	UserIDKey          []byte
+	UserIDKeyDefaulted bool
 }
 
 // Defaults, exported so documentation and tests refer to one place.
@@ -68,6 +75,11 @@ const (
 	DefaultPaymentTimeout      = 15 * time.Minute
 	DefaultDegradedConcurrency = 8
 	DefaultWorkflowPollers     = 8
+	// DevUserIDKey is the user-id hash key of a process given none: the
+	// digests it makes are not secret.
+	DevUserIDKey = "flashsale-dev-user-id-key-not-secret"
+	// MinUserIDKeyLength is the shortest USER_ID_HMAC_KEY accepted.
+	MinUserIDKeyLength = 16
 )
 
 // Load reads the configuration from the environment.
@@ -131,6 +143,13 @@ func loadEnv(e env) (Config, error) {
 			return Config{}, fmt.Errorf("REDIS_ALLOW_EVICTION=%q: want true or false", v)
 		}
 		cfg.RedisAllowEviction = b
+	}
+	cfg.UserIDKey = []byte(getenv("USER_ID_HMAC_KEY"))
+	switch n := len(cfg.UserIDKey); {
+	case n == 0:
+		cfg.UserIDKey, cfg.UserIDKeyDefaulted = []byte(DevUserIDKey), true
+	case n < MinUserIDKeyLength:
+		return Config{}, fmt.Errorf("USER_ID_HMAC_KEY is %d bytes: want at least %d", n, MinUserIDKeyLength)
 	}
 	if v := getenv("PAYMENT_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

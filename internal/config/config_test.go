@@ -55,6 +55,11 @@ func TestLoad(t *testing.T) {
 			name: "redis eviction allowed", env: map[string]string{"REDIS_ALLOW_EVICTION": "true"},
 			want: func(c *Config) { c.RedisAllowEviction = true },
 		},
+		{
+			name: "user id key", env: map[string]string{"USER_ID_HMAC_KEY": "0123456789abcdef"},
+			want: func(c *Config) { c.UserIDKey, c.UserIDKeyDefaulted = []byte("0123456789abcdef"), false },
+		},
+		{name: "short user id key", env: map[string]string{"USER_ID_HMAC_KEY": "short"}, wantErr: "USER_ID_HMAC_KEY"},
 		{name: "bad redis allow eviction", env: map[string]string{"REDIS_ALLOW_EVICTION": "yes"}, wantErr: "REDIS_ALLOW_EVICTION"},
 		{name: "redis addr without port", env: map[string]string{"REDIS_ADDR": "localhost"}, wantErr: "REDIS_ADDR"},
 		{name: "redis addr empty entry", env: map[string]string{"REDIS_ADDR": "a:1,,b:2"}, wantErr: "REDIS_ADDR"},
@@ -74,6 +79,7 @@ func TestLoad(t *testing.T) {
 				TaskQueue: DefaultTaskQueue, RedisAddr: DefaultRedisAddr, MySQLDSN: DefaultMySQLDSN,
 				PaymentTimeout: DefaultPaymentTimeout, WorkerConcurrency: 256,
 				WorkflowPollers: DefaultWorkflowPollers, DegradedConcurrency: DefaultDegradedConcurrency,
+				UserIDKey: []byte(DevUserIDKey), UserIDKeyDefaulted: true,
 			}
 			tt.want(&want)
 			require.Equal(t, want, got)

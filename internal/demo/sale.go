@@ -13,6 +13,7 @@ import (
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/loadgen"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 // SaleOptions sizes a sale.
@@ -67,6 +68,8 @@ type Summary struct {
 	Load     loadgen.Result `json:"-"`
 	// Queue is a queued sale's account (QueuedSale), nil without a queue.
 	Queue *QueueSummary `json:"queue,omitempty"`
+	// Campaign is a campaign's report (CampaignSale), nil without one.
+	Campaign *workflows.CampaignView `json:"campaign,omitempty"`
 }
 
 // Sale creates the SKU, lets the crowd buy, waits for every order to settle
@@ -245,6 +248,9 @@ func (s Summary) Table() string {
 		row("redis keys left (must be 0)", q.RedisKeysLeft)
 		row("seed (sha-256 = commitment)", q.Seed)
 		_ = w.Flush()
+	}
+	if s.Campaign != nil {
+		campaignTable(&b, s.Campaign)
 	}
 	if s.UIURL != "" {
 		what := "this sale's orders"

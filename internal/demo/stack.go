@@ -146,6 +146,11 @@ func StartStack(ctx context.Context, opts StackOptions) (st *Stack, err error) {
 	st.Backend = b
 	st.stops = append(st.stops, b.Close)
 
+	// Reconciliation runs as in production, and the go/no-go before a
+	// queued sale's open finds its Schedule.
+	if err := app.EnsureReconcileSchedule(ctx, b, time.Minute, false); err != nil {
+		return nil, err
+	}
 	w := app.NewWorker(b)
 	if opts.Register != nil {
 		opts.Register(w, app.Activities(b))

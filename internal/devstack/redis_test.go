@@ -45,7 +45,7 @@ func TestRedisRunsInventory(t *testing.T) {
 
 	res, err := stock.Preheat(ctx, sku, units, buckets)
 	require.NoError(t, err)
-	require.Equal(t, inventory.PreheatResult{RedisTotal: units, Buckets: buckets}, res)
+	require.Equal(t, inventory.PreheatResult{RedisAvailable: units, Buckets: buckets}, res)
 	st, err := stock.Stock(ctx, sku)
 	require.NoError(t, err)
 	require.Len(t, st.PerBucket, buckets)

@@ -35,10 +35,10 @@ func TestRestockReopensEveryInstance(t *testing.T) {
 	require.Equal(t, int64(1), b.metrics().Edge.SoldOutLocal, "b answers from its own cache")
 	require.Equal(t, 1, b.metrics().Edge.LocalSoldOutSKUs)
 
-	restock := mustJSON(t, map[string]any{"quantity": 2, "request_id": s.name("req-1")})
+	restock := mustJSON(t, map[string]any{"quantity": 2, "restock_id": s.name("req-1")})
 	r := a.call(http.MethodPost, "/api/v1/admin/skus/"+sku+"/restock", restock, adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, map[string]any{"sku_id": sku, "request_id": s.name("req-1"), "quantity": float64(2), "added": true,
+	require.Equal(t, map[string]any{"sku_id": sku, "restock_id": s.name("req-1"), "quantity": float64(2), "added": true,
 		"total": float64(3), "db_available": float64(2), "on_sale": true}, r.json(t))
 
 	n := 0
@@ -80,7 +80,7 @@ func TestAdminEndpoints(t *testing.T) {
 	r := api.call(http.MethodPut, path, []byte(`{"total":10,"price":2500}`), adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Equal(t, map[string]any{"sku_id": sku, "total": float64(10), "price": float64(2500), "buckets": float64(16),
-		"per_user_limit": float64(1), "redis_total": float64(10), "db_available": float64(10), "verified": true}, r.json(t))
+		"per_user_limit": float64(1), "redis_available": float64(10), "db_available": float64(10), "verified": true}, r.json(t))
 	require.Equal(t, inventoryOut{SKU: sku, Total: 10, Available: 10, DBAvailable: 10, BucketCount: 16}, api.inventory(sku))
 
 	bad := []struct {
@@ -94,9 +94,9 @@ func TestAdminEndpoints(t *testing.T) {
 		{"zero limit", http.MethodPut, path, `{"total":1,"price":1,"per_user_limit":0}`, 400, "INVALID_REQUEST"},
 		{"unknown field", http.MethodPut, path, `{"total":1,"price":1,"colour":"red"}`, 400, "INVALID_REQUEST"},
 		{"bad sku", http.MethodPut, "/api/v1/admin/skus/a%7Bb", `{"total":1,"price":1}`, 400, "INVALID_REQUEST"},
-		{"restock zero", http.MethodPost, path + "/restock", `{"quantity":0,"request_id":"r"}`, 400, "INVALID_REQUEST"},
+		{"restock zero", http.MethodPost, path + "/restock", `{"quantity":0,"restock_id":"r"}`, 400, "INVALID_REQUEST"},
 		{"restock no id", http.MethodPost, path + "/restock", `{"quantity":1}`, 400, "INVALID_REQUEST"},
-		{"restock unknown sku", http.MethodPost, "/api/v1/admin/skus/" + s.name("ghost") + "/restock", `{"quantity":1,"request_id":"r"}`, 404, "UNKNOWN_SKU"},
+		{"restock unknown sku", http.MethodPost, "/api/v1/admin/skus/" + s.name("ghost") + "/restock", `{"quantity":1,"restock_id":"r"}`, 404, "UNKNOWN_SKU"},
 		{"preheat unknown sku", http.MethodPost, "/api/v1/admin/skus/" + s.name("ghost") + "/preheat", ``, 404, "UNKNOWN_SKU"},
 	}
 	for _, tt := range bad {
@@ -108,16 +108,16 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 
 	// A restock request id reused for another quantity is refused.
-	r = api.call(http.MethodPost, path+"/restock", []byte(`{"quantity":2,"request_id":"`+s.name("r1")+`"}`), adminHeader())
+	r = api.call(http.MethodPost, path+"/restock", []byte(`{"quantity":2,"restock_id":"`+s.name("r1")+`"}`), adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	r = api.call(http.MethodPost, path+"/restock", []byte(`{"quantity":3,"request_id":"`+s.name("r1")+`"}`), adminHeader())
+	r = api.call(http.MethodPost, path+"/restock", []byte(`{"quantity":3,"restock_id":"`+s.name("r1")+`"}`), adminHeader())
 	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
 	require.Equal(t, inventoryOut{SKU: sku, Total: 12, Available: 12, DBAvailable: 12, BucketCount: 16}, api.inventory(sku))
 
 	// Preheat reloads Redis from MySQL.
 	r = api.call(http.MethodPost, path+"/preheat", nil, adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, map[string]any{"sku_id": sku, "redis_total": float64(12), "db_available": float64(12), "verified": true}, r.json(t))
+	require.Equal(t, map[string]any{"sku_id": sku, "redis_available": float64(12), "db_available": float64(12), "verified": true}, r.json(t))
 
 	// A reset while an unpaid order holds units is refused.
 	require.Equal(t, http.StatusCreated, api.buy("", s.name("u"), sku, 1).status)

@@ -22,7 +22,7 @@ func TestPinnedDoorAnswers(t *testing.T) {
 	u := s.name("u")
 	item := `{"sku_id":"` + sku + `","quantity":1}`
 	restock := "/api/v1/admin/skus/" + sku + "/restock"
-	r := api.call(http.MethodPost, restock, []byte(`{"quantity":2,"request_id":"r1"}`), adminHeader())
+	r := api.call(http.MethodPost, restock, []byte(`{"quantity":2,"restock_id":"r1"}`), adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 
 	tests := []struct {
@@ -64,9 +64,9 @@ func TestPinnedDoorAnswers(t *testing.T) {
 			`{"code":"UNKNOWN_SKU","message":"unknown sku"}`, nil},
 		{"unknown order", http.MethodGet, "/api/v1/orders/" + s.name("ghost"), "", adminHeader(), 404,
 			`{"code":"ORDER_NOT_FOUND","message":"order not found"}`, nil},
-		{"restock request id reused", http.MethodPost, restock, `{"quantity":3,"request_id":"r1"}`, adminHeader(), 400,
-			`{"code":"INVALID_REQUEST","message":"request_id was already used with a different quantity"}`, nil},
-		{"restock quantity", http.MethodPost, restock, `{"quantity":0,"request_id":"r2"}`, adminHeader(), 400,
+		{"restock request id reused", http.MethodPost, restock, `{"quantity":3,"restock_id":"r1"}`, adminHeader(), 400,
+			`{"code":"INVALID_REQUEST","message":"restock_id was already used with a different quantity"}`, nil},
+		{"restock quantity", http.MethodPost, restock, `{"quantity":0,"restock_id":"r2"}`, adminHeader(), 400,
 			`{"code":"INVALID_REQUEST","message":"quantity must be 1-1000000000"}`, nil},
 		{"buckets missing", http.MethodPost, "/api/v1/admin/skus/" + sku + "/buckets", `{}`, adminHeader(), 400,
 			`{"code":"INVALID_REQUEST","message":"buckets is required, 1-1024"}`, nil},

@@ -26,7 +26,7 @@ func TestResizeBuckets(t *testing.T) {
 	for _, n := range []int{64, 4} {
 		r := api.call(http.MethodPost, path, mustJSON(t, map[string]any{"buckets": n}), adminHeader())
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-		require.Equal(t, map[string]any{"sku_id": sku, "buckets": float64(n), "redis_total": float64(97)}, r.json(t))
+		require.Equal(t, map[string]any{"sku_id": sku, "buckets": float64(n), "redis_available": float64(97)}, r.json(t))
 		require.Equal(t, inventoryOut{SKU: sku, Total: 100, Available: 97, DBAvailable: 97, Frozen: 3, BucketCount: n},
 			api.inventory(sku))
 		require.Equal(t, n, s.dbInventory(sku).Buckets)

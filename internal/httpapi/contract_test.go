@@ -271,7 +271,7 @@ func TestOpenAPIContract(t *testing.T) {
 	want(413, api.call(http.MethodPut, skuPath, bytes.Repeat([]byte(" "), 70<<10), admin), "PAYLOAD_TOO_LARGE")
 	want(200, api.call(http.MethodPost, skuPath+"/preheat", nil, admin), "")
 	want(404, api.call(http.MethodPost, "/api/v1/admin/skus/"+unknown+"/preheat", nil, admin), "UNKNOWN_SKU")
-	restock := mustJSON(t, map[string]any{"quantity": 1, "request_id": s.name("r1")})
+	restock := mustJSON(t, map[string]any{"quantity": 1, "restock_id": s.name("r1")})
 	want(200, api.call(http.MethodPost, skuPath+"/restock", restock, admin), "")
 	r := api.call(http.MethodPost, skuPath+"/restock", restock, admin)
 	want(200, r, "")
@@ -320,6 +320,15 @@ func TestOpenAPIContract(t *testing.T) {
 	want(422, signedCallback(callback{OrderID: b1, TransactionID: b1 + "-t", Amount: 499, Status: "SUCCESS"}), "AMOUNT_MISMATCH")
 	want(409, signedCallback(callback{OrderID: c1, TransactionID: a1 + "-t", Amount: 500, Status: "SUCCESS"}), "TRANSACTION_CONFLICT")
 	want(200, signedCallback(callback{OrderID: c1, TransactionID: c1 + "-f", Amount: 500, Status: "FAILED"}), "")
+	hold := func(body string) response {
+		return api.call(http.MethodPost, "/api/v1/payments/hold", []byte(body),
+			http.Header{httpapi.SignatureHeader: {httpapi.Sign(testSecret, time.Now(), []byte(body))}})
+	}
+	want(200, hold(`{"order_id":"`+d1+`","extend_by":"1m"}`), "")
+	want(409, hold(`{"order_id":"`+d1+`","extend_by":"1m"}`), "HOLD_ALREADY_EXTENDED")
+	want(409, hold(`{"order_id":"`+a1+`","extend_by":"1m"}`), "ORDER_CLOSED")
+	want(400, hold(`{"order_id":"`+c1+`","extend_by":"1h"}`), "INVALID_REQUEST")
+	want(401, api.call(http.MethodPost, "/api/v1/payments/hold", []byte(`{"order_id":"`+c1+`","extend_by":"1m"}`), nil), "BAD_SIGNATURE")
 	// Unpaid orders hold units: no overwrite of Redis.
 	want(409, api.call(http.MethodPost, skuPath+"/preheat", nil, admin), "SKU_IN_USE")
 
@@ -427,6 +436,17 @@ func TestOpenAPIContract(t *testing.T) {
 	want(409, api.buyWithPass("", alice, fair, pass), "SALE_PAUSED")
 	want(200, api.call(http.MethodPost, salePath+"/close", nil, admin), "")
 	want(409, api.call(http.MethodPost, queue, nil, buyerHeader(t, bob)), "SALE_CLOSED")
+
+	// One paid order refunded, its money then marked sent back.
+	refund := "/api/v1/admin/orders/" + a1 + "/refund"
+	want(409, api.call(http.MethodPost, "/api/v1/admin/payments/"+a1+"-t/refunded", nil, admin), "ORDER_CLOSED")
+	want(200, api.call(http.MethodPost, refund, []byte(`{"restock":false,"reason":"contract"}`), admin), "")
+	want(200, api.call(http.MethodPost, refund, []byte(`{"restock":true}`), admin), "")
+	want(400, api.call(http.MethodPost, refund, []byte(`{}`), admin), "INVALID_REQUEST")
+	want(401, api.call(http.MethodPost, refund, []byte(`{"restock":true}`), nil), "UNAUTHORIZED")
+	want(404, api.call(http.MethodPost, "/api/v1/admin/orders/"+s.name("nope")+"/refund", []byte(`{"restock":true}`), admin), "ORDER_NOT_FOUND")
+	want(200, api.call(http.MethodPost, "/api/v1/admin/payments/"+a1+"-t/refunded", []byte(`{"refund_id":"re-1"}`), admin), "")
+	want(404, api.call(http.MethodPost, "/api/v1/admin/payments/nope-"+s.id+"/refunded", nil, admin), "ORDER_NOT_FOUND")
 
 	// What the document does not list: the mux's 405 and 404.
 	want(405, api.call(http.MethodDelete, "/api/v1/orders", nil, nil), "METHOD_NOT_ALLOWED")

@@ -77,6 +77,11 @@ func describeJSONError(err error) string {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "request body is empty or cut short"
 	}
+	// A field's own decoder (flashsale.Duration) says what it wants,
+	// without the input.
+	if fe, ok := errors.AsType[*flashsale.Error](err); ok {
+		return fe.Message
+	}
 	// DisallowUnknownFields reports `json: unknown field "<name>"`: echo
 	// the name, cut short, so a client sees which one.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
@@ -188,7 +193,8 @@ type Callback struct {
 	OrderID       string `json:"order_id"`
 	TransactionID string `json:"transaction_id"`
 	Amount        int64  `json:"amount"`
-	Status        string `json:"status"`
+	// Status is the payment's, SUCCESS or FAILED (not the order's).
+	Status string `json:"payment_status"`
 }
 
 func decodeCallback(body []byte) (Callback, error) {
@@ -206,7 +212,7 @@ func decodeCallback(body []byte) (Callback, error) {
 		return Callback{}, invalid("amount must be a positive integer in minor units")
 	}
 	if cb.Status != CallbackSuccess && cb.Status != CallbackFailed {
-		return Callback{}, invalid(`status must be "SUCCESS" or "FAILED"`)
+		return Callback{}, invalid(`payment_status must be "SUCCESS" or "FAILED"`)
 	}
 	return cb, nil
 }
@@ -222,6 +228,8 @@ type skuRequest struct {
 	// Queued: the SKU is for a fair sale, and no buy of it is taken until
 	// its sale is started (flashsale.SKU.Queued).
 	Queued bool `json:"queued"`
+	// The SKU's terms (flashsale.Terms), checked by its Validate.
+	flashsale.Terms
 }
 
 // decodeSKU reads the definition of sku; its ranges are checked by
@@ -237,7 +245,8 @@ func decodeSKU(body []byte) (flashsale.SKU, error) {
 	case req.Price == nil:
 		return flashsale.SKU{}, invalid(fmt.Sprintf("price is required, 0-%d minor units", flashsale.MaxPrice))
 	}
-	in := flashsale.SKU{Total: *req.Total, Price: *req.Price, Buckets: flashsale.DefaultBuckets, PerUserLimit: 1, Queued: req.Queued}
+	in := flashsale.SKU{Total: *req.Total, Price: *req.Price, Buckets: flashsale.DefaultBuckets, PerUserLimit: 1, Queued: req.Queued,
+		Terms: req.Terms}
 	if req.Buckets != nil {
 		in.Buckets = *req.Buckets
 	}
@@ -251,7 +260,7 @@ func decodeSKU(body []byte) (flashsale.SKU, error) {
 // checked by catalog.Restock.
 type restockRequest struct {
 	Quantity  int64  `json:"quantity"`
-	RequestID string `json:"request_id"`
+	RestockID string `json:"restock_id"`
 }
 
 func decodeRestock(body []byte) (restockRequest, error) {

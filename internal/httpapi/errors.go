@@ -76,6 +76,9 @@ var answers = map[flashsale.Code]answer{
 	flashsale.TransactionConflict: {status: http.StatusConflict,
 		message: "transaction_id was already used for another order; nothing was recorded for this one"},
 
+	// Its message names the term, its bounds and why.
+	flashsale.HoldExtended:    {status: http.StatusConflict, message: "this order's hold was extended once already; its pay_by stands"},
+	flashsale.InvalidTerms:    {status: http.StatusBadRequest, message: "sale terms out of their bounds", showOwn: true},
 	flashsale.SKUInUse:        {status: http.StatusConflict, message: "unpaid orders hold units of this sku; wait for them to close"},
 	flashsale.ResizeBusy:      {status: http.StatusConflict, message: "another bucket resize of this sku is running; retry when it ends"},
 	flashsale.PreheatMismatch: {status: http.StatusConflict, message: "redis stock does not match the database after preheat; retry when no sale is running"},

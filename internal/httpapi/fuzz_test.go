@@ -109,13 +109,13 @@ func mustMarshal(t *testing.T, v any) []byte {
 // callback, the SKU definition and the restock.
 func FuzzDecodeAdminAndCallback(f *testing.F) {
 	for _, seed := range []string{
-		`{"order_id":"o1","transaction_id":"t1","amount":4999,"status":"SUCCESS"}`,
-		`{"order_id":"o1","transaction_id":"t1","amount":4999,"status":"FAILED"}`,
-		`{"order_id":"o1","transaction_id":"t1","amount":0,"status":"SUCCESS"}`,
+		`{"order_id":"o1","transaction_id":"t1","amount":4999,"payment_status":"SUCCESS"}`,
+		`{"order_id":"o1","transaction_id":"t1","amount":4999,"payment_status":"FAILED"}`,
+		`{"order_id":"o1","transaction_id":"t1","amount":0,"payment_status":"SUCCESS"}`,
 		`{"total":100,"price":4999,"buckets":16,"per_user_limit":1}`,
 		`{"total":100,"price":4999}`,
-		`{"quantity":5,"request_id":"r-1"}`,
-		`{"quantity":5,"request_id":"r-1","x":1}`,
+		`{"quantity":5,"restock_id":"r-1"}`,
+		`{"quantity":5,"restock_id":"r-1","x":1}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -141,11 +141,11 @@ func FuzzDecodeAdminAndCallback(f *testing.F) {
 		}
 		rs, err := decodeRestock(body)
 		if err == nil {
-			err = catalog.CheckRestock("s", rs.RequestID, rs.Quantity)
+			err = catalog.CheckRestock("s", rs.RestockID, rs.Quantity)
 		}
 		if err != nil {
 			mustRefuse(t, err)
-		} else if rs.Quantity < 1 || rs.Quantity > flashsale.MaxSKUTotal || !flashsale.ValidID(rs.RequestID, flashsale.MaxIDLength) {
+		} else if rs.Quantity < 1 || rs.Quantity > flashsale.MaxSKUTotal || !flashsale.ValidID(rs.RestockID, flashsale.MaxIDLength) {
 			t.Fatalf("accepted restock %+v", rs)
 		}
 	})
@@ -155,7 +155,7 @@ const fuzzSecret = "whsec-fuzz-0123456789abcdef"
 
 func FuzzVerifySignature(f *testing.F) {
 	at := time.Unix(1_800_000_000, 0)
-	body := []byte(`{"order_id":"o1","transaction_id":"t1","amount":1,"status":"SUCCESS"}`)
+	body := []byte(`{"order_id":"o1","transaction_id":"t1","amount":1,"payment_status":"SUCCESS"}`)
 	good := Sign(fuzzSecret, at, body)
 	for _, h := range []string{
 		good,

@@ -328,7 +328,7 @@ type callback struct {
 	OrderID       string `json:"order_id"`
 	TransactionID string `json:"transaction_id"`
 	Amount        int64  `json:"amount"`
-	Status        string `json:"status"`
+	Status        string `json:"payment_status"`
 }
 
 // pay sends a callback signed now with the current secret.

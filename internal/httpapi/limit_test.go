@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/flashsale/flashsale"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 )
@@ -20,7 +22,7 @@ func (s *stack) countUserWorkflows(user string) int64 {
 	s.t.Helper()
 	resp, err := s.b.Temporal.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
 		Namespace: s.cfg.TemporalNamespace,
-		Query:     fmt.Sprintf("UserId = '%s'", user),
+		Query:     fmt.Sprintf("UserId = '%s'", flashsale.UserIDDigest(s.cfg.UserIDKey, user)),
 	})
 	require.NoError(s.t, err)
 	return resp.GetCount()

@@ -93,8 +93,21 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) {
 type orderResponse struct {
 	workflows.OrderSummary
 	// Refund is REQUIRED when money received for the order must go back.
-	Refund   string                     `json:"refund,omitempty"`
-	Payments []workflows.PaymentOutcome `json:"payments,omitempty"`
+	Refund   string         `json:"refund,omitempty"`
+	Payments []paymentEntry `json:"payments,omitempty"`
+}
+
+// paymentEntry is one payment the order handled. OrderStatus is what the
+// payment left the order in: named so, because a payment's own "status"
+// would read as the payment's (the callback's payment_status).
+type paymentEntry struct {
+	TransactionID string           `json:"transaction_id"`
+	OrderStatus   flashsale.Status `json:"order_status"`
+	Refund        string           `json:"refund,omitempty"`
+	Reason        flashsale.Code   `json:"reason,omitempty"`
+	Duplicate     bool             `json:"duplicate,omitempty"`
+	Queued        bool             `json:"queued,omitempty"`
+	Conflict      bool             `json:"conflict,omitempty"`
 }
 
 func (s *Server) orderID(r *http.Request) (string, error) {
@@ -147,11 +160,15 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := orderResponse{OrderSummary: view.OrderSummary, Payments: view.Payments}
+	out := orderResponse{OrderSummary: view.OrderSummary}
 	for _, p := range view.Payments {
 		if p.Refund == workflows.RefundRequired {
 			out.Refund = workflows.RefundRequired
 		}
+		out.Payments = append(out.Payments, paymentEntry{
+			TransactionID: p.TransactionID, OrderStatus: p.Status, Refund: p.Refund,
+			Reason: p.Reason, Duplicate: p.Duplicate, Queued: p.Queued, Conflict: p.Conflict,
+		})
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 }

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/workflows"
@@ -46,8 +48,13 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 
 	if cb.Status == CallbackFailed {
 		// A failed payment moves no money: acknowledge it with what the
-		// order is now, and leave the order to its deadline.
+		// order is now. The order is told: one whose SKUs say
+		// release_on_failed_payment closes and puts its units back at
+		// once; any other waits for its deadline.
 		view, err := s.deps.Orders.Snapshot(ctx, cb.OrderID)
+		if err == nil && view.Status == flashsale.StatusPendingPayment {
+			err = s.deps.Orders.PaymentFailed(ctx, cb.OrderID, cb.TransactionID)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -90,4 +97,57 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 	// 200, because a provider retries anything else for a day; the refund
 	// is recorded exactly once in the payments table.
 	s.writeJSON(w, r, http.StatusOK, statusResponse{OrderID: cb.OrderID, Status: out.Status, Refund: out.Refund})
+}
+
+// holdRequest is the POST /api/v1/payments/hold body, signed as a callback.
+type holdRequest struct {
+	OrderID  string             `json:"order_id"`
+	ExtendBy flashsale.Duration `json:"extend_by"`
+	Reason   string             `json:"reason,omitempty"`
+}
+
+// holdResponse answers it: the order's deadline now.
+type holdResponse struct {
+	OrderID      string           `json:"order_id"`
+	Status       flashsale.Status `json:"status"`
+	PayBy        time.Time        `json:"pay_by"`
+	HoldExtended bool             `json:"hold_extended"`
+}
+
+// extendHold is POST /api/v1/payments/hold: the payment provider's buyer
+// started paying, and the order's hold is extended once, by at most
+// flashsale.MaxHoldExtension (orders.Service.ExtendHold). Verified before
+// it is parsed, as the callback is.
+func (s *Server) extendHold(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := VerifySignature(r.Header.Get(SignatureHeader), body, s.cfg.WebhookSecrets, s.now()); err != nil {
+		s.writeError(w, r, refuse(BadSignature, err.Error()))
+		return
+	}
+	var req holdRequest
+	if err := decodeJSON(body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkID("order_id", req.OrderID, flashsale.MaxIDLength); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(req.Reason) > flashsale.MaxReasonLength {
+		s.writeError(w, r, invalid(fmt.Sprintf("reason must be at most %d characters", flashsale.MaxReasonLength)))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), opTimeout)
+	defer cancel()
+	view, err := s.deps.Orders.ExtendHold(ctx, req.OrderID, req.ExtendBy.D(), req.Reason)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, holdResponse{OrderID: view.OrderID, Status: view.Status, PayBy: view.PayBy,
+		HoldExtended: view.HoldExtended})
 }

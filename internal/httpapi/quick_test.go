@@ -140,7 +140,7 @@ func TestRestockEndsQuickAnswerEverywhere(t *testing.T) {
 	}
 
 	r = a.call(http.MethodPost, "/api/v1/admin/skus/"+sku+"/restock",
-		mustJSON(t, map[string]any{"quantity": 3, "request_id": s.name("r1")}), adminHeader())
+		mustJSON(t, map[string]any{"quantity": 3, "restock_id": s.name("r1")}), adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	start := time.Now()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

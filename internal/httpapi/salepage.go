@@ -49,21 +49,21 @@ func newSaleBoard(s *Server) *saleBoard {
 }
 
 // saleLive is GET /api/v1/skus/{sku}/live. MySQL's numbers are the truth
-// (total = available + frozen + sold); Redis's are what buyers are being
+// (total = db_available + frozen + sold); Redis's are what buyers are being
 // sold from right now. Traffic is the SKU's buy answers over every API
 // instance.
 type saleLive struct {
-	SKU       string    `json:"sku_id"`
-	At        time.Time `json:"at"`
-	Total     int64     `json:"total"`
-	Available int64     `json:"available"`
-	Frozen    int64     `json:"frozen"`
-	Sold      int64     `json:"sold"`
-	Price     int64     `json:"price"`
-	// RedisAvailable and Buckets are null while Redis is unreachable
+	SKU         string    `json:"sku_id"`
+	At          time.Time `json:"at"`
+	Total       int64     `json:"total"`
+	DBAvailable int64     `json:"db_available"`
+	Frozen      int64     `json:"frozen"`
+	Sold        int64     `json:"sold"`
+	Price       int64     `json:"price"`
+	// RedisAvailable and BucketStock are null while Redis is unreachable
 	// (RedisDown), or before the SKU was preheated.
 	RedisAvailable *int64  `json:"redis_available"`
-	Buckets        []int64 `json:"buckets"`
+	BucketStock    []int64 `json:"bucket_stock"`
 	RedisDown      bool    `json:"redis_down"`
 	SoldOut        bool    `json:"sold_out"`
 	Drift          int64   `json:"drift"`
@@ -172,7 +172,7 @@ func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 	}
 	inv := view.Inventory
 	out := &saleLive{
-		SKU: sku, At: time.Now().UTC(), Total: inv.Total, Available: inv.Available, Frozen: inv.Frozen,
+		SKU: sku, At: time.Now().UTC(), Total: inv.Total, DBAvailable: inv.Available, Frozen: inv.Frozen,
 		Sold: inv.Sold, Price: inv.Price, Orders: map[string]int64{}, RecentOrders: []liveOrder{},
 	}
 	for _, st := range []flashsale.Status{flashsale.StatusPendingPayment, flashsale.StatusPaid, flashsale.StatusExpired, flashsale.StatusCancelled} {
@@ -197,7 +197,7 @@ func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 			out.RedisDown = true
 		default:
 			avail := st.Available
-			out.RedisAvailable, out.Buckets, out.Drift = &avail, st.PerBucket, st.Drift
+			out.RedisAvailable, out.BucketStock, out.Drift = &avail, st.PerBucket, st.Drift
 			out.SoldOut = st.SoldOut || st.Available == 0
 		}
 		if n, err := b.s.deps.Stock.WaitlistLength(ctx, sku); err == nil {

@@ -252,20 +252,21 @@ func TestSaleLiveJSON(t *testing.T) {
 			return
 		}
 		var live struct {
-			Total, Available, Frozen, Sold int64
-			RedisAvailable                 *int64 `json:"redis_available"`
-			Buckets                        []int64
-			SoldOut                        bool `json:"sold_out"`
-			Orders                         map[string]int64
+			Total, Frozen, Sold int64
+			DBAvailable         int64   `json:"db_available"`
+			RedisAvailable      *int64  `json:"redis_available"`
+			BucketStock         []int64 `json:"bucket_stock"`
+			SoldOut             bool    `json:"sold_out"`
+			Orders              map[string]int64
 		}
 		require.NoError(t, json.Unmarshal(r.body, &live))
 		assert.Equal(c, int64(5), live.Total)
-		assert.Equal(c, int64(4), live.Available)
+		assert.Equal(c, int64(4), live.DBAvailable)
 		assert.Equal(c, int64(1), live.Frozen)
 		if assert.NotNil(c, live.RedisAvailable) {
 			assert.Equal(c, int64(4), *live.RedisAvailable)
 		}
-		assert.Len(c, live.Buckets, 2)
+		assert.Len(c, live.BucketStock, 2)
 		assert.False(c, live.SoldOut)
 		assert.Equal(c, map[string]int64{"PENDING_PAYMENT": 1, "PAID": 0, "EXPIRED": 0, "CANCELLED": 0}, live.Orders)
 		assert.NotContains(c, string(r.body), buyer, "no buyer on a public page")

@@ -23,6 +23,10 @@ type startSaleRequest struct {
 	PassTTLSeconds int64 `json:"pass_ttl_seconds"`
 	// MaxEntrants caps the queue (default sale.DefaultMaxEntrants).
 	MaxEntrants int64 `json:"max_entrants"`
+	// ClosesAt is the sale's end (optional: none, closed by hand).
+	ClosesAt time.Time `json:"closes_at"`
+	// ExpectedPeakRPS sizes the go/no-go's capacity check (0: none).
+	ExpectedPeakRPS int64 `json:"expected_peak_rps"`
 }
 
 func decodeStartSale(body []byte) (startSaleRequest, error) {
@@ -39,6 +43,12 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 	if req.MaxEntrants < 0 {
 		return startSaleRequest{}, invalid("max_entrants must not be negative (0: the default)")
 	}
+	if req.ExpectedPeakRPS < 0 {
+		return startSaleRequest{}, invalid("expected_peak_rps must not be negative")
+	}
+	if !req.ClosesAt.IsZero() && !req.ClosesAt.After(req.OpensAt) {
+		return startSaleRequest{}, invalid("closes_at must be after opens_at")
+	}
 	return req, nil
 }
 
@@ -49,7 +59,8 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 func (s *Server) startSale() http.HandlerFunc {
 	return skuEndpoint(s, decodeStartSale, func(ctx context.Context, sku string, in startSaleRequest) (workflows.SaleView, error) {
 		return s.saleControls().Start(ctx, workflows.SaleInput{SKU: sku, OpensAt: in.OpensAt,
-			PassTTL: time.Duration(in.PassTTLSeconds) * time.Second, MaxEntrants: in.MaxEntrants})
+			PassTTL: time.Duration(in.PassTTLSeconds) * time.Second, MaxEntrants: in.MaxEntrants,
+			ClosesAt: in.ClosesAt, ExpectedPeak: in.ExpectedPeakRPS})
 	})
 }
 
@@ -65,6 +76,8 @@ func (s *Server) getSale() http.HandlerFunc {
 // optional body.
 type saleControlRequest struct {
 	Reason string `json:"reason"`
+	// ClosesAt is the closes_at action's new end, and only its.
+	ClosesAt time.Time `json:"closes_at"`
 }
 
 func decodeSaleControl(body []byte) (saleControlRequest, error) {
@@ -126,7 +139,7 @@ func (s *Server) controlSale() http.HandlerFunc {
 				run, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 				go func() {
 					defer cancel()
-					v, err := s.saleControls().Control(run, sku, action, in.Reason)
+					v, err := s.control(run, sku, action, in)
 					done <- answer{v, err}
 				}()
 				t := time.NewTimer(wait)
@@ -140,4 +153,29 @@ func (s *Server) controlSale() http.HandlerFunc {
 				return accepted{Location: poll, Body: controlAccepted{SKU: sku, Action: action, Poll: poll}}, nil
 			})(w, r)
 	}
+}
+
+// control is one control: the closes_at action moves the sale's end, the
+// others are catalog.Sales.Control's.
+func (s *Server) control(ctx context.Context, sku, action string, in saleControlRequest) (workflows.SaleView, error) {
+	switch {
+	case action == workflows.UpdateSaleClosesAt && in.ClosesAt.IsZero():
+		return workflows.SaleView{}, invalid("closes_at is required (RFC 3339)")
+	case action == workflows.UpdateSaleClosesAt:
+		return s.saleControls().MoveEnd(ctx, sku, in.ClosesAt, in.Reason)
+	case !in.ClosesAt.IsZero():
+		return workflows.SaleView{}, invalid("closes_at is the closes_at action's")
+	}
+	return s.saleControls().Control(ctx, sku, action, in.Reason)
+}
+
+// closeSKU is POST /api/v1/admin/skus/{sku}/close: ends the selling of a
+// SKU sold without a queue as a sale's close does (catalog.Sales.Close),
+// answered once every buy is refused; GET the sale for the report. 404
+// UNKNOWN_SKU, 409 SALE_STATE_CONFLICT while its fair sale runs or once
+// its selling ended.
+func (s *Server) closeSKU() http.HandlerFunc {
+	return skuEndpoint(s, nil, func(ctx context.Context, sku string, _ struct{}) (workflows.SaleView, error) {
+		return s.saleControls().Close(ctx, sku)
+	})
 }

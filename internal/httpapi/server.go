@@ -67,7 +67,8 @@ type Deps struct {
 // FromBackend takes the dependencies from open backend connections.
 func FromBackend(b *backend.Backend) Deps {
 	return Deps{
-		Orders:   &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders, Logger: b.Logger},
+		Orders: &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders, Logger: b.Logger,
+			UserIDKey: b.Config.UserIDKey},
 		Store:    b.Orders,
 		Stock:    b.Stock,
 		Redis:    b.Redis,
@@ -307,6 +308,7 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/orders/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getOrder})
 	route("/api/v1/orders/{id}/cancel", map[string]http.HandlerFunc{http.MethodPost: s.cancelOrder})
 	route("/api/v1/payments/callback", map[string]http.HandlerFunc{http.MethodPost: s.paymentCallback})
+	route("/api/v1/payments/hold", map[string]http.HandlerFunc{http.MethodPost: s.extendHold})
 	route("/api/v1/inventory/{sku}", map[string]http.HandlerFunc{http.MethodGet: s.getInventory})
 	route("/api/v1/skus/{sku}/waitlist", map[string]http.HandlerFunc{http.MethodPost: s.joinWaitlist})
 	route("/api/v1/skus/{sku}/waitlist/me", map[string]http.HandlerFunc{http.MethodGet: s.waitlistPlace})
@@ -316,9 +318,15 @@ func (s *Server) routes() http.Handler {
 	route("/api/v1/admin/skus/{sku}/sale", map[string]http.HandlerFunc{
 		http.MethodPost: s.admin(s.startSale()), http.MethodGet: s.admin(s.getSale())})
 	route("/api/v1/admin/skus/{sku}/sale/{action}", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.controlSale())})
+	route("/api/v1/admin/campaigns/{campaign}", map[string]http.HandlerFunc{
+		http.MethodPost: s.admin(s.startCampaign()), http.MethodGet: s.admin(s.getCampaign())})
+	route("/api/v1/admin/campaigns/{campaign}/{action}", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.controlCampaign())})
+	route("/api/v1/admin/skus/{sku}/close", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.closeSKU())})
 	route("/api/v1/admin/skus/{sku}/preheat", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.preheat())})
 	route("/api/v1/admin/skus/{sku}/restock", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.restock())})
 	route("/api/v1/admin/skus/{sku}/buckets", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.resizeBuckets())})
+	route("/api/v1/admin/orders/{id}/refund", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.refundOrder())})
+	route("/api/v1/admin/payments/{transaction_id}/refunded", map[string]http.HandlerFunc{http.MethodPost: s.admin(s.markRefunded())})
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: s.readyz})
 	route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.getMetrics})

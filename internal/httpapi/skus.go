@@ -157,9 +157,10 @@ type skuResponse struct {
 	Buckets      int    `json:"buckets"`
 	PerUserLimit int    `json:"per_user_limit"`
 	Queued       bool   `json:"queued,omitempty"`
-	RedisTotal   int64  `json:"redis_total"`
-	DBAvailable  int64  `json:"db_available"`
-	Verified     bool   `json:"verified"`
+	flashsale.Terms
+	RedisAvailable int64 `json:"redis_available"`
+	DBAvailable    int64 `json:"db_available"`
+	Verified       bool  `json:"verified"`
 }
 
 // putSKU creates or resets a SKU before a sale: the database row, then the
@@ -177,16 +178,16 @@ func (s *Server) putSKU() http.HandlerFunc {
 		inv, pre := d.Inventory, d.Preheat
 		return skuResponse{
 			SKU: inv.SKU, Total: inv.Total, Price: inv.Price, Buckets: inv.Buckets, PerUserLimit: inv.PerUserLimit, Queued: inv.Queued,
-			RedisTotal: pre.RedisTotal, DBAvailable: inv.Available, Verified: true,
+			Terms: inv.Terms, RedisAvailable: pre.RedisAvailable, DBAvailable: inv.Available, Verified: true,
 		}, nil
 	})
 }
 
 type preheatResponse struct {
-	SKU         string `json:"sku_id"`
-	RedisTotal  int64  `json:"redis_total"`
-	DBAvailable int64  `json:"db_available"`
-	Verified    bool   `json:"verified"`
+	SKU            string `json:"sku_id"`
+	RedisAvailable int64  `json:"redis_available"`
+	DBAvailable    int64  `json:"db_available"`
+	Verified       bool   `json:"verified"`
 }
 
 // preheat reloads a SKU's Redis buckets from the database's available stock
@@ -194,16 +195,16 @@ type preheatResponse struct {
 func (s *Server) preheat() http.HandlerFunc {
 	return skuEndpoint(s, nil, func(ctx context.Context, sku string, _ struct{}) (preheatResponse, error) {
 		d, err := s.catalog().Preheat(ctx, sku)
-		return preheatResponse{SKU: d.Inventory.SKU, RedisTotal: d.Preheat.RedisTotal,
+		return preheatResponse{SKU: d.Inventory.SKU, RedisAvailable: d.Preheat.RedisAvailable,
 			DBAvailable: d.Inventory.Available, Verified: true}, err
 	})
 }
 
 type restockResponse struct {
 	SKU       string `json:"sku_id"`
-	RequestID string `json:"request_id"`
+	RestockID string `json:"restock_id"`
 	Quantity  int64  `json:"quantity"`
-	// Added is false when this request id had been applied before.
+	// Added is false when this restock id had been applied before.
 	Added       bool  `json:"added"`
 	Total       int64 `json:"total"`
 	DBAvailable int64 `json:"db_available"`
@@ -212,12 +213,12 @@ type restockResponse struct {
 	OnSale bool `json:"on_sale"`
 }
 
-// restock adds units mid-sale, idempotent by request_id (catalog.Restock).
+// restock adds units mid-sale, idempotent by restock_id (catalog.Restock).
 func (s *Server) restock() http.HandlerFunc {
 	return skuEndpoint(s, decodeRestock, func(ctx context.Context, sku string, req restockRequest) (restockResponse, error) {
-		res, err := s.catalog().Restock(ctx, sku, req.RequestID, req.Quantity)
+		res, err := s.catalog().Restock(ctx, sku, req.RestockID, req.Quantity)
 		return restockResponse{
-			SKU: res.SKU, RequestID: res.RequestID, Quantity: res.Quantity, Added: res.Added,
+			SKU: res.SKU, RestockID: res.RestockID, Quantity: res.Quantity, Added: res.Added,
 			Total: res.Inventory.Total, DBAvailable: res.Inventory.Available, OnSale: res.OnSale,
 		}, err
 	})
@@ -225,9 +226,9 @@ func (s *Server) restock() http.HandlerFunc {
 
 // bucketsResponse answers POST /api/v1/admin/skus/{sku}/buckets.
 type bucketsResponse struct {
-	SKU        string `json:"sku_id"`
-	Buckets    int    `json:"buckets"`
-	RedisTotal int64  `json:"redis_total"`
+	SKU            string `json:"sku_id"`
+	Buckets        int    `json:"buckets"`
+	RedisAvailable int64  `json:"redis_available"`
 }
 
 // resizeBuckets changes a SKU's Redis bucket count while its sale runs
@@ -235,6 +236,6 @@ type bucketsResponse struct {
 func (s *Server) resizeBuckets() http.HandlerFunc {
 	return skuEndpoint(s, decodeBuckets, func(ctx context.Context, sku string, n int) (bucketsResponse, error) {
 		res, err := s.catalog().Resize(ctx, sku, n)
-		return bucketsResponse{SKU: res.SKU, Buckets: res.Buckets, RedisTotal: res.RedisTotal}, err
+		return bucketsResponse{SKU: res.SKU, Buckets: res.Buckets, RedisAvailable: res.RedisAvailable}, err
 	})
 }

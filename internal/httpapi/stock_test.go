@@ -109,7 +109,7 @@ func TestPublicStockIsCached(t *testing.T) {
 
 	// A stock change: an operator sees it at once, anybody within a second.
 	r := api.call(http.MethodPost, "/api/v1/admin/skus/"+sku+"/restock",
-		mustJSON(t, map[string]any{"quantity": 5, "request_id": s.name("r1")}), adminHeader())
+		mustJSON(t, map[string]any{"quantity": 5, "restock_id": s.name("r1")}), adminHeader())
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Equal(t, int64(15), api.inventory(sku).Total, "the admin token reads fresh")
 	time.Sleep(1100 * time.Millisecond)

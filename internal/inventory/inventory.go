@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/flashsale"
 )
 
 // StockChangedChannel is the Pub/Sub channel bump.lua publishes the SKU id
@@ -42,8 +44,11 @@ const (
 	// every bucket, and a wrong hint (missed bump) must heal by itself.
 	DefaultSoldOutTTL = 10 * time.Second
 	// DefaultHeldTTL must outlive any retry of the order's workflow, or a
-	// late retry would find no marker and take stock a second time.
-	DefaultHeldTTL = 24 * time.Hour
+	// late retry would find no marker and take stock a second time, and
+	// any order's payment window, or the release at its deadline would
+	// find no marker and give nothing back: flashsale.MarkerTTL, the
+	// longest window a SKU may have (72 h) plus a day.
+	DefaultHeldTTL = flashsale.MarkerTTL
 	// DefaultZeroTTL is shorter: a "nothing taken" marker only has to make
 	// retries during the order's reserve step replay the same answer, and
 	// sold-out buyers create one per bucket.

@@ -385,7 +385,7 @@ func TestPreheat(t *testing.T) {
 			sku := newSKU(t, rdb)
 			res, err := s.Preheat(ctx, sku, tc.available, tc.buckets)
 			require.NoError(t, err)
-			require.Equal(t, PreheatResult{RedisTotal: tc.available, Buckets: tc.buckets}, res)
+			require.Equal(t, PreheatResult{RedisAvailable: tc.available, Buckets: tc.buckets}, res)
 			st := stock(t, s, sku)
 			require.Equal(t, tc.want, st.PerBucket)
 			require.False(t, st.SoldOut)
@@ -398,7 +398,7 @@ func TestPreheat(t *testing.T) {
 		require.NoError(t, err)
 		res, err := s.Preheat(ctx, sku, 10, 4)
 		require.NoError(t, err)
-		require.Equal(t, PreheatResult{RedisTotal: 10, Buckets: 4}, res)
+		require.Equal(t, PreheatResult{RedisAvailable: 10, Buckets: 4}, res)
 		for b := 4; b < 16; b++ {
 			n, err := rdb.Exists(ctx, stockKey(sku, b)).Result()
 			require.NoError(t, err)
@@ -416,7 +416,7 @@ func TestPreheat(t *testing.T) {
 
 		res, err := s.Preheat(ctx, sku, 8, 4)
 		require.NoError(t, err)
-		require.Equal(t, PreheatResult{RedisTotal: 8, Buckets: 4}, res)
+		require.Equal(t, PreheatResult{RedisAvailable: 8, Buckets: 4}, res)
 		require.Zero(t, rdb.Exists(ctx, stockKey(sku, 700)).Val(), "stale bucket beyond the new count")
 	})
 
@@ -444,7 +444,7 @@ func TestPreheat(t *testing.T) {
 		require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.PreheatMismatch})
 		require.Contains(t, err.Error(), "37")
 		require.Contains(t, err.Error(), "40")
-		require.Equal(t, PreheatResult{RedisTotal: 37, Buckets: 4}, res)
+		require.Equal(t, PreheatResult{RedisAvailable: 37, Buckets: 4}, res)
 
 		_, err = s.verifyPreheat(ctx, sku, 37)
 		require.NoError(t, err)

@@ -228,6 +228,26 @@ func (s *Store) Release(ctx context.Context, orderID, sku string) (_ int64, err 
 	return released, nil
 }
 
+// ReleaseHeld is Release that also says whether the order's markers show
+// it held units at all (given back now or before). False when they expired
+// (inventory.Options.HeldTTL after the take): a caller that must put the
+// units back anyway (a refund a day after the sale) restocks them instead.
+func (s *Store) ReleaseHeld(ctx context.Context, orderID, sku string) (_ int64, _ bool, err error) {
+	defer codeOutage(&err)
+	if err := validateOrder(orderID, sku); err != nil {
+		return 0, false, fmt.Errorf("release %s: %w", sku, err)
+	}
+	lay, err := s.layout(ctx, sku)
+	if err != nil {
+		return 0, false, fmt.Errorf("release %s: %w", sku, err)
+	}
+	released, held, err := s.giveBack(ctx, orderID, sku, lay, modeRelease)
+	if err != nil {
+		return 0, false, fmt.Errorf("release %s: %w", sku, err)
+	}
+	return released, held, nil
+}
+
 // giveBack is releaseBuckets, then the order's count against its buyer's
 // limit given back in the same mode. The units go back to the buckets
 // first: a crash in between leaves the buyer counted (stricter), never a

@@ -32,9 +32,9 @@ type ResizeResult struct {
 	// Moved counts units moved between buckets by this call (including
 	// moves of earlier, crashed calls it finished).
 	Moved int64 `json:"moved"`
-	// RedisTotal is the sum of the live buckets read back at the end; a
+	// RedisAvailable is the sum of the live buckets read back at the end; a
 	// snapshot, since buyers keep taking.
-	RedisTotal int64 `json:"redis_total"`
+	RedisAvailable int64 `json:"redis_available"`
 }
 
 // Resize changes sku's bucket count to buckets while the sale runs, moving
@@ -96,7 +96,7 @@ func (s *Store) Resize(ctx context.Context, sku string, buckets int) (_ ResizeRe
 	if err != nil {
 		return res, fmt.Errorf("resize %s: read back: %w", sku, err)
 	}
-	res.RedisTotal = st.Available
+	res.RedisAvailable = st.Available
 	return res, nil
 }
 

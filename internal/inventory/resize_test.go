@@ -70,7 +70,7 @@ func TestResizeExpandSpreadsAndKeepsEveryUnit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, res.Previous)
 	require.Equal(t, 16, res.Buckets)
-	require.Equal(t, int64(85), res.RedisTotal)
+	require.Equal(t, int64(85), res.RedisAvailable)
 	st := stock(t, s, sku)
 	require.Equal(t, 16, st.Buckets)
 	require.Equal(t, int64(85), st.Available)
@@ -106,7 +106,7 @@ func TestResizeShrinkSweepsRemovedBucketsAndLateReleases(t *testing.T) {
 	res, err := s.Resize(ctx, sku, 4)
 	require.NoError(t, err)
 	require.Equal(t, 64, res.Previous)
-	require.Equal(t, int64(63), res.RedisTotal)
+	require.Equal(t, int64(63), res.RedisAvailable)
 	raw := rawBuckets(t, rdb, sku, 64)
 	for b := 4; b < 64; b++ {
 		require.Zero(t, raw[b], "removed bucket %d", b)
@@ -214,7 +214,7 @@ func TestResizeFinishesHalfDoneMoveOnce(t *testing.T) {
 
 	res, err := s.Resize(ctx, sku, 2)
 	require.NoError(t, err)
-	require.Equal(t, int64(40), res.RedisTotal)
+	require.Equal(t, int64(40), res.RedisAvailable)
 	requireNothingInTransit(t, rdb, sku, 4)
 
 	// The put half replayed by hand adds nothing: it landed already.
@@ -224,7 +224,7 @@ func TestResizeFinishesHalfDoneMoveOnce(t *testing.T) {
 	for _, n := range []int{2, 8, 2} {
 		res, err = s.Resize(ctx, sku, n)
 		require.NoError(t, err)
-		require.Equal(t, int64(40), res.RedisTotal)
+		require.Equal(t, int64(40), res.RedisAvailable)
 	}
 	raw := rawBuckets(t, rdb, sku, 8)
 	require.Equal(t, []int64{20, 20, 0, 0, 0, 0, 0, 0}, raw)

@@ -12,8 +12,8 @@ import (
 
 // PreheatResult is what Preheat found in Redis after writing.
 type PreheatResult struct {
-	RedisTotal int64 `json:"redis_total"`
-	Buckets    int   `json:"buckets"`
+	RedisAvailable int64 `json:"redis_available"`
+	Buckets        int   `json:"buckets"`
 }
 
 // Preheat loads available units of sku into buckets buckets before a sale
@@ -95,7 +95,7 @@ func (s *Store) verifyPreheat(ctx context.Context, sku string, available int64) 
 	if err != nil {
 		return PreheatResult{}, fmt.Errorf("read back: %w", err)
 	}
-	res := PreheatResult{RedisTotal: st.Available, Buckets: st.Buckets}
+	res := PreheatResult{RedisAvailable: st.Available, Buckets: st.Buckets}
 	if st.Available != available {
 		return res, fmt.Errorf("redis buckets hold %d units, db has %d available: %w", st.Available, available, flashsale.Errorf(flashsale.PreheatMismatch, "preheat mismatch: redis buckets do not sum to db available stock"))
 	}
@@ -276,7 +276,7 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availabi
 	if err := validateSKU(sku); err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
-	keys := []string{bucketsKey(sku), genKey(sku), soldOutKey(sku)}
+	keys := []string{bucketsKey(sku), genKey(sku), soldOutKey(sku), bookingsKey(sku)}
 	if userID != "" {
 		keys = append(keys, limitKey(sku), heldKey(sku, userID))
 	}
@@ -286,7 +286,7 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availabi
 	}
 	var allow Allowance
 	if userID != "" {
-		if allow, err = parseAllowance(vals[3], vals[4]); err != nil {
+		if allow, err = parseAllowance(vals[4], vals[5]); err != nil {
 			return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 		}
 	}
@@ -308,6 +308,15 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availabi
 	av := Availability{Buckets: n, Gen: gen, Allowance: allow}
 	for _, v := range per {
 		av.Units += max(v, 0)
+	}
+	if vals[3] != nil {
+		// A SKU that deducts at payment: a buy needs a booking too, and
+		// no more orders start than bookings are left (booking.go).
+		left, err := parseInt(vals[3])
+		if err != nil {
+			return Availability{}, fmt.Errorf("available %s: bookings: %w", sku, err)
+		}
+		av.Units = min(av.Units, max(left, 0))
 	}
 	return av, nil
 }

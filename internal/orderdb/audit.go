@@ -108,7 +108,8 @@ type JournalReplay struct {
 // OrderJournal is an order whose journal entries for a SKU disagree with
 // its status: a PENDING_PAYMENT order has exactly RESERVE, a PAID one
 // RESERVE and SELL, an expired or cancelled one RESERVE and RELEASE, or
-// RESERVE, SELL and REFUND when a void cancelled it after it was paid.
+// RESERVE, SELL and REFUND when a void cancelled it after it was paid. A
+// deferred order (deducted at payment) has SELL once PAID, else nothing.
 type OrderJournal struct {
 	OrderID string           `json:"order_id"`
 	Status  flashsale.Status `json:"status"`
@@ -131,7 +132,7 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 
 		if err := tx.Raw(`SELECT COALESCE(SUM(i.quantity), 0) FROM order_items i
 			JOIN orders o ON o.order_id = i.order_id
-			WHERE i.sku_id = ? AND o.status = ?`, sku, flashsale.StatusPendingPayment).Scan(&out.PendingUnits).Error; err != nil {
+			WHERE i.sku_id = ? AND o.status = ? AND NOT o.deferred`, sku, flashsale.StatusPendingPayment).Scan(&out.PendingUnits).Error; err != nil {
 			return fmt.Errorf("pending units: %w", err)
 		}
 		// The journal id orders the SKU's entries by the row lock they were
@@ -145,8 +146,8 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 			JOIN orders o ON o.order_id = i.order_id
 			WHERE i.sku_id = ? AND o.status = ? AND EXISTS (
 				SELECT 1 FROM inventory_journal j
-				WHERE j.ref_id = i.order_id AND j.sku_id = i.sku_id AND j.type = ? AND j.id > ?)`,
-			sku, flashsale.StatusPaid, journalReserve, lastReset).Scan(&out.PaidUnits).Error; err != nil {
+				WHERE j.ref_id = i.order_id AND j.sku_id = i.sku_id AND j.type = IF(o.deferred, ?, ?) AND j.id > ?)`,
+			sku, flashsale.StatusPaid, journalSell, journalReserve, lastReset).Scan(&out.PaidUnits).Error; err != nil {
 			return fmt.Errorf("paid units: %w", err)
 		}
 
@@ -193,12 +194,14 @@ func (s *Store) AuditSKU(ctx context.Context, sku string) (SKUAudit, error) {
 		if err := tx.Raw(`SELECT order_id, status, types, want FROM (
 				SELECT o.order_id, o.status,
 					COALESCE(GROUP_CONCAT(DISTINCT j.type ORDER BY j.type SEPARATOR ','), '') AS types,
-					CASE o.status WHEN ? THEN ? WHEN ? THEN ? ELSE ? END AS want
+					IF(o.deferred, IF(o.status = ?, ?, ''), CASE o.status WHEN ? THEN ? WHEN ? THEN ? ELSE ? END) AS want
 				FROM orders o
 				JOIN order_items i ON i.order_id = o.order_id AND i.sku_id = ?
 				LEFT JOIN inventory_journal j ON j.ref_id = o.order_id AND j.sku_id = i.sku_id
 				GROUP BY o.order_id, o.status
 			) x WHERE types <> want AND NOT (status = ? AND types = ?) ORDER BY order_id`,
+			// A deferred order (NewOrder.Deferred) journals its SELL only.
+			flashsale.StatusPaid, journalSell,
 			flashsale.StatusPendingPayment, journalReserve,
 			flashsale.StatusPaid, journalReserve+","+journalSell,
 			journalRelease+","+journalReserve,
@@ -233,13 +236,29 @@ type PaymentAnomaly struct {
 	Captures int64 `json:"captures"`
 }
 
+// Money is what the payments hold, in minor units: CAPTURED (kept for a
+// sale), REFUND_REQUIRED (owed back) and REFUNDED (sent back), beside the
+// amounts of the PAID orders, which the captured money must equal.
+type Money struct {
+	Captured   int64 `json:"captured"`
+	Owed       int64 `json:"owed"`
+	Refunded   int64 `json:"refunded"`
+	PaidOrders int64 `json:"paid_orders"`
+}
+
 // PaymentAudit groups the anomalies by the rule they break.
 type PaymentAudit struct {
 	// CapturedNotPaid: CAPTURED money on an order that is not PAID or does
 	// not exist; the buyer paid and got nothing.
 	CapturedNotPaid []PaymentAnomaly `json:"captured_not_paid,omitempty"`
-	// BadStatus: a status that is neither CAPTURED nor REFUND_REQUIRED.
+	// BadStatus: a status that is none of CAPTURED, REFUND_REQUIRED and
+	// REFUNDED.
 	BadStatus []PaymentAnomaly `json:"bad_status,omitempty"`
+	// RefundNotOwed: an order refunded after it was paid (REFUND entries)
+	// whose money is not all owed back or sent back: the buyer lost it.
+	RefundNotOwed []PaymentAnomaly `json:"refund_not_owed,omitempty"`
+	// Money sums the payments and the paid orders.
+	Money Money `json:"money"`
 	// AmountMismatch: a CAPTURED payment for another amount than the order's.
 	AmountMismatch []PaymentAnomaly `json:"amount_mismatch,omitempty"`
 	// PaidCaptures: PAID orders with no, or more than one, CAPTURED payment.
@@ -272,7 +291,7 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 			args  []any
 		}{
 			{&out.CapturedNotPaid, "p.status = ? AND (o.status IS NULL OR o.status <> ?)", []any{flashsale.PaymentCaptured, flashsale.StatusPaid}},
-			{&out.BadStatus, "p.status NOT IN (?, ?)", []any{flashsale.PaymentCaptured, flashsale.PaymentRefundRequired}},
+			{&out.BadStatus, "p.status NOT IN (?, ?, ?)", []any{flashsale.PaymentCaptured, flashsale.PaymentRefundRequired, flashsale.PaymentRefunded}},
 			{&out.AmountMismatch, "p.status = ? AND o.status = ? AND p.amount <> o.amount", []any{flashsale.PaymentCaptured, flashsale.StatusPaid}},
 		}
 		for _, q := range queries {
@@ -292,6 +311,25 @@ func (s *Store) PaymentAudit(ctx context.Context, sku string) (PaymentAudit, err
 			ORDER BY r.received_at`,
 			append([]any{flashsale.StatusExpired, flashsale.StatusCancelled}, args...)...).Scan(&out.ReceivedNotKept).Error
 		if err != nil {
+			return err
+		}
+		if err := tx.Raw(`SELECT o.order_id, o.status AS order_status, o.amount AS order_amount, COALESCE(SUM(p.amount), 0) AS amount,
+				COALESCE((SELECT MIN(i.sku_id) FROM order_items i WHERE i.order_id = o.order_id), '') AS sku
+			FROM orders o LEFT JOIN payments p ON p.order_id = o.order_id AND p.status IN (?, ?)
+			WHERE EXISTS (SELECT 1 FROM inventory_journal j WHERE j.ref_id = o.order_id AND j.type = ?)`+orderFilter+`
+			GROUP BY o.order_id, o.status, o.amount HAVING COALESCE(SUM(p.amount), 0) < o.amount ORDER BY o.order_id`,
+			append([]any{flashsale.PaymentRefundRequired, flashsale.PaymentRefunded, journalRefund}, args...)...).Scan(&out.RefundNotOwed).Error; err != nil {
+			return err
+		}
+		if err := tx.Raw(`SELECT COALESCE(SUM(CASE WHEN p.status = ? THEN p.amount END), 0) AS captured,
+				COALESCE(SUM(CASE WHEN p.status = ? THEN p.amount END), 0) AS owed,
+				COALESCE(SUM(CASE WHEN p.status = ? THEN p.amount END), 0) AS refunded
+			FROM payments p WHERE 1 = 1`+filter,
+			append([]any{flashsale.PaymentCaptured, flashsale.PaymentRefundRequired, flashsale.PaymentRefunded}, args...)...).Scan(&out.Money).Error; err != nil {
+			return err
+		}
+		if err := tx.Raw(`SELECT COALESCE(SUM(o.amount), 0) FROM orders o WHERE o.status = ?`+orderFilter,
+			append([]any{flashsale.StatusPaid}, args...)...).Scan(&out.Money.PaidOrders).Error; err != nil {
 			return err
 		}
 		return tx.Raw(`SELECT o.order_id, o.status AS order_status, o.amount AS order_amount, COUNT(p.id) AS captures,

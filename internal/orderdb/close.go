@@ -99,7 +99,12 @@ func (s *Store) closeOrder(ctx context.Context, orderID string, to flashsale.Sta
 			return err
 		}
 		// The SKUs' rows last, so their locks are held the least (apply).
-		if err := s.moveFrozen(tx, orderID, items, journalRelease, string(to)+": "+reason, ts, ord.Degraded); err != nil {
+		frozen := items
+		if ord.Deferred {
+			// A deferred order froze nothing: nothing goes back.
+			frozen = nil
+		}
+		if err := s.moveFrozen(tx, orderID, frozen, journalRelease, string(to)+": "+reason, ts, ord.Degraded); err != nil {
 			return err
 		}
 		ord.Status, ord.Reason, ord.ClosedAt, ord.UpdatedAt = string(to), reason, &ts, ts

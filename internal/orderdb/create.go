@@ -138,16 +138,34 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 		OrderID:   o.OrderID,
 		UserID:    o.UserID,
 		Degraded:  o.Degraded,
+		Deferred:  o.Deferred,
 		Status:    string(flashsale.StatusPendingPayment),
 		PayBy:     o.PayBy.UTC().Truncate(time.Millisecond),
 		CreatedAt: ts,
 		UpdatedAt: ts,
 	}
 	*createdItems = make([]orderItemRow, 0, len(items))
+	var window time.Duration
+	created.LateCapture = true
 	for _, it := range items {
 		inv, ok := invs[it.SKU]
 		if !ok {
 			return fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+		}
+		terms := inv.terms()
+		if w := terms.PaymentWindow.D(); w > 0 && (window == 0 || w < window) {
+			window = w
+		}
+		// Late money is kept only if every SKU allows it; a failed
+		// payment releases if any SKU asks for it.
+		created.LateCapture = created.LateCapture && terms.LatePayment == flashsale.LateCaptureIfHeld
+		created.ReleaseOnFailed = created.ReleaseOnFailed || terms.ReleaseOnFailedPayment
+		if o.Deferred && terms.Deduct != flashsale.DeductPayment {
+			// A deferred order is of deduct=payment SKUs only. The other
+			// way is allowed: an order of several SKUs, or one reserved
+			// while Redis was down, holds its units as any order does.
+			return fmt.Errorf("sku %s deducts %q: %w", it.SKU, cmp.Or(terms.Deduct, flashsale.DeductHold),
+				flashsale.Errorf(flashsale.Invalid, "the order's deduction does not match its sku's"))
 		}
 		if inv.SaleEndedAt != nil {
 			// The SKU's fair sale ended (EndSale): nothing is on sale
@@ -162,6 +180,11 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 			return fmt.Errorf("sku %s: %w", it.SKU, err)
 		}
 		line := orderItemRow{OrderID: o.OrderID, SKUID: it.SKU, Quantity: it.Quantity, UnitPrice: inv.Price}
+		if o.Deferred {
+			// Nothing is taken until the payment (payDeferred).
+			*createdItems = append(*createdItems, line)
+			continue
+		}
 		if inv.BucketRows == 0 && inv.Available < it.Quantity {
 			// Short on the latest committed row: refused before
 			// anything is written or locked (the stock answer comes
@@ -186,6 +209,11 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 		}
 		*createdItems = append(*createdItems, line)
 	}
+	if window > 0 && !o.WindowFrom.IsZero() {
+		// The SKU's window, read with its price: the strictest of the
+		// order's SKUs holds.
+		created.PayBy = o.WindowFrom.Add(window).UTC().Truncate(time.Millisecond)
+	}
 	// A concurrent attempt with the same order id fails here with a
 	// duplicate key, before it has locked anything another order needs.
 	if err := tx.Create(created).Error; err != nil {
@@ -196,6 +224,9 @@ func (s *Store) createTx(tx *gorm.DB, o NewOrder, items []flashsale.Item, skus [
 	}
 	if err := takeHoldings(tx, o.UserID, items, invs); err != nil {
 		return err
+	}
+	if o.Deferred {
+		return nil
 	}
 	// Last, the stock: the WHERE clause is the oversell guard, evaluated
 	// on the latest committed row under its exclusive lock.

@@ -1,6 +1,7 @@
 package orderdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,32 +75,42 @@ func (s *Store) PutSKU(ctx context.Context, sku flashsale.SKU) (Inventory, error
 		}
 
 		out = inventoryRow{
-			SKUID:         sku.ID,
-			Total:         sku.Total,
-			Available:     sku.Total,
-			Price:         sku.Price,
-			BucketCount:   sku.Buckets,
-			PerUserLimit:  sku.PerUserLimit,
-			Queued:        sku.Queued,
-			SaleStartedAt: ts,
-			CreatedAt:     ts,
-			UpdatedAt:     ts,
+			SKUID:                  sku.ID,
+			Total:                  sku.Total,
+			Available:              sku.Total,
+			Price:                  sku.Price,
+			BucketCount:            sku.Buckets,
+			PerUserLimit:           sku.PerUserLimit,
+			Queued:                 sku.Queued,
+			SaleStartedAt:          ts,
+			PaymentWindowMs:        sku.PaymentWindow.D().Milliseconds(),
+			LatePayment:            string(cmp.Or(sku.LatePayment, flashsale.LateRefund)),
+			ReleaseOnFailedPayment: sku.ReleaseOnFailedPayment,
+			Deduct:                 string(cmp.Or(sku.Deduct, flashsale.DeductHold)),
+			Overbook:               sku.Overbook,
+			CreatedAt:              ts,
+			UpdatedAt:              ts,
 		}
 		if exists {
 			out.CreatedAt = cur.CreatedAt
 			err = tx.Model(&inventoryRow{}).Where("sku_id = ?", sku.ID).UpdateColumns(map[string]any{
-				"total":           out.Total,
-				"available":       out.Available,
-				"frozen":          0,
-				"sold":            0,
-				"price":           out.Price,
-				"bucket_count":    out.BucketCount,
-				"per_user_limit":  out.PerUserLimit,
-				"sale_started_at": ts,
-				"bucket_rows":     0,
-				"sale_ended_at":   nil,
-				"queued":          out.Queued,
-				"updated_at":      ts,
+				"total":                     out.Total,
+				"available":                 out.Available,
+				"frozen":                    0,
+				"sold":                      0,
+				"price":                     out.Price,
+				"bucket_count":              out.BucketCount,
+				"per_user_limit":            out.PerUserLimit,
+				"sale_started_at":           ts,
+				"bucket_rows":               0,
+				"sale_ended_at":             nil,
+				"queued":                    out.Queued,
+				"payment_window_ms":         out.PaymentWindowMs,
+				"late_payment":              out.LatePayment,
+				"release_on_failed_payment": out.ReleaseOnFailedPayment,
+				"deduct":                    out.Deduct,
+				"overbook":                  out.Overbook,
+				"updated_at":                ts,
 			}).Error
 		} else {
 			// A concurrent PutSKU may insert the same id first: the duplicate
@@ -184,7 +195,7 @@ func (s *Store) Restock(ctx context.Context, skuID string, qty int64, requestID 
 	if err := flashsale.CheckID("sku_id", skuID, flashsale.MaxIDLength); err != nil {
 		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
 	}
-	if err := flashsale.CheckID("request_id", requestID, flashsale.MaxIDLength); err != nil {
+	if err := flashsale.CheckID("restock_id", requestID, flashsale.MaxIDLength); err != nil {
 		return RestockResult{}, fmt.Errorf("restock %s: %w", skuID, err)
 	}
 	if qty <= 0 {

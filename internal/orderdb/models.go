@@ -31,7 +31,17 @@ type inventoryRow struct {
 	// Redis keys are being removed or gone. A PutSKU or preheat clears it.
 	SaleEndedAt *time.Time `gorm:"column:sale_ended_at"`
 	// Queued: sold through a fair sale only (flashsale.SKU.Queued).
-	Queued    bool      `gorm:"column:queued"`
+	Queued bool `gorm:"column:queued"`
+	// PaymentWindowMs is the SKU's payment window (flashsale.Terms); 0:
+	// the worker's.
+	PaymentWindowMs int64 `gorm:"column:payment_window_ms"`
+	// LatePayment, ReleaseOnFailedPayment: the SKU's rules for money at
+	// the deadline's edge (flashsale.Terms).
+	LatePayment            string `gorm:"column:late_payment"`
+	ReleaseOnFailedPayment bool   `gorm:"column:release_on_failed_payment"`
+	// Deduct, Overbook: when the SKU's units are taken (flashsale.Terms).
+	Deduct    string    `gorm:"column:deduct"`
+	Overbook  int       `gorm:"column:overbook"`
 	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
@@ -51,6 +61,35 @@ func (r inventoryRow) toInventory() Inventory {
 		RedisResync:  r.RedisResync,
 		SaleEndedAt:  utcPtr(r.SaleEndedAt),
 		Queued:       r.Queued,
+		Terms:        r.terms(),
+	}
+}
+
+// latePayment reads the column: the default as the zero value, as a SKU
+// defined without terms has it.
+func latePayment(col string) flashsale.LatePayment {
+	if flashsale.LatePayment(col) == flashsale.LateRefund {
+		return ""
+	}
+	return flashsale.LatePayment(col)
+}
+
+// deduct reads the column, the default as the zero value.
+func deduct(col string) flashsale.Deduct {
+	if flashsale.Deduct(col) == flashsale.DeductHold {
+		return ""
+	}
+	return flashsale.Deduct(col)
+}
+
+// terms are the row's sale terms.
+func (r inventoryRow) terms() flashsale.Terms {
+	return flashsale.Terms{
+		PaymentWindow:          flashsale.Duration(time.Duration(r.PaymentWindowMs) * time.Millisecond),
+		LatePayment:            latePayment(r.LatePayment),
+		ReleaseOnFailedPayment: r.ReleaseOnFailedPayment,
+		Deduct:                 deduct(r.Deduct),
+		Overbook:               r.Overbook,
 	}
 }
 
@@ -64,14 +103,20 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 type orderRow struct {
-	ID        int64      `gorm:"column:id;primaryKey;autoIncrement"`
-	OrderID   string     `gorm:"column:order_id"`
-	UserID    string     `gorm:"column:user_id"`
-	Status    string     `gorm:"column:status"`
-	Amount    int64      `gorm:"column:amount"`
-	PayBy     time.Time  `gorm:"column:pay_by"`
-	Reason    string     `gorm:"column:reason"`
-	Degraded  bool       `gorm:"column:degraded"`
+	ID       int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	OrderID  string    `gorm:"column:order_id"`
+	UserID   string    `gorm:"column:user_id"`
+	Status   string    `gorm:"column:status"`
+	Amount   int64     `gorm:"column:amount"`
+	PayBy    time.Time `gorm:"column:pay_by"`
+	Reason   string    `gorm:"column:reason"`
+	Degraded bool      `gorm:"column:degraded"`
+	// The order's rules (Order.LateCapture, ...).
+	LateCapture     bool `gorm:"column:late_capture"`
+	ReleaseOnFailed bool `gorm:"column:release_on_failed"`
+	HoldExtended    bool `gorm:"column:hold_extended"`
+	// Deferred: placed on a deduct=payment SKU, nothing frozen.
+	Deferred  bool       `gorm:"column:deferred"`
 	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 	ClosedAt  *time.Time `gorm:"column:closed_at"`
@@ -169,13 +214,14 @@ func (r paymentRow) toPayment() Payment {
 // rather than null.
 func toOrder(o orderRow, items []orderItemRow, pays []paymentRow) Order {
 	out := Order{
-		OrderID:   o.OrderID,
-		UserID:    o.UserID,
-		Status:    flashsale.Status(o.Status),
-		Amount:    o.Amount,
-		PayBy:     o.PayBy.UTC(),
-		Reason:    o.Reason,
-		Degraded:  o.Degraded,
+		OrderID:     o.OrderID,
+		UserID:      o.UserID,
+		Status:      flashsale.Status(o.Status),
+		Amount:      o.Amount,
+		PayBy:       o.PayBy.UTC(),
+		Reason:      o.Reason,
+		Degraded:    o.Degraded,
+		LateCapture: o.LateCapture, ReleaseOnFailed: o.ReleaseOnFailed, HoldExtended: o.HoldExtended, Deferred: o.Deferred,
 		Items:     make([]flashsale.Item, 0, len(items)),
 		Payments:  make([]Payment, 0, len(pays)),
 		CreatedAt: o.CreatedAt.UTC(),

@@ -39,6 +39,8 @@ type Inventory struct {
 	// Queued: the SKU is sold through a fair sale only (its PUT said so,
 	// or a sale of it was started); Redis carries a copy (the preheat).
 	Queued bool `json:"queued,omitempty"`
+	// Terms: how the SKU is sold (flashsale.Terms).
+	flashsale.Terms
 }
 
 // Payment is money received for an order.
@@ -61,6 +63,15 @@ type Order struct {
 	Reason  string           `json:"reason,omitempty"`
 	// Degraded: reserved in MySQL alone while Redis was unreachable.
 	Degraded bool `json:"degraded,omitempty"`
+	// LateCapture, ReleaseOnFailed: the order's rules for money at the
+	// deadline's edge, from its SKUs' terms when it was written
+	// (flashsale.Terms). HoldExtended: its pay_by was extended once.
+	LateCapture     bool `json:"late_capture,omitempty"`
+	ReleaseOnFailed bool `json:"release_on_failed,omitempty"`
+	HoldExtended    bool `json:"hold_extended,omitempty"`
+	// Deferred: placed on a SKU that deducts at payment; it holds no
+	// units until paid.
+	Deferred bool `json:"deferred,omitempty"`
 	// Items are by SKU; UnitPrice is the inventory price when the order
 	// was created.
 	Items     []flashsale.Item `json:"items"`
@@ -87,6 +98,15 @@ type NewOrder struct {
 	// row locks. A SKU it does not name (a degraded order, an older
 	// caller) starts at crc32(order id) % rows, where Redis starts its walk.
 	Buckets map[string]int `json:"buckets,omitempty"`
+	// WindowFrom, when set, is when the buyer's payment window starts: a
+	// SKU of the order with a payment window of its own (the shortest, if
+	// several have one) fixes pay_by at WindowFrom plus that window, read
+	// in the transaction that prices the lines. PayBy stands otherwise.
+	WindowFrom time.Time `json:"window_from,omitzero"`
+	// Deferred: the order takes its units when paid (its SKUs deduct at
+	// payment, flashsale.DeductPayment): it is written and counted against
+	// the per-user limit, and freezes nothing.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // RestockResult is the outcome of Restock.

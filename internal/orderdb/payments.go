@@ -4,9 +4,11 @@ package orderdb
 // for refund when the order cannot take it.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/flashsale/flashsale"
 
@@ -102,7 +104,11 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 				return fmt.Errorf("order changed under lock")
 			}
 			// The SKUs' rows last, so their locks are held the least (apply).
-			if err := s.moveFrozen(tx, orderID, items, journalSell, "paid by "+txnID, ts, false); err != nil {
+			move := s.moveFrozen
+			if ord.Deferred {
+				move = s.sellAvailable
+			}
+			if err := move(tx, orderID, items, journalSell, "paid by "+txnID, ts, false); err != nil {
 				return err
 			}
 			ord.Status, ord.UpdatedAt = string(flashsale.StatusPaid), ts
@@ -133,10 +139,63 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID, txnID string, amoun
 		res = PaymentResult{Order: toOrder(ord, items, append(pays, pay)), Payment: pay.toPayment()}
 		return nil
 	})
+	if errors.Is(err, errNoUnit) {
+		// A deferred order's payment found no unit left: nothing moved,
+		// and the money is recorded for refund, once (the transaction id
+		// is unique), in the order the payments took the SKU's row. The
+		// order stays open for its workflow to close.
+		pay, rerr := s.RecordRefund(ctx, Payment{TransactionID: txnID, OrderID: orderID, Amount: amount,
+			Status: flashsale.PaymentRefundRequired, Reason: string(flashsale.SoldOut)})
+		if rerr != nil {
+			return PaymentResult{}, fmt.Errorf("confirm payment %s for order %s: no unit left: %w", txnID, orderID, rerr)
+		}
+		o, rerr := s.Order(ctx, orderID)
+		if rerr != nil {
+			return PaymentResult{}, fmt.Errorf("confirm payment %s for order %s: no unit left: %w", txnID, orderID, rerr)
+		}
+		return PaymentResult{Order: o, Payment: pay}, nil
+	}
 	if err != nil {
 		return PaymentResult{}, fmt.Errorf("confirm payment %s for order %s: %w", txnID, orderID, err)
 	}
 	return res, nil
+}
+
+// errNoUnit: a deferred order's payment found fewer units available than
+// it wants (sellAvailable); its transaction rolls back.
+var errNoUnit = errors.New("no unit left for a deferred order")
+
+// sellAvailable is moveFrozen for a deferred order (NewOrder.Deferred):
+// its units go available -> sold on the SKU's inventory row, whose WHERE
+// available >= qty is the oversell guard; errNoUnit when it has too few.
+func (s *Store) sellAvailable(tx *gorm.DB, orderID string, items []orderItemRow, typ, reason string, ts time.Time, _ bool) error {
+	for _, it := range items {
+		moved, err := s.apply(tx, stockMove{sku: it.SKUID, dAvail: -it.Quantity, dSold: it.Quantity, ref: orderID, typ: typ,
+			reason: truncate(reason, flashsale.MaxReasonLength), at: ts})
+		if err != nil {
+			return fmt.Errorf("%s: %w", typ, err)
+		}
+		if !moved {
+			// The SKU's units may sit on its bucket rows (a restock or a
+			// resize split them): gathered onto its row if they are enough.
+			invs, rows, err := readForCreate(tx, []string{it.SKUID})
+			if err != nil {
+				return err
+			}
+			item := flashsale.Item{SKU: it.SKUID, Quantity: it.Quantity}
+			if err := s.gatherFor(tx, invs[it.SKUID], rows[it.SKUID], item, orderID, ts); err != nil {
+				if flashsale.ErrorCode(err) == flashsale.StockDrift {
+					return fmt.Errorf("sku %s: %w", it.SKUID, errNoUnit)
+				}
+				return err
+			}
+			if moved, err = s.apply(tx, stockMove{sku: it.SKUID, dAvail: -it.Quantity, dSold: it.Quantity, ref: orderID, typ: typ,
+				reason: truncate(reason, flashsale.MaxReasonLength), at: ts}); err != nil || !moved {
+				return cmp.Or(err, fmt.Errorf("sku %s: %w", it.SKUID, errNoUnit))
+			}
+		}
+	}
+	return nil
 }
 
 // RecordRefund records money that arrived for an order that cannot take it

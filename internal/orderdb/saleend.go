@@ -29,79 +29,8 @@ import (
 // Like a cancel, it gives the units back in MySQL only; the caller gives
 // them back in Redis (inventory.Store.Release), after this commits.
 func (s *Store) RefundOrder(ctx context.Context, orderID, reason string) (Order, bool, error) {
-	if err := flashsale.CheckID("order_id", orderID, flashsale.MaxIDLength); err != nil {
-		return Order{}, false, fmt.Errorf("refund order %s: %w", orderID, err)
-	}
-	reason = truncate(reason, flashsale.MaxReasonLength)
-	var out Order
-	var refunded bool
-	err := s.writeTx(ctx, nil, func(tx *gorm.DB) error {
-		refunded = false
-		ord, err := lockOrder(tx, orderID)
-		if err != nil {
-			return err
-		}
-		items, err := loadItems(tx, orderID)
-		if err != nil {
-			return err
-		}
-		switch flashsale.Status(ord.Status) {
-		case flashsale.StatusPaid:
-		case flashsale.StatusPendingPayment:
-			return invalidf("order is %s: an unpaid order is cancelled, not refunded", ord.Status)
-		default:
-			pays, err := loadPayments(tx, orderID)
-			if err != nil {
-				return err
-			}
-			out = toOrder(ord, items, pays)
-			return nil
-		}
-		ts := now()
-		upd := tx.Model(&orderRow{}).
-			Where("order_id = ? AND status = ?", orderID, flashsale.StatusPaid).
-			UpdateColumns(map[string]any{"status": flashsale.StatusCancelled, "reason": reason, "closed_at": ts, "updated_at": ts})
-		if upd.Error != nil {
-			return upd.Error
-		}
-		if upd.RowsAffected != 1 {
-			return fmt.Errorf("order changed under lock")
-		}
-		if err := tx.Model(&paymentRow{}).
-			Where("order_id = ? AND status = ?", orderID, flashsale.PaymentCaptured).
-			UpdateColumns(map[string]any{"status": flashsale.PaymentRefundRequired,
-				"reason": truncate("captured, then refunded: "+reason, flashsale.MaxReasonLength)}).Error; err != nil {
-			return err
-		}
-		pays, err := loadPayments(tx, orderID)
-		if err != nil {
-			return err
-		}
-		if err := giveHoldings(tx, ord.UserID, items); err != nil {
-			return err
-		}
-		// The SKUs' rows last, so their locks are held the least (apply).
-		for _, it := range items {
-			moved, err := s.apply(tx, stockMove{sku: it.SKUID, bucket: it.Bucket, dAvail: it.Quantity, dSold: -it.Quantity,
-				// A degraded order's units never left Redis's count
-				// through a marker, so Redis cannot take them back
-				// by releasing one: the SKU is re-synced instead.
-				resync: ord.Degraded, ref: orderID, typ: journalRefund, reason: "refunded: " + reason, at: ts})
-			if err != nil {
-				return fmt.Errorf("%s: %w", journalRefund, err)
-			}
-			if !moved {
-				return fmt.Errorf("%s sku %s: fewer than %d units sold: inventory out of step with orders", journalRefund, it.SKUID, it.Quantity)
-			}
-		}
-		ord.Status, ord.Reason, ord.ClosedAt, ord.UpdatedAt = string(flashsale.StatusCancelled), reason, &ts, ts
-		out, refunded = toOrder(ord, items, pays), true
-		return nil
-	})
-	if err != nil {
-		return Order{}, false, fmt.Errorf("refund order %s: %w", orderID, err)
-	}
-	return out, refunded, nil
+	res, err := s.refund(ctx, orderID, reason, true)
+	return res.Order, res.Refunded, err
 }
 
 // PaidOrders lists, in order id order, up to limit PAID orders holding sku
@@ -147,10 +76,10 @@ type SaleLedger struct {
 	// Refunds and RefundAmount are the payments recorded REFUND_REQUIRED:
 	// money that reached a closed order, a second payment, and the
 	// payments of orders a void refunded.
-	Refunds      int64 `json:"refunds"`
-	RefundAmount int64 `json:"refund_amount"`
+	Refunds      int64 `json:"refunds_required"`
+	RefundAmount int64 `json:"refund_required_amount"`
 	// Refunded counts the paid orders a void refunded (REFUND entries).
-	Refunded int64 `json:"refunded_orders"`
+	Refunded int64 `json:"void_refunded_orders"`
 }
 
 // SaleLedger reads the ledger of sku's orders created at or after since,

@@ -36,6 +36,15 @@ type Service struct {
 	// Logger notes what a caller is not told (a receipt that could not be
 	// written); nil means slog.Default().
 	Logger *slog.Logger
+	// UserIDKey keys the hash of the buyer's id kept in Temporal's
+	// visibility (config.Config.UserIDKey, flashsale.UserIDDigest).
+	UserIDKey []byte
+}
+
+// UserDigest is userID as Temporal's visibility holds it (the UserId
+// search attribute): its keyed hash, never the id itself.
+func (s *Service) UserDigest(userID string) string {
+	return flashsale.UserIDDigest(s.UserIDKey, userID)
 }
 
 func (s *Service) logger() *slog.Logger {

@@ -46,8 +46,8 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 		// Set on start, so the Web UI can filter from the first event
 		// without costing the workflow an upsert; OrderStatus is already
 		// the PENDING_PAYMENT a reserved order keeps.
-		TypedSearchAttributes: workflows.OrderSearchAttributes(in),
-		StaticSummary:         fmt.Sprintf("order %s by %s", in.OrderID, in.UserID),
+		TypedSearchAttributes: workflows.OrderSearchAttributes(in, s.UserDigest(in.UserID)),
+		StaticSummary:         fmt.Sprintf("order %s by %s", in.OrderID, s.UserDigest(in.UserID)),
 		Priority:              s.Priority,
 	}, workflows.OrderWorkflow, in)
 

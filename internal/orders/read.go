@@ -66,7 +66,7 @@ func viewOf(o orderdb.Order) workflows.OrderView {
 	view := workflows.OrderView{
 		OrderSummary: workflows.OrderSummary{OrderID: o.OrderID, UserID: o.UserID, Status: o.Status, Amount: o.Amount,
 			PayBy: o.PayBy, Reason: flashsale.Code(o.Reason)},
-		Degraded: o.Degraded,
+		Degraded: o.Degraded, HoldExtended: o.HoldExtended,
 	}
 	for _, it := range o.Items {
 		view.Items = append(view.Items, flashsale.Item{SKU: it.SKU, Quantity: it.Quantity})

@@ -93,6 +93,11 @@ func (d *Door) Check(ctx context.Context, buyer string, items []flashsale.Item, 
 		if st == "" {
 			return nil, flashsale.Errorf(flashsale.SaleNotOpen, "%s is sold through a fair sale, which has not started yet", it.SKU)
 		}
+		if st == Closed {
+			// Also the end of a SKU sold without a queue (`sku close`),
+			// whatever the buy's lines.
+			return nil, StateError(it.SKU, st)
+		}
 		if len(items) != 1 || it.Quantity != 1 {
 			return nil, flashsale.Errorf(flashsale.Invalid, "a pass of the sale of %s buys one unit, alone", it.SKU)
 		}

@@ -248,3 +248,38 @@ func (s *Store) SetState(ctx context.Context, sku string, to State, from ...Stat
 	}
 	return State(st), nil
 }
+
+// SetEnd sets the end of sku's sale: from closesAt on (by Redis's clock)
+// no pass is spent, on any API instance (sale_spend.lua). A CLOSED sale
+// keeps its end; NoSale when sku has none.
+func (s *Store) SetEnd(ctx context.Context, sku string, closesAt time.Time) (State, error) {
+	if err := checkSKU(sku); err != nil {
+		return "", err
+	}
+	st, err := closesScript.Run(ctx, s.rdb, keys(sku), closesAt.UnixMilli()).Text()
+	if err != nil {
+		return "", fmt.Errorf("set the end of the sale of %s: %w", sku, err)
+	}
+	if st == "" {
+		return "", noSale(sku)
+	}
+	return State(st), nil
+}
+
+// Hold marks sku's sale, not open yet, to open PAUSED: its go/no-go
+// failed (SaleWorkflow's PreflightSale). The open then shuffles and
+// reveals as usual, but sells nothing until a resume. NoSale when sku has
+// none.
+func (s *Store) Hold(ctx context.Context, sku string) (State, error) {
+	if err := checkSKU(sku); err != nil {
+		return "", err
+	}
+	st, err := holdScript.Run(ctx, s.rdb, keys(sku)).Text()
+	if err != nil {
+		return "", fmt.Errorf("hold the open of the sale of %s: %w", sku, err)
+	}
+	if st == "" {
+		return "", noSale(sku)
+	}
+	return State(st), nil
+}

@@ -6,6 +6,8 @@ package sale
 //
 //	fs:{sku:<sku>}:sale           hash: state, sale_id, opens_at, seed_hash,
 //	                              pass_ttl_ms, entrants (at the freeze),
+//	                              closes_at (ms, when the sale has an end),
+//	                              open_as (PAUSED: a failing go/no-go),
 //	                              seed (only once the ranks are written)
 //	fs:{sku:<sku>}:sale:seed      the seed of a sale prepared before seeds
 //	                              left Redis (now in MySQL until the open)

@@ -51,6 +51,8 @@ var (
 	spendScript   = script("sale_spend.lua")
 	settleScript  = script("sale_settle.lua")
 	boardScript   = script("sale_board.lua")
+	closesScript  = script("sale_closes.lua")
+	holdScript    = script("sale_hold.lua")
 )
 
 // Stock reads a SKU's units left in Redis (inventory.Store's AvailableTo

@@ -14,8 +14,12 @@
 -- later than the signed one, never earlier; the sale id keeps a pass of
 -- the SKU's previous sale (same rank, earlier expiry) out.
 --
+-- The sale's closes_at (ms), when set, is its end by this Redis's clock:
+-- every API instance spends here, so none sells past it, whenever the
+-- workflow's timer writes CLOSED.
+--
 -- Returns 'OK', 'REPEAT', 'USED', 'EXPIRED', 'FOREIGN' (another sale's), or the sale's state when it
--- is not OPEN ('' when there is no sale).
+-- is not OPEN ('' when there is no sale; 'CLOSED' from closes_at on).
 if ARGV[4] ~= '' and redis.call('HGET', KEYS[1], 'sale_id') ~= ARGV[4] then
   return 'FOREIGN'
 end
@@ -32,6 +36,10 @@ if state ~= 'OPEN' then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local closes_at = tonumber(redis.call('HGET', KEYS[1], 'closes_at') or 0)
+if closes_at > 0 and now >= closes_at then
+  return 'CLOSED'
+end
 local expiry = redis.call('ZSCORE', KEYS[8], ARGV[1])
 if not expiry or tonumber(expiry) < tonumber(ARGV[2]) or tonumber(expiry) <= now then
   return 'EXPIRED'

@@ -144,7 +144,7 @@ func (c *Crowd) settled(ctx context.Context, o *Order, txn string, end time.Time
 			var view struct {
 				Payments []struct {
 					TransactionID string `json:"transaction_id"`
-					Status        string `json:"status"`
+					Status        string `json:"order_status"`
 					Refund        string `json:"refund"`
 				} `json:"payments"`
 			}

@@ -268,7 +268,7 @@ func (s *stack) createSKU(sku string, units int64, price int64, buckets int) {
 	s.t.Helper()
 	s.admin(http.MethodPut, "/api/v1/admin/skus/"+sku, map[string]any{"total": units, "price": price, "buckets": buckets})
 	out := s.admin(http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", nil)
-	if out["redis_total"] != float64(units) {
+	if out["redis_available"] != float64(units) {
 		s.t.Fatalf("preheat %s: %v", sku, out)
 	}
 }

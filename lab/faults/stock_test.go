@@ -18,12 +18,12 @@ import (
 )
 
 // Case 8: stock changes under load. The SKU's buckets grow early in the
-// sale; the SKU sells out; a restock (sent twice with one request id)
+// sale; the SKU sells out; a restock (sent twice with one restock id)
 // brings units back, which the buyers turned away as sold out must get;
 // the buckets shrink while they buy; the restock's id is sent once more
 // after the shrink (a different bucket count, so a different bucket); the
 // SKU sells out again; a second restock arrives three times at once.
-// Every restocked unit must be sold, and a repeated request id must add
+// Every restocked unit must be sold, and a repeated restock id must add
 // nothing, in MySQL or in Redis.
 const (
 	stockInitial  = 20
@@ -111,7 +111,7 @@ func TestStockChanges(t *testing.T) {
 			sl.t.Logf("restock %s of %d sent three times at once with %d reserved: %d answered added",
 				idB, stockRestock2, sl.c.Reserved.Load(), n)
 			if n != 1 {
-				sl.t.Errorf("three concurrent restocks with request id %s: %d answered added, want 1", idB, n)
+				sl.t.Errorf("three concurrent restocks with restock id %s: %d answered added, want 1", idB, n)
 			}
 		},
 		beforeC: func(ctx context.Context, sl *sale) {
@@ -151,7 +151,7 @@ func (sl *sale) resize(buckets int) {
 	}
 }
 
-// restock adds qty units with request id id and checks whether the answer
+// restock adds qty units with restock id id and checks whether the answer
 // says they were added now (wantAdded) or before.
 func (sl *sale) restock(id string, qty int64, wantAdded bool) {
 	a, err := sl.s.restock(sl.sku, id, qty)
@@ -205,7 +205,7 @@ type restockAnswer struct {
 func (s *stack) restock(sku, requestID string, qty int64) (restockAnswer, error) {
 	var a restockAnswer
 	err := s.adminCall(http.MethodPost, "/api/v1/admin/skus/"+sku+"/restock",
-		map[string]any{"quantity": qty, "request_id": requestID}, &a)
+		map[string]any{"quantity": qty, "restock_id": requestID}, &a)
 	return a, err
 }
 

@@ -153,7 +153,7 @@ func createSKUAt(t *testing.T, base, sku string, units, price int64, buckets, pe
 	if err := testenv.CallJSON(http.MethodPost, base+"/api/v1/admin/skus/"+sku+"/preheat", adminToken, nil, &out); err != nil {
 		t.Fatalf("preheat sku %s: %v", sku, err)
 	}
-	if out["redis_total"] != float64(units) {
+	if out["redis_available"] != float64(units) {
 		t.Fatalf("preheat %s: %v", sku, out)
 	}
 }

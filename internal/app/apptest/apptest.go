@@ -108,9 +108,15 @@ func Start(t testing.TB, opts Options) *System {
 		MySQLDSN:          testenv.MySQLDSN(t),
 		PaymentTimeout:    opts.PaymentTimeout,
 		WorkerConcurrency: opts.WorkerConcurrency,
+		UserIDKey:         []byte("apptest-user-id-key-" + id),
 	}
 	s := &System{ID: id, t: t, workflows: opts.Workflows, register: opts.Register}
 	s.Backend = s.Connect(cfg, opts.Logger)
+	// The go/no-go before a sale's open looks for it (app.Preflight);
+	// paused, it never runs on this test's task queue after the test.
+	if err := app.EnsureReconcileSchedule(t.Context(), s.Backend, time.Hour, true); err != nil {
+		t.Fatal(err)
+	}
 	if !opts.NoWorker {
 		s.StartWorker()
 		t.Cleanup(s.StopWorker)

@@ -36,11 +36,12 @@
 
   function render(s) {
     set("total", fmtInt(s.total));
-    set("available", fmtInt(s.available));
+    set("available", fmtInt(s.db_available));
     set("frozen", fmtInt(s.frozen));
     set("sold", fmtInt(s.sold));
-    for (const k of ["sold", "frozen", "available"]) {
-      $("bar-" + k).style.width = (s.total > 0 ? (100 * s[k]) / s.total : 0) + "%";
+    const parts = { sold: s.sold, frozen: s.frozen, available: s.db_available };
+    for (const [k, v] of Object.entries(parts)) {
+      $("bar-" + k).style.width = (s.total > 0 ? (100 * v) / s.total : 0) + "%";
     }
 
     const state = $("state");
@@ -54,7 +55,7 @@
     set("redis-available", fmtInt(s.redis_available));
     set("drift", fmtInt(s.drift));
     const buckets = $("buckets");
-    const per = s.buckets || [];
+    const per = s.bucket_stock || [];
     // Scaled to an even share of the total, so a bucket's bar reads as
     // how full it is; a bucket holding more (after a restock) sets the top.
     const top = Math.max(1, ...per, per.length ? Math.ceil(s.total / per.length) : 0);

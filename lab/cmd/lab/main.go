@@ -74,5 +74,5 @@ func invalid(format string, args ...any) error {
 }
 
 func orderService(b *backend.Backend) *orders.Service {
-	return &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders}
+	return &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders, UserIDKey: b.Config.UserIDKey}
 }
