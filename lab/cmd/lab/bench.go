@@ -99,7 +99,7 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	fs.DurationVar(&p.SaleRetryMax, "sale-retry-max", 0, "also run the sale with BUSY's Retry-After at most this long (1s: fixed, as before 2026-12-03; a side of its own, interleaved)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
-	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B); its report goes to --out only, never to the README")
+	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B), servers (the sale on the dev server and on a production-shaped temporal-server on PostgreSQL, interleaved: servers.json and servers.md); its report goes to --out only, never to the README")
 	if err := parse(fs, args); err != nil {
 		return benchResult{}, err
 	}
@@ -108,13 +108,13 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	}
 	switch p.Only {
 	case "":
-	case "sale", "fair", "settle":
+	case "sale", "fair", "settle", "servers":
 		// A section alone is a measurement for its own work, not the
 		// README's tables, which stand for one whole run.
 		*readme = ""
 		p.Settings = false
 	default:
-		return benchResult{}, invalid("--only: unknown section %q (known: sale, fair, settle)", p.Only)
+		return benchResult{}, invalid("--only: unknown section %q (known: sale, fair, settle, servers)", p.Only)
 	}
 	// The external load generator is part of the measurement: without it
 	// the sold-out figure is partly the Go client measuring itself. A
@@ -157,6 +157,9 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 		"The dev servers run with the adopted settings (internal/devstack/settings.go, scripts/temporal-dev.sh) except the A/B table's base side.",
 		"The demo (`go run ./starter demo`) uses the in-memory dev server.")
 
+	if p.Only == "servers" {
+		return benchResult{report: b.r}, b.runServers(ctx)
+	}
 	if p.Settings {
 		if err := b.settings(ctx); err != nil {
 			return benchResult{}, err
