@@ -36,6 +36,10 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 	if in.PaymentTimeout < 0 {
 		return workflows.Reservation{}, flashsale.Errorf(flashsale.Invalid, "payment_timeout must not be negative")
 	}
+	prio := s.Priority
+	if s.FairnessBySKU && len(in.Items) > 0 {
+		prio.FairnessKey = in.Items[0].SKU
+	}
 	start := s.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:        workflows.OrderWorkflowID(in.OrderID),
 		TaskQueue: s.TaskQueue,
@@ -48,7 +52,7 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 		// the PENDING_PAYMENT a reserved order keeps.
 		TypedSearchAttributes: workflows.OrderSearchAttributes(in, s.UserDigest(in.UserID)),
 		StaticSummary:         fmt.Sprintf("order %s by %s", in.OrderID, s.UserDigest(in.UserID)),
-		Priority:              s.Priority,
+		Priority:              prio,
 	}, workflows.OrderWorkflow, in)
 
 	h, err := s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{

@@ -196,9 +196,10 @@ func newServerEnv(ctx context.Context, b *benchRun) (*serverEnv, error) {
 
 // startApp starts side's worker and API on temporal, on a task queue of
 // their own; the API listens on apiPort.
-func (e *serverEnv) startApp(ctx context.Context, s *serverSide, temporal, queue string, apiPort int) error {
+func (e *serverEnv) startApp(ctx context.Context, s *serverSide, temporal, queue string, apiPort int, extra ...string) error {
 	env := append(append([]string{}, e.base...), "TEMPORAL_ADDRESS="+temporal, "TASK_QUEUE="+queue,
 		fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", apiPort), "LOG_LEVEL=info")
+	env = append(env, extra...)
 	w, err := spawn(s.name+"-worker", e.logs, env, filepath.Join(e.logs, "worker"))
 	if err != nil {
 		return err
@@ -242,9 +243,9 @@ func (e *serverEnv) startDev(ctx context.Context, b *benchRun) (*serverSide, err
 
 // startProd is a single temporal-server process, every service, on fresh
 // PostgreSQL databases, with deploy/temporal's config and dynamic config
-// (TEMPORAL_SQL_MAX_CONNS and the shard count as deployed unless dyn
-// overrides the environment).
-func (e *serverEnv) startProd(ctx context.Context, b *benchRun, extra ...string) (*serverSide, error) {
+// (extra environment, such as TEMPORAL_DYNAMIC_CONFIG, overrides it); its
+// worker and API are started unless noApp.
+func (e *serverEnv) startProd(ctx context.Context, b *benchRun, noApp bool, extra ...string) (*serverSide, error) {
 	root, _ := os.Getwd()
 	for _, db := range []string{prodDB, prodVisDB} {
 		if out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-Atqc",
@@ -292,6 +293,9 @@ func (e *serverEnv) startProd(ctx context.Context, b *benchRun, extra ...string)
 	if out, err := ns.CombinedOutput(); err != nil {
 		s.close()
 		return nil, fmt.Errorf("setup-namespace: %v: %s", err, out)
+	}
+	if noApp {
+		return s, nil
 	}
 	if err := e.startApp(ctx, s, front, "lab-"+b.run+"-prod", 7682); err != nil {
 		s.close()

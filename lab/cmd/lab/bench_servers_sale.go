@@ -72,7 +72,7 @@ func (b *benchRun) runServers(ctx context.Context) error {
 	}
 	defer dev.close()
 	b.logf("starting the production-shaped side (temporal-server on PostgreSQL)")
-	prod, err := e.startProd(ctx, b)
+	prod, err := e.startProd(ctx, b, false)
 	if err != nil {
 		return err
 	}
