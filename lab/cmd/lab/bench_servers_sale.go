@@ -43,11 +43,17 @@ type serverRound struct {
 	BoxBusy      float64            `json:"box_busy_while_reserving"`
 	OthersCores  float64            `json:"others_cores_while_reserving"`
 	// OrderCostMs is each process's CPU per whole order (reserve and pay)
-	// measured alone, 4 buyers in flight; ShedCostMs per sold-out answer,
-	// 16 in flight. Predicted is the capacity model's orders/s from them.
-	OrderCostMs map[string]float64 `json:"order_cost_ms"`
-	ShedCostMs  map[string]float64 `json:"shed_cost_ms"`
-	Predicted   float64            `json:"predicted_orders_per_sec"`
+	// measured alone, 4 buyers in flight; SoldOutCostMs per sold-out
+	// answer (409), 16 in flight; ShedCostMs per shed answer (409 and
+	// 429 BUSY) in a calibration sale of 100 units to 500 buyers, what
+	// its orders (at OrderCostMs) leave of its CPU. Predicted is the
+	// capacity model's orders/s from OrderCostMs and ShedCostMs with this
+	// sale's sheds per unit, on the cores the rest of the box left.
+	OrderCostMs   map[string]float64 `json:"order_cost_ms"`
+	SoldOutCostMs map[string]float64 `json:"sold_out_cost_ms"`
+	ShedCostMs    map[string]float64 `json:"shed_cost_ms"`
+	ShedsPerUnit  float64            `json:"sheds_per_unit"`
+	Predicted     float64            `json:"predicted_orders_per_sec"`
 	// ServerPersistence is the production-shaped server's persistence
 	// latency by operation (mean ms over the sale), the slowest first.
 	ServerPersistence []persistOp `json:"server_persistence,omitempty"`
@@ -170,12 +176,16 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 	if r.OrderCostMs, err = b.orderCost(ctx, e, s, i, minter); err != nil {
 		return r, err
 	}
-	if r.ShedCostMs, err = e.shedCost(s, sku, minter, 3000); err != nil {
+	if r.SoldOutCostMs, err = e.shedCost(s, sku, minter, 3000); err != nil {
 		return r, err
 	}
+	if r.ShedCostMs, err = b.calibrate(ctx, e, s, i, minter, r.OrderCostMs); err != nil {
+		return r, err
+	}
+	r.ShedsPerUnit = float64(sheds) / float64(b.p.SaleUnits)
 	perUnit := 0.0
 	for g := range r.OrderCostMs {
-		perUnit += r.OrderCostMs[g] + float64(sheds)/float64(b.p.SaleUnits)*r.ShedCostMs[g]
+		perUnit += r.OrderCostMs[g] + r.ShedsPerUnit*r.ShedCostMs[g]
 	}
 	if perUnit > 0 {
 		r.Predicted = (float64(runtime.NumCPU()) - r.OthersCores) * 1000 / perUnit
@@ -206,6 +216,38 @@ func (b *benchRun) orderCost(ctx context.Context, e *serverEnv, s *serverSide, i
 	out := map[string]float64{}
 	for g, sec := range readCPU(groups).since(cpu0) {
 		out[g] = sec * 1000 / n
+	}
+	return out, nil
+}
+
+// calibrate sells 100 units to 500 buyers (the sale's callers in flight)
+// and returns each process's CPU ms per shed answer (409, 429): what is
+// left of its CPU once the orders are charged at order.
+func (b *benchRun) calibrate(ctx context.Context, e *serverEnv, s *serverSide, i int, minter *identity.Minter, order map[string]float64) (map[string]float64, error) {
+	const n = 100
+	sku := fmt.Sprintf("lab-%s-%s-%d-cal", b.run, s.name, i)
+	if err := e.createSKU(ctx, s.api, sku, n); err != nil {
+		return nil, err
+	}
+	groups := s.groups()
+	cpu0 := readCPU(groups)
+	res, err := loadgen.Run(ctx, loadgen.Config{BaseURL: s.api, SKU: sku, Units: n, Buyers: 5 * n, Concurrency: b.p.Concurrency,
+		WebhookSecret: e.secret["WEBHOOK_SECRET"], Tokens: minter, PayShare: 1, DuplicateClickShare: 0.05, Deadline: 3 * time.Minute, Seed: 77})
+	if err != nil {
+		return nil, err
+	}
+	if res.Paid != n {
+		return nil, fmt.Errorf("calibration on %s: paid %d of %d (answers %v)", s.name, res.Paid, n, res.Answers)
+	}
+	var sheds int64
+	for a, c := range res.Answers {
+		if strings.HasPrefix(a, "409") || strings.HasPrefix(a, "429") {
+			sheds += c
+		}
+	}
+	out := map[string]float64{}
+	for g, sec := range readCPU(groups).since(cpu0) {
+		out[g] = max(0, sec*1000-n*order[g]) / float64(max(sheds, 1))
 	}
 	return out, nil
 }
@@ -336,23 +378,33 @@ func serversMarkdown(rounds []serverRound, units int64, buyers int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# The sale on two Temporal servers (`go run ./lab/cmd/lab bench --only servers`)\n\n")
 	fmt.Fprintf(&b, "%d units, %d buyers, every winner pays; rounds interleaved dev, prod, dev, prod. dev: `temporal server start-dev` (SQLite in memory); prod: one `temporal-server` process (all services) on PostgreSQL 15, deploy/temporal config and dynamic config, 8 shards. Worker and API are processes of their own on each side; the crowd is the bench process.\n\n", units, buyers)
-	b.WriteString("| server | round | orders/s | predicted | all reserved s | admitted p99 ms | shed p99 ms | box busy | others' cores | paid | oversold | undersold |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| server | round | orders/s | predicted | sheds/unit | all reserved s | admitted p99 ms | shed p99 ms | box busy | others' cores | paid | oversold | undersold |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rounds {
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f%% | %.2f | %d | %d | %d |\n", r.Server, r.Round, r.OrdersPerSec, r.Predicted,
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f%% | %.2f | %d | %d | %d |\n", r.Server, r.Round, r.OrdersPerSec, r.Predicted, r.ShedsPerUnit,
 			r.AllReservedS, r.AdmittedP99ms, r.ShedP99ms, r.BoxBusy*100, r.OthersCores, r.Paid, r.Oversold, r.Undersold)
 	}
-	b.WriteString("\nCPU ms per sold unit over the whole sale (payments included), then per whole order alone (4 in flight) and per sold-out answer:\n\n| server | round | measure | " + strings.Join(serverGroups, " | ") + " |\n|---|---|---|" + strings.Repeat("---|", len(serverGroups)) + "\n")
+	b.WriteString("\nCPU ms per sold unit over the whole sale (payments included), then the unit costs the prediction uses: per whole order alone (4 in flight) and per shed answer (409 or 429, from a calibration sale of 100 units to 500 buyers), and per sold-out answer of a 409 flood (16 in flight). Predicted = (2 cores - others' cores) / (order + sheds per unit x shed answer), summed over the processes:\n\n| server | round | measure | " + strings.Join(serverGroups, " | ") + " |\n|---|---|---|" + strings.Repeat("---|", len(serverGroups)) + "\n")
 	for _, r := range rounds {
 		for _, m := range []struct {
 			name string
 			v    map[string]float64
-		}{{"sale, per unit", r.CPUmsPerUnit}, {"order alone", r.OrderCostMs}, {"sold-out answer", r.ShedCostMs}} {
+		}{{"sale, per unit", r.CPUmsPerUnit}, {"order alone", r.OrderCostMs}, {"shed answer", r.ShedCostMs}, {"sold-out answer (409 flood)", r.SoldOutCostMs}} {
 			fmt.Fprintf(&b, "| %s | %d | %s |", r.Server, r.Round, m.name)
 			for _, g := range serverGroups {
 				fmt.Fprintf(&b, " %.2f |", m.v[g])
 			}
 			b.WriteString("\n")
 		}
+	}
+	b.WriteString("\n1,000 orders/s (10,000 units in 10 s) at each round's order cost: cores per process at 100% (= ms per order), and at u = 0.7:\n\n| server | round | " + strings.Join(serverGroups[:6], " | ") + " | total |\n|---|---|" + strings.Repeat("---|", 7) + "\n")
+	for _, r := range rounds {
+		fmt.Fprintf(&b, "| %s | %d |", r.Server, r.Round)
+		var sum float64
+		for _, g := range serverGroups[:6] {
+			sum += r.OrderCostMs[g]
+			fmt.Fprintf(&b, " %.1f (%.1f) |", r.OrderCostMs[g], r.OrderCostMs[g]/0.7)
+		}
+		fmt.Fprintf(&b, " %.1f (%.1f) |\n", sum, sum/0.7)
 	}
 	for _, r := range rounds {
 		if len(r.ServerPersistence) == 0 {
