@@ -298,7 +298,17 @@ func (e *serverEnv) createSKU(ctx context.Context, api, sku string, units int64)
 		method, url string
 		body        []byte
 	}{{http.MethodPut, api + "/api/v1/admin/skus/" + sku, body}, {http.MethodPost, api + "/api/v1/admin/skus/" + sku + "/preheat", nil}} {
-		a, err := jsoncall.Do(ctx, http.DefaultClient, step.method, step.url, step.body, hdr)
+		// A fresh server's search attributes reach its visibility
+		// validator's cache some seconds after they are listed: a 500
+		// then is retried.
+		var a jsoncall.Answer
+		var err error
+		for try := 0; try < 60; try++ {
+			if a, err = jsoncall.Do(ctx, http.DefaultClient, step.method, step.url, step.body, hdr); err != nil || a.Status < 500 {
+				break
+			}
+			time.Sleep(time.Second)
+		}
 		if err != nil {
 			return err
 		}
