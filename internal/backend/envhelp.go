@@ -24,6 +24,7 @@ const EnvHelp = `environment (every process):
   WORKER_WORKFLOW_POLLERS  workflow-task pollers per worker, at least 2 (default 8)
   MYSQL_MAX_CONNS       MySQL connections per process (default 32)
   DEGRADED_CONCURRENCY  orders reserved in MySQL alone at a time while Redis is down (default 8)
+  ORDER_FAIRNESS_BY_SKU  true: each order's tasks carry its SKU as Temporal fairness key (default false)
   USER_ID_HMAC_KEY      secret (16+ bytes) keying the hash of buyers' ids in Temporal's visibility (default: a dev key, warned)
   LOG_LEVEL             debug, info, warn or error (default info; debug adds the api's access log)
 `

@@ -63,6 +63,10 @@ type Config struct {
 	// key fit for a laptop only (UserIDKeyDefaulted; the processes warn).
 	UserIDKey          []byte
 	UserIDKeyDefaulted bool
+	// FairnessBySKU keys each order's tasks by its SKU for the server's
+	// task-queue fairness (ORDER_FAIRNESS_BY_SKU, default false; the
+	// server needs matching.enableFairness, docs/capacity.md).
+	FairnessBySKU bool
 }
 
 // Defaults, exported so documentation and tests refer to one place.
@@ -178,6 +182,13 @@ func loadEnv(e env) (Config, error) {
 			return Config{}, fmt.Errorf("MYSQL_MAX_CONNS=%q: want a positive integer", v)
 		}
 		cfg.MySQLMaxConns = n
+	}
+	if v := getenv("ORDER_FAIRNESS_BY_SKU"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("ORDER_FAIRNESS_BY_SKU=%q: want true or false", v)
+		}
+		cfg.FairnessBySKU = b
 	}
 	if v := getenv("DEGRADED_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)

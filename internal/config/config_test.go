@@ -28,6 +28,11 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.DegradedConcurrency = 3 },
 		},
 		{
+			name: "fairness by sku", env: map[string]string{"ORDER_FAIRNESS_BY_SKU": "true"},
+			want: func(c *Config) { c.FairnessBySKU = true },
+		},
+		{name: "bad fairness by sku", env: map[string]string{"ORDER_FAIRNESS_BY_SKU": "sku"}, wantErr: "ORDER_FAIRNESS_BY_SKU"},
+		{
 			name: "mysql pool", env: map[string]string{"MYSQL_MAX_CONNS": "12"},
 			want: func(c *Config) { c.MySQLMaxConns = 12 },
 		},

@@ -68,7 +68,7 @@ type Deps struct {
 func FromBackend(b *backend.Backend) Deps {
 	return Deps{
 		Orders: &orders.Service{Temporal: b.Temporal, TaskQueue: b.Config.TaskQueue, Orders: b.Orders, Logger: b.Logger,
-			UserIDKey: b.Config.UserIDKey},
+			UserIDKey: b.Config.UserIDKey, FairnessBySKU: b.Config.FairnessBySKU},
 		Store:    b.Orders,
 		Stock:    b.Stock,
 		Redis:    b.Redis,

@@ -33,6 +33,11 @@ type Service struct {
 	// Priority is the task-queue priority of the orders it starts (zero:
 	// the server's default). Every task of an order's workflow carries it.
 	Priority temporal.Priority
+	// FairnessBySKU gives each order the fairness key of its first SKU, so
+	// a server with matching.enableFairness dispatches the task queue's
+	// tasks round-robin by SKU: a hot SKU's backlog does not hold a cold
+	// SKU's orders and payments (config.Config.FairnessBySKU).
+	FairnessBySKU bool
 	// Logger notes what a caller is not told (a receipt that could not be
 	// written); nil means slog.Default().
 	Logger *slog.Logger

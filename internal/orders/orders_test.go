@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flashsale/flashsale"
+	"github.com/flashsale/flashsale/workflows"
 )
 
 func TestCodeDown(t *testing.T) {
@@ -32,4 +34,15 @@ func TestCodeDown(t *testing.T) {
 		})
 	}
 	require.NoError(t, CodeDown(nil))
+}
+
+// With FairnessBySKU, an order's tasks carry its first SKU as fairness key
+// beside the service's priority; without, the priority alone.
+func TestPriorityOfKeysBySKU(t *testing.T) {
+	in := workflows.OrderInput{OrderID: "o1", UserID: "u1", Items: []flashsale.Item{{SKU: "hot", Quantity: 1}, {SKU: "cold", Quantity: 1}}}
+	s := &Service{Priority: temporal.Priority{PriorityKey: 2}}
+	require.Equal(t, temporal.Priority{PriorityKey: 2}, s.priorityOf(in))
+	s.FairnessBySKU = true
+	require.Equal(t, temporal.Priority{PriorityKey: 2, FairnessKey: "hot"}, s.priorityOf(in))
+	require.Equal(t, temporal.Priority{PriorityKey: 2}, s.priorityOf(workflows.OrderInput{OrderID: "o2"}))
 }

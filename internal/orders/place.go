@@ -48,7 +48,7 @@ func (s *Service) Place(ctx context.Context, in workflows.OrderInput) (workflows
 		// the PENDING_PAYMENT a reserved order keeps.
 		TypedSearchAttributes: workflows.OrderSearchAttributes(in, s.UserDigest(in.UserID)),
 		StaticSummary:         fmt.Sprintf("order %s by %s", in.OrderID, s.UserDigest(in.UserID)),
-		Priority:              s.Priority,
+		Priority:              s.priorityOf(in),
 	}, workflows.OrderWorkflow, in)
 
 	h, err := s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
@@ -97,4 +97,14 @@ func reservationFromView(v workflows.OrderView) workflows.Reservation {
 		r.Status, r.Reason = flashsale.StatusRejected, v.Reason
 	}
 	return r
+}
+
+// priorityOf is the task-queue priority of in's workflow: the service's,
+// with the first SKU as fairness key when FairnessBySKU.
+func (s *Service) priorityOf(in workflows.OrderInput) temporal.Priority {
+	p := s.Priority
+	if s.FairnessBySKU && len(in.Items) > 0 {
+		p.FairnessKey = in.Items[0].SKU
+	}
+	return p
 }

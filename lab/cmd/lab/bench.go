@@ -44,6 +44,11 @@ type benchParams struct {
 	SaleUnits    int64         `json:"sale_units"`
 	SaleBuyers   int           `json:"sale_buyers"`
 	SaleRounds   int           `json:"sale_rounds"`
+	// ColdSKUs, ColdUnits and ColdBuyers size the many-SKU section's
+	// cold SKUs (its hot SKU is the sale's units and buyers).
+	ColdSKUs     int           `json:"cold_skus"`
+	ColdUnits    int64         `json:"cold_units"`
+	ColdBuyers   int           `json:"cold_buyers"`
 	SettlePays   int           `json:"settle_pays"`
 	FairDeadline time.Duration `json:"fair_deadline"`
 	FairPreQueue time.Duration `json:"fair_prequeue"`
@@ -93,6 +98,9 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	fs.Int64Var(&p.SaleUnits, "sale-units", 1000, "units in the flash sale")
 	fs.IntVar(&p.SaleBuyers, "sale-buyers", 5000, "buyers in the flash sale")
 	fs.IntVar(&p.SaleRounds, "sale-rounds", 2, "flash sales per side of the latency cap A/B (on, off, on, off, ...)")
+	fs.IntVar(&p.ColdSKUs, "cold-skus", 50, "cold SKUs beside the hot one in the many-SKU section (--only skus)")
+	fs.Int64Var(&p.ColdUnits, "cold-units", 20, "units of each cold SKU (--only skus)")
+	fs.IntVar(&p.ColdBuyers, "cold-buyers", 50, "buyers of each cold SKU (--only skus)")
 	fs.IntVar(&p.SettlePays, "settle-pays", 30, "payments per round of the settlement A/B, each under a backlog of ten times as many new reservations")
 	fs.DurationVar(&p.FairDeadline, "fair-deadline", 150*time.Second, "longest run of each side of the fairness benchmark (a sale that has not sold out by then is reported undersold)")
 	fs.Int64Var(&p.FairPasses, "fair-passes", 0, "the API's SALE_PASSES_PER_INSTANCE in the fairness benchmark (0: the production default, httpapi.DefaultSalePassWindows in-flight windows)")
@@ -103,7 +111,7 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	fs.DurationVar(&p.SaleRetryMax, "sale-retry-max", 0, "also run the sale with BUSY's Retry-After at most this long (1s: fixed, as before 2026-12-03; a side of its own, interleaved)")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
-	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B); its report goes to --out only, never to the README")
+	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B), servers (the sale on the dev server and on a production-shaped temporal-server on PostgreSQL, interleaved: servers.json and servers.md), skus (one hot SKU beside --cold-skus cold ones, fairness key A/B: skus.json and skus.md); its report goes to --out only, never to the README")
 	if err := parse(fs, args); err != nil {
 		return benchResult{}, err
 	}
@@ -112,13 +120,13 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	}
 	switch p.Only {
 	case "":
-	case "sale", "fair", "settle":
+	case "sale", "fair", "settle", "servers", "skus":
 		// A section alone is a measurement for its own work, not the
 		// README's tables, which stand for one whole run.
 		*readme = ""
 		p.Settings = false
 	default:
-		return benchResult{}, invalid("--only: unknown section %q (known: sale, fair, settle)", p.Only)
+		return benchResult{}, invalid("--only: unknown section %q (known: sale, fair, settle, servers, skus)", p.Only)
 	}
 	// The external load generator is part of the measurement: without it
 	// the sold-out figure is partly the Go client measuring itself. A
@@ -161,6 +169,12 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 		"The dev servers run with the adopted settings (internal/devstack/settings.go, scripts/temporal-dev.sh) except the A/B table's base side.",
 		"The demo (`go run ./starter demo`) uses the in-memory dev server.")
 
+	switch p.Only {
+	case "servers":
+		return benchResult{report: b.r}, b.runServers(ctx)
+	case "skus":
+		return benchResult{report: b.r}, b.runSKUs(ctx)
+	}
 	if p.Settings {
 		if err := b.settings(ctx); err != nil {
 			return benchResult{}, err
