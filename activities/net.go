@@ -32,7 +32,7 @@ func (a *Activities) FindOverdueOrders(ctx context.Context, in contract.FindOver
 		return out, err
 	}
 	for _, o := range orders {
-		ov := contract.OverdueOrder{OrderID: o.OrderID, PayBy: o.PayBy, Items: o.Items}
+		ov := contract.OverdueOrder{OrderID: o.OrderID, PayBy: o.PayBy, Items: o.Items, Deferred: o.Deferred}
 		if ov.Workflow, ov.TaskAttempt, err = a.describeOrder(ctx, o.OrderID); err != nil {
 			return out, err
 		}
@@ -96,7 +96,7 @@ func (a *Activities) CloseStrandedOrders(ctx context.Context, in contract.CloseS
 		case !release:
 			out.Skipped = append(out.Skipped, o.OrderID)
 		default:
-			res, err := a.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: o.OrderID, Items: o.Items})
+			res, err := a.ReleaseStock(ctx, contract.ReleaseStockInput{OrderID: o.OrderID, Items: o.Items, Deferred: o.Deferred})
 			if err != nil {
 				return out, err
 			}

@@ -71,6 +71,7 @@ func composeConfig(t *testing.T) map[string]any {
 		"MYSQL_ROOT_PASSWORD=test-mysql-password",
 		"WEBHOOK_SECRET=test-webhook-secret-0123456789",
 		"ADMIN_TOKEN=test-admin-token-0123456789",
+		"USER_ID_HMAC_KEY=test-user-id-key-0123456789",
 		"BUYER_JWT_SECRET=test-buyer-secret-0123456789-0123456789",
 	}, "\n")+"\n"), 0o600))
 	cmd := exec.Command(bin, "--env-file", envFile, "-f", "../docker-compose.yml", "config")
@@ -89,7 +90,7 @@ func cleanEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "POSTGRES_USER", "POSTGRES_PASSWORD", "MYSQL_ROOT_PASSWORD", "WEBHOOK_SECRET", "ADMIN_TOKEN",
+		case "POSTGRES_USER", "POSTGRES_PASSWORD", "MYSQL_ROOT_PASSWORD", "WEBHOOK_SECRET", "ADMIN_TOKEN", "USER_ID_HMAC_KEY",
 			"BUYER_JWT_SECRET", "BUYER_JWKS_URL", "BUYER_JWT_AUDIENCE", "BUYER_JWT_ISSUER", "PAYMENT_TIMEOUT":
 			continue
 		}

@@ -239,6 +239,7 @@ secrets() {
 				echo "WEBHOOK_SECRET=$(openssl rand -hex 24)"
 				echo "ADMIN_TOKEN=$(openssl rand -hex 24)"
 				echo "BUYER_JWT_SECRET=$(openssl rand -hex 32)"
+				echo "USER_ID_HMAC_KEY=$(openssl rand -hex 24)"
 			} >"$STATE/secrets.env"
 		)
 		say "generated secrets in $STATE/secrets.env"
@@ -267,6 +268,8 @@ app_env() {
 	echo "WEBHOOK_SECRET=$WEBHOOK_SECRET"
 	echo "ADMIN_TOKEN=$ADMIN_TOKEN"
 	echo "BUYER_JWT_SECRET=$BUYER_JWT_SECRET"
+	# A cluster whose secrets predate the key runs on the dev key, warned.
+	echo "USER_ID_HMAC_KEY=${USER_ID_HMAC_KEY:-}"
 }
 
 cmd_env() {

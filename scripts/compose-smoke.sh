@@ -4,6 +4,8 @@
 #
 #   scripts/compose-smoke.sh        run the smoke (root; scripts/test.sh runs it)
 #   scripts/compose-smoke.sh clean  delete its cache (images, binaries, rootfs)
+#   SMOKE_KEEP=1 scripts/compose-smoke.sh   on a failure, leave the engine and
+#                                 the stack running to look at (it says how)
 #
 # 1. Starts a private dockerd (Debian's docker.io): its own socket, data and
 #    bridges, no iptables rules, no NAT, IP forwarding left off, so no
@@ -37,7 +39,13 @@ COMPOSE_VERSION=v5.6.0
 # Host ports, loopback only (docker-compose.yml's PUBLISH_IP and *_PORT).
 HTTP_PORT=17080 STATS_PORT=17404 TEMPORAL_PORT=17233 UI_PORT=17234 PROM_PORT=17090 GRAFANA_PORT=17300
 # The engine's own bridge and address pool (the stack's network has its
-# fixed subnet, docker-compose.yml).
+# fixed subnet, docker-compose.yml). Docker's DNS answers the stack's names
+# itself and forwards any other name to the engine's --dns: here the
+# engine's own bridge address, where nothing answers, so no lookup leaves
+# the host; timeout:1 attempts:1 make such a lookup fail in a second. (gRPC
+# clients look up a TXT record beside every address they dial: against a DNS
+# that never answers, each dial of temporal-frontend:7233 waited 10 s and
+# the temporal CLI gave up first.)
 BRIDGE_IP=172.31.239.1/24 ADDRESS_POOL=172.31.240.0/20
 BASE_PACKAGES=netcat-openbsd,postgresql-15,mariadb-server,redis-server,haproxy,busybox,ca-certificates,procps
 
@@ -131,7 +139,7 @@ build_module_bins() {
 	mv "$out.tmp" "$out"
 }
 
-say "building what is missing (first run: 15-30 min on 2 shared cores; cached in $CACHE)"
+say "building what is missing (first run: about 20 min on 2 shared cores; cached in $CACHE)"
 COMPOSE_BIN=$CACHE/bin/compose-$COMPOSE_VERSION
 if [ ! -x "$COMPOSE_BIN/cmd" ]; then
 	bg "$CACHE/logs/build-compose.log" "building Compose $COMPOSE_VERSION" \
@@ -146,14 +154,14 @@ for b in server sql temporal temporal-ui-server; do [ -x "$TBIN/$b" ] || die "$T
 base_key=$(echo "bookworm minbase $BASE_PACKAGES" | sha256sum | cut -c1-12)
 BASE_TAR=$CACHE/base-$base_key.tar
 if [ ! -s "$BASE_TAR" ]; then
-	rm -f "$CACHE"/base-*.tar
+	rm -rf "$CACHE"/base-*.tar "$BASE_TAR.tmp"
 	# The host's own apt sources: the Debian mirror this machine reaches.
 	sources=/etc/apt/sources.list.d/debian.sources
 	[ -f "$sources" ] || sources=/etc/apt/sources.list
 	bg "$CACHE/logs/mmdebstrap.log" "making the Debian root filesystem (mmdebstrap)" \
 		mmdebstrap --variant=minbase --include="$BASE_PACKAGES" \
 		--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
-		--dpkgopt='path-exclude=/usr/share/locale/*' bookworm "$BASE_TAR.tmp" "$sources"
+		--dpkgopt='path-exclude=/usr/share/locale/*' --format=tar bookworm "$BASE_TAR.tmp" "$sources"
 	mv "$BASE_TAR.tmp" "$BASE_TAR"
 fi
 
@@ -178,6 +186,12 @@ cleanup() {
 		compose logs --no-color --tail 40 >>"$CACHE/logs/last-failure.log" 2>&1
 		say "the stack's state and logs: $CACHE/logs/last-failure.log"
 	fi
+	if [ "$rc" != 0 ] && [ -n "$dockerd_pid" ] && [ "${SMOKE_KEEP:-}" = 1 ]; then
+		say "SMOKE_KEEP=1: the engine and the stack stay up; look with"
+		say "  DOCKER_HOST=$DOCKER_HOST DOCKER_CONFIG=$DOCKER_CONFIG docker compose -p $PROJECT -f $ROOT/docker-compose.yml --env-file $RUN/env ps"
+		say "  and end it with: kill $dockerd_pid (then rm -rf $RUN)"
+		exit "$rc"
+	fi
 	if [ -n "$dockerd_pid" ]; then
 		say "removing the stack (containers, volumes, network)"
 		compose down -v --remove-orphans --timeout 20 >"$CACHE/logs/down.log" 2>&1
@@ -199,6 +213,7 @@ say "starting a private dockerd (socket $RUN/docker.sock, data $CACHE/docker)"
 nice -n 10 dockerd --data-root "$CACHE/docker" --exec-root "$RUN/exec" --pidfile "$RUN/dockerd.pid" \
 	-H "$DOCKER_HOST" --iptables=false --ip6tables=false --ip-masq=false --ip-forward=false \
 	--bip "$BRIDGE_IP" --default-address-pool "base=$ADDRESS_POOL,size=24" \
+	--dns "${BRIDGE_IP%/*}" --dns-opt timeout:1 --dns-opt attempts:1 \
 	>"$CACHE/logs/dockerd.log" 2>&1 &
 dockerd_pid=$!
 for i in $(seq 1 120); do
@@ -207,7 +222,7 @@ for i in $(seq 1 120); do
 	[ "$i" = 120 ] && die "dockerd not answering after 60 s; see $CACHE/logs/dockerd.log"
 	sleep 0.5
 done
-say "engine $(docker version -f '{{.Server.Version}}'), $(docker compose version --short 2>/dev/null | sed 's/^/Compose /')"
+say "engine $(docker version -f '{{.Server.Version}}'), Compose $COMPOSE_VERSION (built from its module)"
 
 # ---- stand-in images --------------------------------------------------------
 
@@ -295,6 +310,7 @@ POSTGRES_PASSWORD=$(rand 16)
 MYSQL_ROOT_PASSWORD=$(rand 16)
 WEBHOOK_SECRET=$(rand 24)
 ADMIN_TOKEN=$(rand 24)
+USER_ID_HMAC_KEY=$(rand 24)
 BUYER_JWT_SECRET=$(rand 32)
 PUBLISH_IP=127.0.0.1
 HTTP_PORT=$HTTP_PORT
@@ -375,7 +391,7 @@ sell() {
 check_ok() {
 	local out
 	out=$(compose exec -T api starter check --sku "$1" 2>&1) || return 1
-	echo "$out" | jq -e --argjson u "$2" '.ok and (.skus[0].sold == $u) and (.skus[0].available == 0) and (.skus[0].drift == 0)' >/dev/null
+	echo "$out" | jq -e --argjson u "$2" '.ok and (.skus[0].sold == $u) and (.skus[0].available == 0) and (.skus[0].redis.drift == 0)' >/dev/null
 }
 check() {
 	wait_for "starter check --sku $1 in the stack: ok, $2 sold, nothing left, no drift" 120 check_ok "$1" "$2"

@@ -26,8 +26,8 @@ func runPreflight(ctx context.Context, args []string) (any, error) {
 	if err := required("sku", *skus); err != nil {
 		return nil, err
 	}
-	if *peak < 0 {
-		return nil, usageError("--expected-peak must not be negative")
+	if *peak < 0 || *peak > 1_000_000_000 {
+		return nil, usageError("--expected-peak must be between 0 and 1000000000")
 	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) {
 		rep, err := app.Preflight(b)(ctx, contract.PreflightInput{SKUs: strings.Split(*skus, ","), ExpectedPeak: *peak})

@@ -68,6 +68,9 @@ func runSaleStart(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if *peak < 0 || *peak > 1_000_000_000 {
+		return nil, usageError("--expected-peak must be between 0 and 1000000000")
+	}
 	var closesAt time.Time
 	if *closes != "" {
 		if closesAt, err = parseTime("closes-at", *closes, now); err != nil {

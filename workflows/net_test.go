@@ -29,7 +29,9 @@ import (
 // which 50 orders are terminated from under their workflow and 5 others
 // run on a worker whose code no longer replays their history (a
 // deliberate non-determinism: their workflow tasks fail from the deadline
-// on). One reconcile run closes the 50 through CloseOrder and ReleaseStock,
+// on), and 2 of a SKU that deducts at payment holding bookings, terminated
+// too. One reconcile run closes the 52 through CloseOrder and ReleaseStock
+// (the bookings back),
 // every unit is back in MySQL and Redis, the sale is settled (nothing
 // frozen, no order running: what a fair sale's close waits for) and the
 // checker finds it clean; the 5 are reported stuck by id and stay on the
@@ -113,6 +115,26 @@ func TestNetClosesOrdersWhoseWorkflowIsGone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [3]int64{7, 50, 3}, [3]int64{inv.Available, inv.Frozen, inv.Sold}, "the terminated orders hold their units")
 
+	// A SKU that deducts at payment: two terminated orders hold bookings.
+	booked := sys.ID + "-net-booked"
+	_, err = sys.Orders.PutSKU(ctx, flashsale.SKU{ID: booked, Total: 2, Price: 700, Buckets: 2, PerUserLimit: 1,
+		Terms: flashsale.Terms{Deduct: flashsale.DeductPayment}})
+	require.NoError(t, err)
+	_, err = sys.Stock.Preheat(ctx, booked, 2, 2)
+	require.NoError(t, err)
+	require.NoError(t, sys.Stock.SetBookings(ctx, booked, 6))
+	for i := range 2 {
+		id := place(svc, fmt.Sprintf("booked-%d", i), booked, 8*time.Second)
+		require.NoError(t, sys.Temporal.TerminateWorkflow(ctx, workflows.OrderWorkflowID(id), "", "operator pressed Terminate"))
+		terminated = append(terminated, id)
+	}
+	bookingsLeft := func() string {
+		v, err := sys.Redis.Get(ctx, "fs:{sku:"+booked+"}:bookings").Result()
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, "4", bookingsLeft())
+
 	// Past every deadline, and the stuck five's tasks failing.
 	latest := time.Time{}
 	for _, id := range append(slices.Clone(terminated), stuck...) {
@@ -144,6 +166,7 @@ func TestNetClosesOrdersWhoseWorkflowIsGone(t *testing.T) {
 	}
 	first := reconcile()
 	require.ElementsMatch(t, terminated, first.Net.Closed)
+	require.Equal(t, "6", bookingsLeft(), "the terminated deferred orders' bookings are back")
 	require.ElementsMatch(t, stuck, first.Net.Stuck)
 	require.Empty(t, first.Net.Paid)
 	require.Equal(t, int64(50), first.Net.Released)

@@ -132,6 +132,9 @@ func TestReconcileWorkflow(t *testing.T) {
 			var ts testsuite.WorkflowTestSuite
 			env := ts.NewTestWorkflowEnvironment()
 			env.RegisterActivity(&activities.Reconciler{})
+			env.RegisterActivity(&activities.Activities{})
+			env.OnActivity(contract.FindOverdueOrders, mock.Anything, mock.Anything).
+				Return(contract.FindOverdueOrdersResult{}, nil).Once()
 
 			skus := tt.in.SKUs
 			if len(skus) == 0 {
@@ -204,4 +207,71 @@ func TestReconcileWorkflowID(t *testing.T) {
 	require.Equal(t, "reconcile-all", ReconcileWorkflowID(""))
 	require.Equal(t, "reconcile-1001", ReconcileWorkflowID("1001"))
 	require.Equal(t, ReconcileWorkflowID("1001"), ReconcileScheduleID("1001"))
+}
+
+// The gate: a confirmed drift over max(MaxCorrect, MaxCorrectPercent of the
+// total) is held, not corrected, unless its hold was approved; the net
+// closes the orders whose workflow is gone and reports the stuck ones.
+func TestReconcileGateAndNet(t *testing.T) {
+	big := func(drift, total int64) contract.StockObservation {
+		o := obs("a", drift, 5)
+		o.Total = total
+		return o
+	}
+	tests := []struct {
+		name    string
+		first   contract.StockObservation
+		hold    *contract.HoldDriftResult // nil: no hold expected
+		correct bool
+		want    ReconcileAction
+	}{
+		{name: "a drift within 10 units is corrected", first: big(10, 100), correct: true, want: ActionCorrected},
+		{name: "past 10 units it is held", first: big(-11, 100), hold: &contract.HoldDriftResult{HoldID: 7, Status: "PENDING"}, want: ActionHeld},
+		{name: "a rejected hold stays held", first: big(50, 1000), hold: &contract.HoldDriftResult{HoldID: 7, Status: "REJECTED"}, want: ActionHeld},
+		{name: "an approved hold is corrected", first: big(50, 1000), hold: &contract.HoldDriftResult{HoldID: 7, Status: "APPROVED"}, correct: true, want: ActionCorrected},
+		{name: "1% of a large total is corrected", first: big(900, 100_000), correct: true, want: ActionCorrected},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ts testsuite.WorkflowTestSuite
+			env := ts.NewTestWorkflowEnvironment()
+			env.RegisterActivity(&activities.Reconciler{})
+			env.RegisterActivity(&activities.Activities{})
+			stranded := contract.OverdueOrder{OrderID: "o1", Workflow: "TERMINATED", Items: []flashsale.Item{{SKU: "a", Quantity: 1}}}
+			env.OnActivity(contract.FindOverdueOrders, mock.Anything, contract.FindOverdueOrdersInput{
+				Grace: DefaultOverdueGrace, SKUs: []string{"a"}, Limit: netBatch,
+			}).Return(contract.FindOverdueOrdersResult{
+				Stranded: []contract.OverdueOrder{stranded},
+				Stuck:    []contract.OverdueOrder{{OrderID: "o2", Workflow: "RUNNING", TaskAttempt: 4}},
+			}, nil).Once()
+			env.OnActivity(contract.CloseStrandedOrders, mock.Anything, contract.CloseStrandedOrdersInput{Orders: []contract.OverdueOrder{stranded}}).
+				Return(contract.CloseStrandedOrdersResult{Closed: []string{"o1"}, Released: 1}, nil).Once()
+			env.OnActivity(contract.ObserveStock, mock.Anything, mock.Anything).
+				Return(contract.ObserveStockResult{Observations: []contract.StockObservation{tt.first}}, nil).Twice()
+			if tt.hold != nil {
+				env.OnActivity(contract.HoldDrift, mock.Anything, mock.MatchedBy(func(in contract.HoldDriftInput) bool {
+					return in.SKU == "a" && in.First.Drift == tt.first.Drift && in.Second.Fence == tt.first.Fence && in.Limit == max(10, tt.first.Total/100)
+				})).Return(*tt.hold, nil).Once()
+			}
+			if tt.correct {
+				var holdID int64
+				if tt.hold != nil {
+					holdID = tt.hold.HoldID
+				}
+				env.OnActivity(contract.CorrectStock, mock.Anything, mock.MatchedBy(func(in contract.CorrectStockInput) bool {
+					return in.Delta == tt.first.Drift && in.HoldID == holdID
+				})).Return(contract.CorrectStockResult{Claimed: true, Applied: tt.first.Drift}, nil).Once()
+			}
+			env.ExecuteWorkflow(ReconcileWorkflow, ReconcileInput{SKUs: []string{"a"}, Settle: time.Minute})
+			require.NoError(t, env.GetWorkflowError())
+			var res ReconcileResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			env.AssertExpectations(t)
+			require.Equal(t, tt.want, res.SKUs[0].Action)
+			if tt.hold != nil {
+				require.Equal(t, tt.hold.HoldID, res.SKUs[0].HoldID)
+			}
+			require.Equal(t, &NetReport{Closed: []string{"o1"}, Stuck: []string{"o2"}, Released: 1}, res.Net)
+		})
+	}
 }

@@ -31,6 +31,9 @@ type OverdueOrder struct {
 	OrderID string           `json:"order_id"`
 	PayBy   time.Time        `json:"pay_by"`
 	Items   []flashsale.Item `json:"items"`
+	// Deferred: placed on a SKU that deducts at payment; its booking goes
+	// back with it.
+	Deferred bool `json:"deferred,omitempty"`
 	// Workflow is the workflow's status (RUNNING, TERMINATED, FAILED,
 	// ... or NOT_FOUND).
 	Workflow string `json:"workflow"`

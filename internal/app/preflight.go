@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -24,14 +23,13 @@ import (
 // open (PreflightSale), opening PAUSED when a check fails.
 
 // The capacity model's unit costs (docs/capacity.md): an API answer costs
-// up to 42 µs of CPU, a Redis master core takes about 35,000 deducts/s,
-// planned at these utilizations.
+// up to 42 µs of CPU and a core is planned at 70% use, so one core answers
+// 1,000,000 x 0.70 / 42 = 16,666 requests/s; a Redis master core takes
+// about 35,000 deducts/s, planned at 50%: 17,500 per bucket's slot.
 const (
-	apiAnswerCost    = 42 * time.Microsecond
-	apiUtilization   = 0.7
-	deductsPerCore   = 35000
-	redisUtilization = 0.5
-	// pollerFresh: a worker that polled this recently is polling.
+	apiAnswerMicros      = 42
+	apiUtilizationPct    = 70
+	bucketDeducts        = 17500
 	preflightPollerFresh = time.Minute
 )
 
@@ -151,13 +149,13 @@ func polling(ctx context.Context, b *backend.Backend) error {
 // buckets must spread it over Redis (buckets >= peak / (35,000 x 0.5), the
 // conservative end: every request reaching Redis).
 func capacity(ctx context.Context, b *backend.Backend, in contract.PreflightInput) (string, error) {
-	peak := float64(in.ExpectedPeak)
 	apis, cores, err := backend.LiveAPIs(ctx, b.Redis)
 	if err != nil {
 		return "", err
 	}
-	needCores := int(math.Ceil(peak * apiAnswerCost.Seconds() / apiUtilization))
-	needBuckets := max(1, int(math.Ceil(peak/(deductsPerCore*redisUtilization))))
+	peak := in.ExpectedPeak
+	needCores := int(ceilDiv(peak*apiAnswerMicros*100, 1_000_000*apiUtilizationPct))
+	needBuckets := int(max(1, ceilDiv(peak, bucketDeducts)))
 	var errs []error
 	if cores < needCores {
 		errs = append(errs, fmt.Errorf("%d API instances with %d cores answer fewer than %d requests/s: %d cores needed (docs/capacity.md)",
@@ -196,3 +194,5 @@ func EnsureReconcileSchedule(ctx context.Context, b *backend.Backend, every time
 	}
 	return nil
 }
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

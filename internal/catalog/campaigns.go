@@ -54,8 +54,8 @@ func (c Campaigns) Start(ctx context.Context, in workflows.CampaignInput) (workf
 		}
 		// A refused carve (an unknown SKU, too little stock) ends the
 		// workflow: its failure is the answer.
-		if desc, derr := c.Temporal.DescribeWorkflowExecution(wait, id, ""); derr == nil &&
-			desc.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_FAILED {
+		if desc, derr := c.Temporal.DescribeWorkflow(wait, id, ""); derr == nil &&
+			desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_FAILED {
 			return workflows.CampaignView{}, saleError(in.ID, c.Temporal.GetWorkflow(wait, id, "").Get(wait, nil))
 		}
 		select {

@@ -437,6 +437,29 @@ func TestOpenAPIContract(t *testing.T) {
 	want(200, api.call(http.MethodPost, salePath+"/close", nil, admin), "")
 	want(409, api.call(http.MethodPost, queue, nil, buyerHeader(t, bob)), "SALE_CLOSED")
 
+	// A SKU sold without a queue, closed: its selling ends.
+	plain := s.name("c4")
+	api.putSKU(plain, 1, 100, 1, 1)
+	closeSKU := "/api/v1/admin/skus/" + plain + "/close"
+	want(401, api.call(http.MethodPost, closeSKU, nil, nil), "UNAUTHORIZED")
+	want(404, api.call(http.MethodPost, "/api/v1/admin/skus/"+unknown+"/close", nil, admin), "UNKNOWN_SKU")
+	want(200, api.call(http.MethodPost, closeSKU, nil, admin), "")
+
+	// A campaign of one SKU: started, read, controlled, voided.
+	item := s.name("c5")
+	api.putSKU(item, 4, 100, 1, 1)
+	campaign := "/api/v1/admin/campaigns/" + s.id[:8]
+	opens := time.Now().Add(time.Hour).UTC()
+	campaignBody := mustJSON(t, map[string]any{"opens_at": opens, "closes_at": opens.Add(time.Hour),
+		"items": []map[string]any{{"sku_id": item, "flash_price": 50, "allocation": 2}}})
+	want(401, api.call(http.MethodPost, campaign, campaignBody, nil), "UNAUTHORIZED")
+	want(400, api.call(http.MethodPost, campaign, []byte(`{}`), admin), "INVALID_REQUEST")
+	want(200, api.call(http.MethodPost, campaign, campaignBody, admin), "")
+	want(200, api.call(http.MethodGet, campaign, nil, admin), "")
+	want(404, api.call(http.MethodGet, "/api/v1/admin/campaigns/nope"+s.id[:8], nil, admin), "NO_SALE")
+	want(400, api.call(http.MethodPost, campaign+"/bogus", nil, admin), "INVALID_REQUEST")
+	want(200, api.call(http.MethodPost, campaign+"/void", []byte(`{"reason":"contract"}`), admin), "")
+
 	// One paid order refunded, its money then marked sent back.
 	refund := "/api/v1/admin/orders/" + a1 + "/refund"
 	want(409, api.call(http.MethodPost, "/api/v1/admin/payments/"+a1+"-t/refunded", nil, admin), "ORDER_CLOSED")

@@ -114,7 +114,7 @@ func TestClientFromTheDocumentsFieldNames(t *testing.T) {
 		d.field("PaymentCallback", "order_id"):       orderID,
 		d.field("PaymentCallback", "transaction_id"): s.name("tx-1"),
 		d.field("PaymentCallback", "amount"):         created[amountF],
-		d.field("PaymentCallback", "status"):         "SUCCESS",
+		d.field("PaymentCallback", "payment_status"): "SUCCESS",
 	})
 	r := api.signed(cb, httpapi.Sign(testSecret, time.Now(), cb))
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)

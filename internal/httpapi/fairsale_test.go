@@ -8,11 +8,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -238,11 +240,14 @@ func TestFairSaleSeedRevealReproducesRanks(t *testing.T) {
 		require.EqualValues(t, i+1, r.json(t)["ticket"])
 	}
 	require.Nil(t, api.place(sku, users[0])["seed"], "no seed before the open")
+	before := redisText(t, s.b.Redis, sku)
 	opened := api.control(sku, "open")
 	require.Equal(t, http.StatusOK, opened.status)
 	seed := opened.json(t)["seed"].(string)
 	h := sha256.Sum256([]byte(seed))
 	require.Equal(t, committed, hex.EncodeToString(h[:]))
+	require.Contains(t, before, committed, "the commitment was in Redis")
+	require.NotContains(t, before, seed, "no key of the SKU held the seed before the open")
 
 	for rank, u := range sale.Ranks(seed, users) {
 		p := api.place(sku, u)
@@ -353,4 +358,34 @@ func TestFairSalePauseStopsSalesPaymentGoesOn(t *testing.T) {
 	require.Equal(t, http.StatusCreated, api.buyWithPass("k", bob, sku, api.waitPass(sku, bob)).status)
 	require.Equal(t, http.StatusOK, api.control(sku, "close").status)
 	s.checkClean(sku)
+}
+
+// redisText is every key naming sku with its fields, members and values,
+// as one text: what a reader of Redis could see of the SKU.
+func redisText(t *testing.T, rdb redis.UniversalClient, sku string) string {
+	t.Helper()
+	ctx := t.Context()
+	var b strings.Builder
+	iter := rdb.Scan(ctx, 0, "*"+sku+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		b.WriteString(key + "\n")
+		switch typ := rdb.Type(ctx, key).Val(); typ {
+		case "string":
+			b.WriteString(rdb.Get(ctx, key).Val())
+		case "hash":
+			fmt.Fprint(&b, rdb.HGetAll(ctx, key).Val())
+		case "zset":
+			fmt.Fprint(&b, rdb.ZRange(ctx, key, 0, -1).Val())
+		case "list":
+			fmt.Fprint(&b, rdb.LRange(ctx, key, 0, -1).Val())
+		case "set":
+			fmt.Fprint(&b, rdb.SMembers(ctx, key).Val())
+		default:
+			t.Fatalf("key %s of type %s not read", key, typ)
+		}
+		b.WriteString("\n")
+	}
+	require.NoError(t, iter.Err())
+	return b.String()
 }

@@ -29,18 +29,19 @@ type keyRule struct {
 	ok func(ttl time.Duration, value string) bool
 }
 
-// aSaleDay is the least a record of a sale's orders must have left right
-// after it was written (inventory.DefaultHeldTTL, less the test's own time):
+// heldLife is the least a record of a sale's orders must have left right
+// after it was written (inventory.DefaultHeldTTL, the longest payment window
+// plus a day, less the test's own time):
 // markers of taken units, the buyer's limit count and the order's claim
 // on it, the waitlist, offers, and the idempotency records of restocks and
 // corrections.
-const aSaleDay = inventory.DefaultHeldTTL - time.Hour
+const heldLife = inventory.DefaultHeldTTL - time.Hour
 
 var (
 	none     = func(ttl time.Duration, _ string) bool { return ttl == -1 }
-	saleDay  = func(ttl time.Duration, _ string) bool { return ttl >= aSaleDay }
+	held     = func(ttl time.Duration, _ string) bool { return ttl >= heldLife }
 	keyRules = []keyRule{
-		{regexp.MustCompile(`^\}:(buckets|gen|layouts|layout:epoch|limit|queued|reconcile:fence|drift)$`),
+		{regexp.MustCompile(`^\}:(buckets|gen|layouts|layout:epoch|limit|queued|reconcile:fence|drift|bookings)$`),
 			"the SKU's stock, layout and definition, its fence and drift count: needed for the whole sale", none},
 		{regexp.MustCompile(`^:b\d+\}:(stock|layout)$`), "a bucket's units and layout stamp: the whole sale", none},
 		{regexp.MustCompile(`^:b\d+\}:order:.+$`), "an order's marker: a sale day (held or given back); a probe that found nothing: its reserve step",
@@ -48,13 +49,13 @@ var (
 				if v == "0" {
 					return ttl >= time.Minute
 				}
-				return ttl >= aSaleDay
+				return ttl >= heldLife
 			}},
-		{regexp.MustCompile(`^\}:(held|claim):.+$`), "the buyer's limit count and the order's claim on it", saleDay},
-		{regexp.MustCompile(`^\}:(waitlist|waitlist:users|waitlist:ranked|waitlist:offers|offer:.+|placed)$`), "the waitlist, its offers, the placed orders", saleDay},
-		{regexp.MustCompile(`^\}:offer:.+$`), "who got a released order's units", saleDay},
-		{regexp.MustCompile(`^:b\d+\}:(restock|adjust|movein|moveout):.+$`), "idempotency of a restock, correction or move", saleDay},
-		{regexp.MustCompile(`^\}:(reconcile:claim|drift):.+$`), "idempotency of a correction's claim or a refusal's count", saleDay},
+		{regexp.MustCompile(`^\}:(held|claim|booking):.+$`), "the buyer's limit count, the order's claim on it, its booking", held},
+		{regexp.MustCompile(`^\}:(waitlist|waitlist:users|waitlist:ranked|waitlist:offers|offer:.+|placed)$`), "the waitlist, its offers, the placed orders", held},
+		{regexp.MustCompile(`^\}:offer:.+$`), "who got a released order's units", held},
+		{regexp.MustCompile(`^:b\d+\}:(restock|adjust|movein|moveout):.+$`), "idempotency of a restock, correction or move", held},
+		{regexp.MustCompile(`^\}:(reconcile:claim|drift):.+$`), "idempotency of a correction's claim or a refusal's count", held},
 		{regexp.MustCompile(`^\}:soldout$`), "a hint that must heal by itself",
 			func(ttl time.Duration, _ string) bool { return ttl > 0 && ttl <= inventory.DefaultSoldOutTTL }},
 		{regexp.MustCompile(`^\}:traffic(:\d+)?$`), "the live page's counts: shown, never sold from",
@@ -96,8 +97,35 @@ func TestSaleKeysOutliveTheirUse(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res))
 	require.Equal(t, workflows.ActionCorrected, res.SKUs[0].Action)
 
-	prefix := "fs:{sku:" + sku
+	// A SKU that deducts at payment: one buyer books, another books and pays.
+	later := s.name("paylater")
+	r = api.call(http.MethodPut, "/api/v1/admin/skus/"+later, mustJSON(t, map[string]any{
+		"total": 2, "price": 100, "buckets": 2, "per_user_limit": 1, "deduct": "payment",
+	}), adminHeader())
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	api.mustBuy(s.name("k-f"), s.name("f"), later, 1)
+	paidLater := api.mustBuy(s.name("k-g"), s.name("g"), later, 1)
+	r = api.pay(callback{OrderID: paidLater, TransactionID: paidLater + "-tx", Amount: 100, Status: "SUCCESS"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+
 	kinds := map[string]int{}
+	for _, sku := range []string{sku, later} {
+		kinds = checkKeyTTLs(t, s, "fs:{sku:"+sku, kinds)
+	}
+	for _, id := range ids {
+		ttl, err := s.b.Redis.PTTL(ctx, "fs:placed:"+id).Result()
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, ttl, heldLife, "fs:placed:%s", id)
+	}
+	t.Logf("key kinds seen: %s", fmt.Sprint(kinds))
+	require.GreaterOrEqual(t, len(kinds), 7, "the sale step wrote keys of every main kind")
+}
+
+// checkKeyTTLs checks every key under prefix against keyRules, counting the
+// kinds it saw into kinds.
+func checkKeyTTLs(t *testing.T, s *stack, prefix string, kinds map[string]int) map[string]int {
+	t.Helper()
+	ctx := context.Background()
 	iter := s.b.Redis.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
@@ -118,11 +146,5 @@ func TestSaleKeysOutliveTheirUse(t *testing.T) {
 		assert.True(t, matched, "%s (TTL %v): no rule names this kind of key; add one", key, ttl)
 	}
 	require.NoError(t, iter.Err())
-	for _, id := range ids {
-		ttl, err := s.b.Redis.PTTL(ctx, "fs:placed:"+id).Result()
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, ttl, aSaleDay, "fs:placed:%s", id)
-	}
-	t.Logf("key kinds seen: %s", fmt.Sprint(kinds))
-	require.GreaterOrEqual(t, len(kinds), 7, "the sale step wrote keys of every main kind")
+	return kinds
 }

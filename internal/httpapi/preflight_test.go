@@ -48,6 +48,14 @@ func TestPreflightWithRedisAndMySQLApartOpensPaused(t *testing.T) {
 		return rep
 	}
 	require.Empty(t, preflight().Failed, "in step: go")
+	// Sized against a peak of 1,000,000 buy requests/s by the capacity
+	// model: 2 buckets are short of the 58 needed, and no API instance of
+	// this test announces itself.
+	peak, err := app.Preflight(s.b)(ctx, actcontract.PreflightInput{SKUs: []string{sku}, ExpectedPeak: 1_000_000})
+	require.NoError(t, err)
+	require.Equal(t, []string{"capacity"}, peak.Failed)
+	require.Contains(t, peak.Checks[len(peak.Checks)-1].Detail, "has 2 buckets, 58 needed")
+	require.Contains(t, peak.Checks[len(peak.Checks)-1].Detail, "60 cores needed")
 	bucket := fmt.Sprintf("fs:{sku:%s:b0}:stock", sku)
 	require.NoError(t, s.b.Redis.DecrBy(ctx, bucket, 2).Err())
 	rep := preflight()

@@ -43,8 +43,8 @@ func decodeStartSale(body []byte) (startSaleRequest, error) {
 	if req.MaxEntrants < 0 {
 		return startSaleRequest{}, invalid("max_entrants must not be negative (0: the default)")
 	}
-	if req.ExpectedPeakRPS < 0 {
-		return startSaleRequest{}, invalid("expected_peak_rps must not be negative")
+	if req.ExpectedPeakRPS < 0 || req.ExpectedPeakRPS > MaxExpectedPeak {
+		return startSaleRequest{}, invalid("expected_peak_rps must be between 0 (not checked) and 1000000000")
 	}
 	if !req.ClosesAt.IsZero() && !req.ClosesAt.After(req.OpensAt) {
 		return startSaleRequest{}, invalid("closes_at must be after opens_at")
@@ -93,6 +93,10 @@ func decodeSaleControl(body []byte) (saleControlRequest, error) {
 	}
 	return req, nil
 }
+
+// MaxExpectedPeak bounds a sale's expected peak (buy requests per second):
+// the capacity model's arithmetic stays far from overflow.
+const MaxExpectedPeak = 1_000_000_000
 
 // controlTimeout bounds a sale control: a void answers once the cancels of
 // the sale's unpaid orders are sent (thousands, in parallel) and its paid

@@ -97,10 +97,16 @@ func CodeDown(err error) error {
 }
 
 // TemporalDown recognises Temporal's own "did not answer": the frontend
-// unreachable or overloaded, or the call out of time. Nothing changed, so
-// the call may be retried as it is.
+// unreachable or overloaded, the call out of time, or the workflow not
+// ready for an update or query because its last workflow task failed (a
+// worker overloaded or restarting: the task is retried and the workflow
+// goes on). Nothing was decided by the call, so it may be retried as it
+// is: an order placed meanwhile answers the retry with the same key.
 func TemporalDown(err error) bool {
 	if _, ok := errors.AsType[*serviceerror.Unavailable](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*serviceerror.WorkflowNotReady](err); ok {
 		return true
 	}
 	if _, ok := errors.AsType[*serviceerror.DeadlineExceeded](err); ok {

@@ -56,6 +56,9 @@ type benchParams struct {
 	// FairRuns names the fairness benchmark's runs (fairRuns' names,
 	// comma-separated); empty runs them all.
 	FairRuns string `json:"fair_runs,omitempty"`
+	// FairScale multiplies the fairness crowd's classes and units (1: the
+	// whole crowd).
+	FairScale float64 `json:"fair_scale"`
 	// SaleTarget, when set, adds a third side to the sale's A/B: the
 	// latency cap with this target instead of the production default.
 	SaleTarget time.Duration `json:"sale_target"`
@@ -101,6 +104,7 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	fs.IntVar(&p.SettlePays, "settle-pays", 30, "payments per round of the settlement A/B, each under a backlog of ten times as many new reservations")
 	fs.DurationVar(&p.FairDeadline, "fair-deadline", 150*time.Second, "longest run of each side of the fairness benchmark (a sale that has not sold out by then is reported undersold)")
 	fs.Int64Var(&p.FairPasses, "fair-passes", 0, "the API's SALE_PASSES_PER_INSTANCE in the fairness benchmark (0: the production default, httpapi.DefaultSalePassWindows in-flight windows)")
+	fs.Float64Var(&p.FairScale, "fair-scale", 1, "multiplies the fairness crowd's buyers and units (0.5: 5,000 buyers for 500 units)")
 	fs.StringVar(&p.FairRuns, "fair-runs", "", "the fairness benchmark's runs, comma-separated (off, on, on-longpoll); empty: all")
 	fs.DurationVar(&p.FairPreQueue, "fair-prequeue", 20*time.Second, "how long the fairness benchmark's pre-queue is open before buying starts (every buyer must get in before it)")
 	fs.DurationVar(&p.SaleTarget, "sale-target", 0, "also run the sale with the latency cap at this target (a third side, interleaved); 0: only on and off")
@@ -111,7 +115,7 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	if err := parse(fs, args); err != nil {
 		return benchResult{}, err
 	}
-	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 || p.SettlePays < 1 || p.FairDeadline <= 0 || p.FairPreQueue <= 0 {
+	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 || p.SettlePays < 1 || p.FairDeadline <= 0 || p.FairPreQueue <= 0 || p.FairScale <= 0 || p.FairScale > 1 {
 		return benchResult{}, invalid("--rounds, --order-round, --concurrency, --sale-rounds, --settle-pays, --fair-deadline and --fair-prequeue must be positive")
 	}
 	switch p.Only {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,6 +48,12 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 		return err
 	}
 	sales := app.SaleStore(st.Backend)
+	// --fair-scale shrinks the crowd and the stock together, keeping the
+	// classes' shares and the win rate: the largest crowd a loaded box holds.
+	classes, fairUnits := slices.Clone(fairness.DefaultClasses), int64(math.Round(fairUnits*b.p.FairScale))
+	for i := range classes {
+		classes[i].Buyers = int(math.Round(float64(classes[i].Buyers) * b.p.FairScale))
+	}
 	for _, run := range fairRuns {
 		if b.p.FairRuns != "" && !slices.Contains(strings.Split(b.p.FairRuns, ","), run.name) {
 			continue
@@ -60,9 +67,9 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 		if err := api.Admin(ctx, http.MethodPost, "/api/v1/admin/skus/"+sku+"/preheat", struct{}{}, nil); err != nil {
 			return fmt.Errorf("fair: preheat %s: %w", sku, err)
 		}
-		b.logf("fairness: %d buyers for %d units, queue %s", classBuyers(), fairUnits, run.name)
+		b.logf("fairness: %d buyers for %d units, queue %s", classBuyers(classes), fairUnits, run.name)
 		res, err := fairness.Run(ctx, fairness.Options{
-			Base: api.URL, SKU: sku, Units: fairUnits, Classes: fairness.DefaultClasses,
+			Base: api.URL, SKU: sku, Units: fairUnits, Classes: classes,
 			Token: func(user string) (string, error) { return api.Buyers.Token(user, time.Hour) },
 			Queue: queue, PreQueue: b.p.FairPreQueue, Admin: api.Admin,
 			Watch: func(ctx context.Context) (int64, int64, int64, error) {
@@ -97,9 +104,9 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 	return nil
 }
 
-func classBuyers() int {
+func classBuyers(classes []fairness.Class) int {
 	n := 0
-	for _, c := range fairness.DefaultClasses {
+	for _, c := range classes {
 		n += c.Buyers
 	}
 	return n
