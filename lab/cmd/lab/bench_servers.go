@@ -194,6 +194,14 @@ func newServerEnv(ctx context.Context, b *benchRun) (*serverEnv, error) {
 	return e, sc.Err()
 }
 
+// cleanup removes the run's worker and API binaries (100 MB a run); the
+// logs stay.
+func (e *serverEnv) cleanup() {
+	for _, c := range []string{"worker", "api"} {
+		_ = os.Remove(filepath.Join(e.logs, c))
+	}
+}
+
 // startApp starts side's worker and API on temporal, on a task queue of
 // their own; the API listens on apiPort.
 func (e *serverEnv) startApp(ctx context.Context, s *serverSide, temporal, queue string, apiPort int, extra ...string) error {

@@ -71,6 +71,7 @@ func (b *benchRun) runServers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer e.cleanup()
 	b.logf("starting the dev server side")
 	dev, err := e.startDev(ctx, b)
 	if err != nil {

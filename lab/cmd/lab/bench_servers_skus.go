@@ -64,6 +64,7 @@ func (b *benchRun) runSKUs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer e.cleanup()
 	// The deployed dynamic config plus fairness.
 	dyn, err := os.ReadFile("deploy/temporal/dynamicconfig.yaml")
 	if err != nil {
