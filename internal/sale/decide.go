@@ -161,13 +161,10 @@ func (s *Store) shuffle(ctx context.Context, sku string, entrants int64, progres
 		}
 		// The ranks and the progress together: a retry resumes exactly
 		// where this attempt stopped.
-		if err := patient(ctx, func() error {
-			_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.ZAdd(ctx, ks[kRank], members...)
-				p.HSet(ctx, ks[kSale], "ranked", i+len(chunk))
-				return nil
-			})
-			return err
+		if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAdd(ctx, ks[kRank], members...)
+			p.HSet(ctx, ks[kSale], "ranked", i+len(chunk))
+			return nil
 		}); err != nil {
 			return "", fmt.Errorf("write ranks of %s: %w", sku, err)
 		}
@@ -188,12 +185,8 @@ func (s *Store) entrants(ctx context.Context, key string, n int64) ([]string, er
 	users := make([]string, 0, n)
 	var cursor uint64
 	for {
-		var kv []string
-		var next uint64
-		if err := patient(ctx, func() (err error) {
-			kv, next, err = s.rdb.HScan(ctx, key, cursor, "", openChunk).Result()
-			return err
-		}); err != nil {
+		kv, next, err := s.rdb.HScan(ctx, key, cursor, "", openChunk).Result()
+		if err != nil {
 			return nil, err
 		}
 		for i := 0; i < len(kv); i += 2 {
@@ -201,26 +194,6 @@ func (s *Store) entrants(ctx context.Context, key string, n int64) ([]string, er
 		}
 		if cursor = next; cursor == 0 {
 			return users, nil
-		}
-	}
-}
-
-// patient runs call again, where it stood, while it fails for want of a
-// pooled connection: the open shares its process's Redis pool with busier
-// callers (the worker's orders, the API when one process runs both), and
-// an attempt failed by a pool timeout in the middle of a million entrants
-// read them all again; under a crowd no attempt finished. Any other error,
-// or the context's end, returns.
-func patient(ctx context.Context, call func() error) error {
-	for {
-		err := call()
-		if !errors.Is(err, redis.ErrPoolTimeout) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
