@@ -136,7 +136,7 @@ func TestOrderReadsAreOwnerFirst(t *testing.T) {
 	require.Equal(t, float64(700), o["amount"])
 	require.Equal(t, []any{map[string]any{"sku_id": closed, "quantity": float64(1)}}, o["items"])
 	require.Equal(t, []any{map[string]any{
-		"order_id": closedID, "transaction_id": s.name("late-tx"), "status": "CANCELLED",
+		"transaction_id": s.name("late-tx"), "order_status": "CANCELLED",
 		"refund": "REQUIRED", "reason": "ORDER_CLOSED",
 	}}, o["payments"])
 	// What the workflow itself says (as the read did before MySQL served it).
