@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -164,16 +165,18 @@ func (s Sales) View(ctx context.Context, sku string) (workflows.SaleView, error)
 // SaleStateConflict when the sale's state does not allow it, NoSale when
 // no sale of the SKU runs.
 func (s Sales) Control(ctx context.Context, sku, action, reason string) (workflows.SaleView, error) {
-	known := false
-	for _, a := range SaleActions {
-		known = known || a == action
-	}
-	if !known {
+	if !slices.Contains(SaleActions, action) {
 		return workflows.SaleView{}, flashsale.Errorf(flashsale.Invalid, "unknown sale action %q", action)
 	}
+	return s.update(ctx, sku, action, workflows.SaleControl{Reason: reason})
+}
+
+// update sends Update name with arg to sku's sale and answers the sale's
+// view after it, its failure coded by updateError.
+func (s Sales) update(ctx context.Context, sku, name string, arg any) (workflows.SaleView, error) {
 	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.SaleWorkflowID(sku), UpdateName: action,
-		Args: []any{workflows.SaleControl{Reason: reason}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: workflows.SaleWorkflowID(sku), UpdateName: name,
+		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	var v workflows.SaleView
 	if err == nil {
@@ -218,17 +221,5 @@ func saleError(sku string, err error) error {
 // every API instance refuses a buy from then on. Invalid for an end in the
 // past, SaleStateConflict for a closed sale, NoSale when none runs.
 func (s Sales) MoveEnd(ctx context.Context, sku string, closesAt time.Time, reason string) (workflows.SaleView, error) {
-	h, err := s.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.SaleWorkflowID(sku), UpdateName: workflows.UpdateSaleClosesAt,
-		Args:         []any{workflows.SaleEndChange{ClosesAt: closesAt, Reason: reason}},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	var v workflows.SaleView
-	if err == nil {
-		err = h.Get(ctx, &v)
-	}
-	if err != nil {
-		return workflows.SaleView{}, s.updateError(ctx, sku, err)
-	}
-	return v, nil
+	return s.update(ctx, sku, workflows.UpdateSaleClosesAt, workflows.SaleEndChange{ClosesAt: closesAt, Reason: reason})
 }

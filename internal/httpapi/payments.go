@@ -29,13 +29,9 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 	// The order judges the payment by when it reached us, not by when its
 	// workflow got to it: stamped before anything else can delay it.
 	received := s.now()
-	body, err := readBody(w, r)
+	body, err := s.readSigned(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	if err := VerifySignature(r.Header.Get(SignatureHeader), body, s.cfg.WebhookSecrets, s.now()); err != nil {
-		s.writeError(w, r, refuse(BadSignature, err.Error()))
 		return
 	}
 	cb, err := decodeCallback(body)
@@ -119,13 +115,9 @@ type holdResponse struct {
 // flashsale.MaxHoldExtension (orders.Service.ExtendHold). Verified before
 // it is parsed, as the callback is.
 func (s *Server) extendHold(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
+	body, err := s.readSigned(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	if err := VerifySignature(r.Header.Get(SignatureHeader), body, s.cfg.WebhookSecrets, s.now()); err != nil {
-		s.writeError(w, r, refuse(BadSignature, err.Error()))
 		return
 	}
 	var req holdRequest
@@ -150,4 +142,18 @@ func (s *Server) extendHold(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writeJSON(w, r, http.StatusOK, holdResponse{OrderID: view.OrderID, Status: view.Status, PayBy: view.PayBy,
 		HoldExtended: view.HoldExtended})
+}
+
+// readSigned reads a payment provider's request body and verifies its
+// signature before anything parses it (BadSignature otherwise), so unsigned
+// input never reaches the JSON decoder: every provider route's first step.
+func (s *Server) readSigned(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := VerifySignature(r.Header.Get(SignatureHeader), body, s.cfg.WebhookSecrets, s.now()); err != nil {
+		return nil, refuse(BadSignature, err.Error())
+	}
+	return body, nil
 }
