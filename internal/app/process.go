@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -67,6 +68,9 @@ func open(ctx context.Context, cfg config.Config, logger *slog.Logger, metricsAd
 		return nil, err
 	}
 	var connectOpts []backend.Option
+	if mx != nil && os.Getenv(metrics.ProfilesEnv) == "true" {
+		mx.ServeProfiles()
+	}
 	if mx != nil {
 		connectOpts = append(connectOpts, backend.WithTemporalMetrics(mx.Temporal))
 	}

@@ -18,6 +18,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -200,6 +202,22 @@ func (p *Process) Addr() string { return p.srv.Addr() }
 
 // Handle serves h at pattern on the metrics listener.
 func (p *Process) Handle(pattern string, h http.Handler) { p.srv.Handle(pattern, h) }
+
+// ProfilesEnv names the environment variable that, set to true, adds Go's
+// profiles (/debug/pprof/) to the metrics listener, with block and mutex
+// sampling on: the lab's bench reads where a sale's processes wait. Off by
+// default, as sampling costs every blocking call a little.
+const ProfilesEnv = "METRICS_PPROF"
+
+// ServeProfiles serves /debug/pprof/ on the listener and samples one
+// blocking event per 100 µs blocked and one contended mutex in 10 (the
+// rates the bench uses in its own process).
+func (p *Process) ServeProfiles() {
+	runtime.SetBlockProfileRate(100_000)
+	runtime.SetMutexProfileFraction(10)
+	p.Handle("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
+	p.Handle("GET /debug/pprof/profile", http.HandlerFunc(pprof.Profile))
+}
 
 // Close stops the listener, giving a scrape under way a few seconds.
 func (p *Process) Close() {
