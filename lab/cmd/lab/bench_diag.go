@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -278,3 +282,107 @@ func (s *stack) serverMetricsURL() string {
 }
 
 var _ prometheus.Gatherer = (*prometheus.Registry)(nil)
+
+// The servers section's production-shaped sales are diagnosed from
+// outside, their processes being separate: each sale writes to --out
+//
+//   - sale-<i>-<side>-temporal-cpu.pprof: the temporal-server's CPU for
+//     serverCPUFor from the sale's start (TEMPORAL_PPROF_PORT), and the top
+//     of it in the markdown;
+//   - sale-<i>-<side>-<proc>-goroutine.pprof for temporal, worker and api
+//     when half the units are reserved;
+//   - sale-<i>-<side>-<proc>-block.pprof and -mutex.pprof for the worker
+//     and the API (METRICS_PPROF, the rates above), cumulative since they
+//     started (compare two with go tool pprof -base).
+//
+// temporal-server 1.29.1 never turns block or mutex sampling on and has no
+// setting that does (common/pprof only serves net/http/pprof), so its
+// block and mutex profiles would be empty: they are not fetched.
+const serverCPUFor = 20 * time.Second
+
+// remoteDiag is one sale's diagnosis of a side's processes.
+type remoteDiag struct {
+	b      *benchRun
+	prefix string
+	pprof  map[string]string // process: its /debug/pprof base URL
+	cpu    chan error
+	once   sync.Once
+}
+
+func (b *benchRun) startRemoteDiag(s *serverSide, i int) *remoteDiag {
+	if s.pprof["temporal"] == "" {
+		return nil
+	}
+	d := &remoteDiag{b: b, prefix: fmt.Sprintf("%s/sale-%d-%s", b.out, i, s.name), pprof: s.pprof, cpu: make(chan error, 1)}
+	go func() {
+		d.cpu <- fetchProfile(fmt.Sprintf("%s/profile?seconds=%d", d.pprof["temporal"], int(serverCPUFor.Seconds())),
+			d.prefix+"-temporal-cpu.pprof", serverCPUFor+30*time.Second)
+	}()
+	return d
+}
+
+// midway snapshots every process's goroutines, once.
+func (d *remoteDiag) midway() {
+	if d == nil {
+		return
+	}
+	d.once.Do(func() {
+		go func() {
+			for proc, u := range d.pprof {
+				if err := fetchProfile(u+"/goroutine", d.prefix+"-"+proc+"-goroutine.pprof", 30*time.Second); err != nil {
+					d.b.logf("sale diagnosis: %v", err)
+				}
+			}
+		}()
+	})
+}
+
+// finish fetches the worker's and API's block and mutex profiles, waits
+// for the server's CPU profile, and returns its top 10 (go tool pprof
+// -top), or why there is none.
+func (d *remoteDiag) finish(ctx context.Context) string {
+	if d == nil {
+		return ""
+	}
+	for _, proc := range []string{"worker", "api"} {
+		for _, kind := range []string{"block", "mutex"} {
+			if err := fetchProfile(d.pprof[proc]+"/"+kind, d.prefix+"-"+proc+"-"+kind+".pprof", 30*time.Second); err != nil {
+				d.b.logf("sale diagnosis: %v", err)
+			}
+		}
+	}
+	if err := <-d.cpu; err != nil {
+		return "no CPU profile: " + err.Error()
+	}
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=10", d.prefix+"-temporal-cpu.pprof").Output()
+	if err != nil {
+		return "no profile text (go tool pprof: " + err.Error() + ")"
+	}
+	d.b.logf("sale diagnosis: %s-*.pprof", d.prefix)
+	return string(top)
+}
+
+// fetchProfile saves what url answers to path.
+func fetchProfile(url, path string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		return fmt.Errorf("%s: %d %s", url, resp.StatusCode, msg)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	return errors.Join(err, f.Close())
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,6 +120,9 @@ type serverSide struct {
 	procs    []*proc
 	stopTmp  func() error
 	metrics  string // the server's Prometheus endpoint, "" if none
+	// pprof is each process's /debug/pprof base URL: the worker's and
+	// the API's always, the server's where it serves one (prod).
+	pprof map[string]string
 }
 
 func (s *serverSide) close() {
@@ -203,12 +207,21 @@ func (e *serverEnv) cleanup() {
 }
 
 // startApp starts side's worker and API on temporal, on a task queue of
-// their own; the API listens on apiPort.
+// their own; the API listens on apiPort, and each serves its metrics and
+// profiles (METRICS_PPROF, on for every side alike, as sampling costs a
+// little) 1000 (worker) and 1100 (API) ports above it.
 func (e *serverEnv) startApp(ctx context.Context, s *serverSide, temporal, queue string, apiPort int, extra ...string) error {
 	env := append(append([]string{}, e.base...), "TEMPORAL_ADDRESS="+temporal, "TASK_QUEUE="+queue,
-		fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", apiPort), "LOG_LEVEL=info")
+		fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", apiPort), "LOG_LEVEL=info", "METRICS_PPROF=true")
 	env = append(env, extra...)
-	w, err := spawn(s.name+"-worker", e.logs, env, filepath.Join(e.logs, "worker"))
+	if s.pprof == nil {
+		s.pprof = map[string]string{}
+	}
+	metricsAt := func(proc string, port int) []string {
+		s.pprof[proc] = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", port)
+		return append(slices.Clip(env), fmt.Sprintf("METRICS_ADDR=127.0.0.1:%d", port))
+	}
+	w, err := spawn(s.name+"-worker", e.logs, metricsAt("worker", apiPort+1000), filepath.Join(e.logs, "worker"))
 	if err != nil {
 		return err
 	}
@@ -219,7 +232,7 @@ func (e *serverEnv) startApp(ctx context.Context, s *serverSide, temporal, queue
 	}); err != nil {
 		return err
 	}
-	a, err := spawn(s.name+"-api", e.logs, env, filepath.Join(e.logs, "api"))
+	a, err := spawn(s.name+"-api", e.logs, metricsAt("api", apiPort+1100), filepath.Join(e.logs, "api"))
 	if err != nil {
 		return err
 	}
@@ -290,7 +303,8 @@ func (e *serverEnv) startProd(ctx context.Context, b *benchRun, noApp bool, extr
 	if err != nil {
 		return nil, err
 	}
-	s := &serverSide{name: "prod", temporal: srv.pid(), procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics"}
+	s := &serverSide{name: "prod", temporal: srv.pid(), procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics",
+		pprof: map[string]string{"temporal": "http://127.0.0.1:9731/debug/pprof"}}
 	if err := waitUntil(ctx, "temporal-server", 120*time.Second, srv, func() bool { return portOpen(front) }); err != nil {
 		s.close()
 		return nil, err

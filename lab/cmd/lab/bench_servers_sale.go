@@ -65,6 +65,9 @@ type serverRound struct {
 	// ServerPersistence is the production-shaped server's persistence
 	// latency by operation (mean ms over the sale), the slowest first.
 	ServerPersistence []persistOp `json:"server_persistence,omitempty"`
+	// ServerCPUTop is the top 10 of the production-shaped server's CPU
+	// profile over the sale's first 20 s (remoteDiag).
+	ServerCPUTop string `json:"server_cpu_top,omitempty"`
 }
 
 type persistOp struct {
@@ -128,6 +131,7 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 	persist0 := scrapePersistence(s.metrics)
 	cpu0, busy0, idle0 := readCPU(groups), 0.0, 0.0
 	busy0, idle0 = boxCPU()
+	diag := b.startRemoteDiag(s, i)
 	var once sync.Once
 	var atAll cpuReading
 	var busy1, idle1 float64
@@ -137,6 +141,9 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 		WebhookSecret: e.secret["WEBHOOK_SECRET"], Tokens: minter, PayShare: 1, DuplicateClickShare: 0.05,
 		Deadline: 5 * time.Minute, Seed: uint64(i + 1),
 		OnProgress: func(p loadgen.Progress) {
+			if 2*p.Reserved >= b.p.SaleUnits {
+				diag.midway()
+			}
 			if p.Reserved >= b.p.SaleUnits {
 				once.Do(func() { atAll = readCPU(groups); busy1, idle1 = boxCPU() })
 			}
@@ -147,6 +154,7 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 	}
 	cpu := readCPU(groups).since(cpu0)
 	r.ServerPersistence = scrapePersistence(s.metrics).since(persist0)
+	r.ServerCPUTop = diag.finish(ctx)
 	r.Answers, r.Paid = res.Answers, res.Paid
 	r.Oversold, r.Undersold = max(0, res.Paid-b.p.SaleUnits), max(0, b.p.SaleUnits-res.Paid)
 	if res.TimeToReserveAll > 0 {
@@ -444,6 +452,13 @@ func serversMarkdown(rounds []serverRound, units int64, buyers int) string {
 			fmt.Fprintf(&b, " %.1f (%.1f) |", r.OrderCostMs[g], r.OrderCostMs[g]/0.7)
 		}
 		fmt.Fprintf(&b, " %.1f (%.1f) |\n", sum, sum/0.7)
+	}
+	for _, r := range rounds {
+		if r.ServerCPUTop == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s round %d, the temporal-server's CPU over the sale's first %s (sale-%d-%s-temporal-cpu.pprof; beside it each process's goroutines halfway, and the worker's and API's block and mutex profiles; the server samples neither blocks nor mutexes):\n\n```\n%s```\n",
+			r.Server, r.Round, serverCPUFor, r.Round, r.Server, r.ServerCPUTop)
 	}
 	for _, r := range rounds {
 		if len(r.ServerPersistence) == 0 {
