@@ -318,27 +318,7 @@ func (r *Report) Markdown() string {
 				c.ClientRPCs, c.CeilingEvents, c.CeilingTransitions, c.CeilingCPUms)
 		}
 	}
-	for _, sh := range r.Shapes {
-		fmt.Fprintf(&b, "\nWhole orders against limits of the order's own shape on the %s (issue 26: C1 = Update-with-Start + a no-op local activity + the deadline timer, then a pay update with a no-op local activity; C2 = C1 whose local activities do the order's Redis and MySQL work), interleaved, with the CPU one order costs each process:\n\n", sh.Server)
-		b.WriteString("| side | orders/s (range) | p99 ms |")
-		if len(sh.Sides) > 0 {
-			for _, p := range sh.Sides[0].CPUms {
-				fmt.Fprintf(&b, " %s CPU ms |", p.Process)
-			}
-		}
-		b.WriteString(" sum CPU ms | 1 / sum (orders/s) |\n|---|---|---:|")
-		if len(sh.Sides) > 0 {
-			b.WriteString(strings.Repeat("---:|", len(sh.Sides[0].CPUms)))
-		}
-		b.WriteString("---:|---:|\n")
-		for _, s := range sh.Sides {
-			fmt.Fprintf(&b, "| %s | %s | %.1f |", s.Name, spreadCell(&s.OrdersPerSec), s.Whole.P99ms)
-			for _, p := range s.CPUms {
-				fmt.Fprintf(&b, " %.2f |", p.Ms)
-			}
-			fmt.Fprintf(&b, " %.2f | %.0f |\n", s.CPUSumMs, s.CPUBoundPerSec)
-		}
-	}
+	WriteShapes(&b, r.Shapes)
 	if len(r.Sweep) > 0 {
 		b.WriteString("\nWhole orders by worker slots (WORKER_CONCURRENCY) and MySQL pool (MYSQL_MAX_CONNS), each point a worker of its own, rounds interleaved:\n\n")
 		b.WriteString("| worker slots | MySQL connections | orders/s (range) | p50 ms | p99 ms |\n|---:|---:|---|---:|---:|\n")
@@ -561,6 +541,32 @@ type ProcCPU struct {
 type ShapeLimits struct {
 	Server string      `json:"server"`
 	Sides  []ShapeSide `json:"sides"`
+}
+
+// WriteShapes writes each server's order-shape limits as a Markdown
+// table.
+func WriteShapes(b *strings.Builder, shapes []ShapeLimits) {
+	for _, sh := range shapes {
+		fmt.Fprintf(b, "\nWhole orders against limits of the order's own shape on the %s (issue 26: C1 = Update-with-Start + a no-op local activity + the deadline timer, then a pay update with a no-op local activity; C2 = C1 whose local activities do the order's Redis and MySQL work), interleaved, with the CPU one order costs each process:\n\n", sh.Server)
+		b.WriteString("| side | orders/s (range) | p99 ms |")
+		if len(sh.Sides) > 0 {
+			for _, p := range sh.Sides[0].CPUms {
+				fmt.Fprintf(b, " %s CPU ms |", p.Process)
+			}
+		}
+		b.WriteString(" sum CPU ms | 1 / sum (orders/s) |\n|---|---|---:|")
+		if len(sh.Sides) > 0 {
+			b.WriteString(strings.Repeat("---:|", len(sh.Sides[0].CPUms)))
+		}
+		b.WriteString("---:|---:|\n")
+		for _, s := range sh.Sides {
+			fmt.Fprintf(b, "| %s | %s | %.1f |", s.Name, spreadCell(&s.OrdersPerSec), s.Whole.P99ms)
+			for _, p := range s.CPUms {
+				fmt.Fprintf(b, " %.2f |", p.Ms)
+			}
+			fmt.Fprintf(b, " %.2f | %.0f |\n", s.CPUSumMs, s.CPUBoundPerSec)
+		}
+	}
 }
 
 // NewShapeSide summarizes a side's rounds and the CPU each process spent

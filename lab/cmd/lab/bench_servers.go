@@ -115,7 +115,8 @@ func portOpen(addr string) bool {
 // serverSide is one Temporal server with its own worker and API.
 type serverSide struct {
 	name     string
-	temporal int // the server's pid
+	temporal int    // the server's pid
+	address  string // its frontend
 	api      string
 	procs    []*proc
 	stopTmp  func() error
@@ -254,7 +255,7 @@ func (e *serverEnv) startDev(ctx context.Context, b *benchRun) (*serverSide, err
 	if err != nil {
 		return nil, err
 	}
-	s := &serverSide{name: "dev", temporal: t.PID(), stopTmp: t.Stop}
+	s := &serverSide{name: "dev", temporal: t.PID(), address: t.Address(), stopTmp: t.Stop}
 	if err := e.startApp(ctx, s, t.Address(), "lab-"+b.run+"-dev", 7681); err != nil {
 		s.close()
 		return nil, err
@@ -303,7 +304,7 @@ func (e *serverEnv) startProd(ctx context.Context, b *benchRun, noApp bool, extr
 	if err != nil {
 		return nil, err
 	}
-	s := &serverSide{name: "prod", temporal: srv.pid(), procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics",
+	s := &serverSide{name: "prod", temporal: srv.pid(), address: front, procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics",
 		pprof: map[string]string{"temporal": "http://127.0.0.1:9731/debug/pprof"}}
 	if err := waitUntil(ctx, "temporal-server", 120*time.Second, srv, func() bool { return portOpen(front) }); err != nil {
 		s.close()

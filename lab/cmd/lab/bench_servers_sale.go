@@ -17,6 +17,7 @@ import (
 	"github.com/flashsale/flashsale/internal/identity"
 	"github.com/flashsale/flashsale/internal/jsoncall"
 	"github.com/flashsale/flashsale/internal/loadgen"
+	"github.com/flashsale/flashsale/lab/bench"
 )
 
 // serverRound is one sale on one server, with the unit-cost rounds that
@@ -105,12 +106,19 @@ func (b *benchRun) runServers(ctx context.Context) error {
 			rounds = append(rounds, r)
 		}
 	}
+	shapes, err := b.serverShapes(ctx, []*serverSide{dev, prod})
+	if err != nil {
+		return err
+	}
 	raw, _ := json.MarshalIndent(map[string]any{"command": "go run ./lab/cmd/lab bench --only servers", "params": b.p,
-		"started": b.started.UTC().Format(time.RFC3339), "load_average_before": loadAvg(), "rounds": rounds}, "", "  ")
+		"started": b.started.UTC().Format(time.RFC3339), "load_average_before": loadAvg(), "rounds": rounds, "shapes": shapes}, "", "  ")
 	if err := os.WriteFile(filepath.Join(b.out, "servers.json"), raw, 0o644); err != nil {
 		return err
 	}
 	md := serversMarkdown(rounds, b.p.SaleUnits, b.p.SaleBuyers)
+	var sh strings.Builder
+	bench.WriteShapes(&sh, shapes)
+	md += sh.String()
 	fmt.Print(md)
 	return os.WriteFile(filepath.Join(b.out, "servers.md"), []byte(md), 0o644)
 }

@@ -29,7 +29,9 @@ type stack struct {
 
 func (s *stack) Close() {
 	s.Stack.Close()
-	_ = s.temporal.Stop()
+	if s.temporal != nil {
+		_ = s.temporal.Stop()
+	}
 }
 
 // cpu is the dev server's CPU time so far.
@@ -49,21 +51,32 @@ func (b *benchRun) start(ctx context.Context, tag, dbFile string, dyn []string) 
 	if err != nil {
 		return nil, err
 	}
+	st, err := b.startOn(ctx, t.Address(), tag)
+	if err != nil {
+		_ = t.Stop()
+		return nil, err
+	}
+	st.temporal = t
+	return st, nil
+}
+
+// startOn runs the worker (with the ceiling workflows) and the API in
+// this process on the Temporal server at address, on a task queue of
+// its own; the server is not the stack's to stop.
+func (b *benchRun) startOn(ctx context.Context, address, tag string) (*stack, error) {
 	c := b.cfg
-	c.TemporalAddress = t.Address()
+	c.TemporalAddress = address
 	c.TaskQueue = "bench-" + b.run + "-" + tag
 	reg := prometheus.NewRegistry()
 	h, err := metrics.TemporalHandler(reg, nil)
 	if err != nil {
-		_ = t.Stop()
 		return nil, err
 	}
 	st, err := demo.StartStack(ctx, demo.StackOptions{Config: c, Backend: []backend.Option{backend.WithTemporalMetrics(h)}, Register: ceiling.Register})
 	if err != nil {
-		_ = t.Stop()
 		return nil, err
 	}
-	return &stack{Stack: st, temporal: t, svc: orderService(st.Backend), sdk: reg}, nil
+	return &stack{Stack: st, svc: orderService(st.Backend), sdk: reg}, nil
 }
 
 // sku creates a SKU with stock for the whole run in MySQL and Redis.
