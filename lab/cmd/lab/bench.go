@@ -66,8 +66,12 @@ type benchParams struct {
 	// BUSY answers' Retry-After at most this long (1s: as before
 	// 2026-12-03).
 	SaleRetryMax time.Duration `json:"sale_retry_max"`
-	Settings     bool          `json:"settings"`
-	Sweep        bool          `json:"sweep"`
+	// ServerAB, with --only servers, runs the production-shaped sale
+	// under these variants of the Temporal config instead
+	// (parseServerAB).
+	ServerAB string `json:"server_ab,omitempty"`
+	Settings bool   `json:"settings"`
+	Sweep    bool   `json:"sweep"`
 	// Only names the one section to run ("sale", "fair", "settle"); empty
 	// runs them all.
 	Only string `json:"only,omitempty"`
@@ -109,6 +113,7 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	fs.DurationVar(&p.FairPreQueue, "fair-prequeue", 20*time.Second, "how long the fairness benchmark's pre-queue is open before buying starts (every buyer must get in before it)")
 	fs.DurationVar(&p.SaleTarget, "sale-target", 0, "also run the sale with the latency cap at this target (a third side, interleaved); 0: only on and off")
 	fs.DurationVar(&p.SaleRetryMax, "sale-retry-max", 0, "also run the sale with BUSY's Retry-After at most this long (1s: fixed, as before 2026-12-03; a side of its own, interleaved)")
+	fs.StringVar(&p.ServerAB, "server-ab", "", "with --only servers: instead of dev against prod, the prod sale under the deployed Temporal config (base) and these variants, comma-separated, each setting=value joined by + (settings: shards, the history shard count; maxconns, the persistence pool; cache, history.hostLevelCacheMaxSize), rounds interleaved: servers-ab.json and servers-ab.md")
 	fs.BoolVar(&p.Settings, "settings", true, "measure the dev server settings A/B")
 	fs.BoolVar(&p.Sweep, "sweep", true, "sweep worker slots and MySQL pool sizes (on the in-memory dev server)")
 	fs.StringVar(&p.Only, "only", "", "run one section alone: sale (the latency cap's A/B), fair (the fairness benchmark), settle (settlement under a backlog of reservations, priority A/B), servers (the sale on the dev server and on a production-shaped temporal-server on PostgreSQL, interleaved: servers.json and servers.md), skus (one hot SKU beside --cold-skus cold ones, fairness key A/B: skus.json and skus.md); its report goes to --out only, never to the README")
@@ -117,6 +122,9 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	}
 	if p.Rounds < 1 || p.OrderRound < 1 || p.Concurrency < 1 || p.SaleRounds < 1 || p.SettlePays < 1 || p.FairDeadline <= 0 || p.FairPreQueue <= 0 || p.FairScale <= 0 || p.FairScale > 1 {
 		return benchResult{}, invalid("--rounds, --order-round, --concurrency, --sale-rounds, --settle-pays, --fair-deadline and --fair-prequeue must be positive")
+	}
+	if p.ServerAB != "" && p.Only != "servers" {
+		return benchResult{}, invalid("--server-ab needs --only servers")
 	}
 	switch p.Only {
 	case "":
@@ -171,6 +179,13 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 
 	switch p.Only {
 	case "servers":
+		if p.ServerAB != "" {
+			variants, err := parseServerAB(p.ServerAB)
+			if err != nil {
+				return benchResult{}, err
+			}
+			return benchResult{report: b.r}, b.runServerAB(ctx, variants)
+		}
 		return benchResult{report: b.r}, b.runServers(ctx)
 	case "skus":
 		return benchResult{report: b.r}, b.runSKUs(ctx)

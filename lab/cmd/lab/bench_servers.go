@@ -266,8 +266,9 @@ func (e *serverEnv) startDev(ctx context.Context, b *benchRun) (*serverSide, err
 // startProd is a single temporal-server process, every service, on fresh
 // PostgreSQL databases, with deploy/temporal's config and dynamic config
 // (extra environment, such as TEMPORAL_DYNAMIC_CONFIG, overrides it); its
-// worker and API are started unless noApp.
-func (e *serverEnv) startProd(ctx context.Context, b *benchRun, noApp bool, extra ...string) (*serverSide, error) {
+// worker and API are started unless noApp. name names the side (its
+// processes, logs and profiles).
+func (e *serverEnv) startProd(ctx context.Context, b *benchRun, name string, noApp bool, extra ...string) (*serverSide, error) {
 	root, _ := os.Getwd()
 	for _, db := range []string{prodDB, prodVisDB} {
 		if out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-Atqc",
@@ -299,12 +300,12 @@ func (e *serverEnv) startProd(ctx context.Context, b *benchRun, noApp bool, extr
 	if portOpen(front) {
 		return nil, errors.New("port " + front + " is taken: another servers run?")
 	}
-	srv, err := spawn("prod-temporal", e.logs, env, filepath.Join(e.bin, "server"),
+	srv, err := spawn(name+"-temporal", e.logs, env, filepath.Join(e.bin, "server"),
 		"--root", "/", "--config", filepath.Join(root, "deploy/temporal/config"), "--env", "flashsale", "--allow-no-auth", "start")
 	if err != nil {
 		return nil, err
 	}
-	s := &serverSide{name: "prod", temporal: srv.pid(), address: front, procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics",
+	s := &serverSide{name: name, temporal: srv.pid(), address: front, procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics",
 		pprof: map[string]string{"temporal": "http://127.0.0.1:9731/debug/pprof"}}
 	if err := waitUntil(ctx, "temporal-server", 120*time.Second, srv, func() bool { return portOpen(front) }); err != nil {
 		s.close()
@@ -320,7 +321,7 @@ func (e *serverEnv) startProd(ctx context.Context, b *benchRun, noApp bool, extr
 	if noApp {
 		return s, nil
 	}
-	if err := e.startApp(ctx, s, front, "lab-"+b.run+"-prod", 7682); err != nil {
+	if err := e.startApp(ctx, s, front, "lab-"+b.run+"-"+name, 7682); err != nil {
 		s.close()
 		return nil, err
 	}

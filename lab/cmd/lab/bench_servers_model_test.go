@@ -37,3 +37,29 @@ func TestShedCostOf(t *testing.T) {
 	// No sheds: divided by one, not by zero.
 	require.InDelta(t, 2000.0, shedCostOf(cpu, 100, order, 0)["api"], 1e-9)
 }
+
+// The A/B's variants: base first, then each variant's environment and
+// dynamic config keys; anything else is refused before a server starts.
+func TestParseServerAB(t *testing.T) {
+	got, err := parseServerAB("shards=16, maxconns=20+cache=1024")
+	require.NoError(t, err)
+	require.Equal(t, []serverVariant{
+		{Name: "base"},
+		{Name: "shards=16", Env: []string{"TEMPORAL_NUM_HISTORY_SHARDS=16"}},
+		{Name: "maxconns=20+cache=1024", Env: []string{"TEMPORAL_SQL_MAX_CONNS=20"}, Dynamic: map[string]string{"history.hostLevelCacheMaxSize": "1024"}},
+	}, got)
+	require.Equal(t, "prod-maxconns20-cache1024", got[2].sideName())
+	for _, bad := range []string{"", "shards", "shards=0", "shards=x", "nope=4", "shards=4+"} {
+		_, err := parseServerAB(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+// A dynamic config key is set where it is, or appended.
+func TestWithDynamic(t *testing.T) {
+	doc := "# c\nhistory.hostLevelCacheMaxSize:\n  - value: 8096\nfrontend.namespaceRPS.visibility:\n  - value: 100\n"
+	require.Equal(t, "# c\nhistory.hostLevelCacheMaxSize:\n  - value: 512\nfrontend.namespaceRPS.visibility:\n  - value: 100\n",
+		withDynamic(doc, "history.hostLevelCacheMaxSize", "512"))
+	require.Equal(t, doc+"history.cacheMaxSize:\n  - value: 64\n", withDynamic(doc, "history.cacheMaxSize", "64"))
+	require.Equal(t, "a:\n  - value: 1\nk:\n  - value: 2\n", withDynamic("a:\n  - value: 1", "k", "2"))
+}

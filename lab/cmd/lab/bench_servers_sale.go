@@ -91,7 +91,7 @@ func (b *benchRun) runServers(ctx context.Context) error {
 	}
 	defer dev.close()
 	b.logf("starting the production-shaped side (temporal-server on PostgreSQL)")
-	prod, err := e.startProd(ctx, b, false)
+	prod, err := e.startProd(ctx, b, "prod", false)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (b *benchRun) runServers(ctx context.Context) error {
 	var rounds []serverRound
 	for i := range b.p.SaleRounds {
 		for _, s := range []*serverSide{dev, prod} {
-			r, err := b.serverSale(ctx, e, s, i)
+			r, err := b.serverSale(ctx, e, s, i, true)
 			if err != nil {
 				return err
 			}
@@ -128,7 +128,9 @@ func loadAvg() string {
 	return strings.TrimSpace(string(raw))
 }
 
-func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, i int) (serverRound, error) {
+// serverSale sells b.p.SaleUnits to b.p.SaleBuyers on s, and with costs
+// measures the unit costs and the prediction after it.
+func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, i int, costs bool) (serverRound, error) {
 	r := serverRound{Server: s.name, Round: i, Units: b.p.SaleUnits, Buyers: b.p.SaleBuyers}
 	sku := fmt.Sprintf("lab-%s-%s-%d", b.run, s.name, i)
 	if err := e.createSKU(ctx, s.api, sku, b.p.SaleUnits); err != nil {
@@ -197,26 +199,37 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 		}
 		r.OthersCores = max(0, (busy1-busy0)-ours) / r.AllReservedS
 	}
-	// The unit costs the capacity model predicts from, on the same server.
-	if r.OrderCostMs, err = b.orderCost(ctx, e, s, fmt.Sprintf("%d-cost", i), minter, 4*b.p.Concurrency, b.p.Concurrency); err != nil {
-		return r, err
-	}
-	if r.OrderCost4Ms, err = b.orderCost(ctx, e, s, fmt.Sprintf("%d-cost4", i), minter, 60, 4); err != nil {
-		return r, err
-	}
-	if r.SoldOutCostMs, err = e.shedCost(s, sku, minter, 3000); err != nil {
-		return r, err
-	}
-	if r.ShedCostMs, err = b.calibrate(ctx, e, s, i, minter, r.OrderCostMs); err != nil {
-		return r, err
-	}
 	r.ShedsPerUnit = float64(sheds) / float64(b.p.SaleUnits)
-	cores := float64(runtime.NumCPU()) - r.OthersCores
-	r.Predicted = predictRate(cores, r.OrderCostMs, r.ShedCostMs, r.ShedsPerUnit)
-	r.Predicted4 = predictRate(cores, r.OrderCost4Ms, r.ShedCostMs, r.ShedsPerUnit)
+	if costs {
+		if err := b.unitCosts(ctx, e, s, i, sku, minter, &r); err != nil {
+			return r, err
+		}
+	}
 	b.logf("servers: %s sale %d: %.1f orders/s (predicted %.1f), all reserved %.1f s, admitted p99 %.0f ms, shed p99 %.0f ms, box %.0f%% busy (others %.2f cores), paid %d, answers %v, CPU ms/unit %v",
 		s.name, i, r.OrdersPerSec, r.Predicted, r.AllReservedS, r.AdmittedP99ms, r.ShedP99ms, r.BoxBusy*100, r.OthersCores, r.Paid, r.Answers, roundMap(r.CPUmsPerUnit))
 	return r, nil
+}
+
+// unitCosts measures, after sale i of sku on s, the unit costs the
+// capacity model predicts from on the same server, and r's predictions.
+func (b *benchRun) unitCosts(ctx context.Context, e *serverEnv, s *serverSide, i int, sku string, minter *identity.Minter, r *serverRound) error {
+	var err error
+	if r.OrderCostMs, err = b.orderCost(ctx, e, s, fmt.Sprintf("%d-cost", i), minter, 4*b.p.Concurrency, b.p.Concurrency); err != nil {
+		return err
+	}
+	if r.OrderCost4Ms, err = b.orderCost(ctx, e, s, fmt.Sprintf("%d-cost4", i), minter, 60, 4); err != nil {
+		return err
+	}
+	if r.SoldOutCostMs, err = e.shedCost(s, sku, minter, 3000); err != nil {
+		return err
+	}
+	if r.ShedCostMs, err = b.calibrate(ctx, e, s, i, minter, r.OrderCostMs); err != nil {
+		return err
+	}
+	cores := float64(runtime.NumCPU()) - r.OthersCores
+	r.Predicted = predictRate(cores, r.OrderCostMs, r.ShedCostMs, r.ShedsPerUnit)
+	r.Predicted4 = predictRate(cores, r.OrderCost4Ms, r.ShedCostMs, r.ShedsPerUnit)
+	return nil
 }
 
 // orderCost sells n units to n buyers, conc in flight (no buyer is shed),
