@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -50,4 +51,26 @@ func TestTemporalHandlerExposition(t *testing.T) {
 	require.Contains(t, body, "go_goroutines ")
 	require.False(t, strings.Contains(body, "target_info"), "no OTel resource series")
 
+}
+
+// Profiles are served only when asked for (METRICS_PPROF), beside the
+// metrics, with block and mutex sampling on.
+func TestServeProfiles(t *testing.T) {
+	p, err := metrics.Start("127.0.0.1:0", nil)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	status := func(path string) int {
+		resp, err := http.Get("http://" + p.Addr() + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusNotFound, status("/debug/pprof/block"))
+	p.ServeProfiles()
+	t.Cleanup(func() { runtime.SetBlockProfileRate(0); runtime.SetMutexProfileFraction(0) })
+	require.Equal(t, 10, runtime.SetMutexProfileFraction(-1)) // -1 reads the rate
+	for _, path := range []string{"/debug/pprof/block", "/debug/pprof/mutex", "/debug/pprof/goroutine", "/debug/pprof/"} {
+		require.Equal(t, http.StatusOK, status(path), path)
+	}
 }
