@@ -269,6 +269,16 @@ func (e *serverEnv) startDev(ctx context.Context, b *benchRun) (*serverSide, err
 // worker and API are started unless noApp. name names the side (its
 // processes, logs and profiles).
 func (e *serverEnv) startProd(ctx context.Context, b *benchRun, name string, noApp bool, extra ...string) (*serverSide, error) {
+	return e.startProdOn(ctx, b, name, noApp, nil, extra...)
+}
+
+// startProdWith is startProd, worker and API included, with PostgreSQL
+// parameters set on its databases (ALTER DATABASE ... SET) first.
+func (e *serverEnv) startProdWith(ctx context.Context, b *benchRun, name string, pg map[string]string, extra ...string) (*serverSide, error) {
+	return e.startProdOn(ctx, b, name, false, pg, extra...)
+}
+
+func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, noApp bool, pg map[string]string, extra ...string) (*serverSide, error) {
 	root, _ := os.Getwd()
 	for _, db := range []string{prodDB, prodVisDB} {
 		if out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-Atqc",
@@ -281,6 +291,14 @@ func (e *serverEnv) startProd(ctx context.Context, b *benchRun, name string, noA
 		"TEMPORAL_SQL_PORT=5432", "TEMPORAL_SQL_USER=postgres", "TEMPORAL_DB="+prodDB, "TEMPORAL_VISIBILITY_DB="+prodVisDB)
 	if out, err := schema.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("setup-schema: %v: %s", err, out)
+	}
+	for _, db := range []string{prodDB, prodVisDB} {
+		for k, v := range pg {
+			if out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-Atqc",
+				fmt.Sprintf("ALTER DATABASE %s SET %s = %s", db, k, v)).CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("set %s on %s: %v: %s", k, db, err, out)
+			}
+		}
 	}
 	p := prodFrontend
 	env := append(os.Environ(),

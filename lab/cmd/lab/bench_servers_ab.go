@@ -33,14 +33,23 @@ type serverVariant struct {
 	Env []string `json:"env,omitempty"`
 	// Dynamic overrides keys of deploy/temporal/dynamicconfig.yaml.
 	Dynamic map[string]string `json:"dynamic,omitempty"`
+	// Postgres sets parameters of the server's two databases (ALTER
+	// DATABASE ... SET) before the server connects.
+	Postgres map[string]string `json:"postgres,omitempty"`
 }
 
 // serverSettings are the A/B's settings by the name SPEC uses: an
 // environment variable of the config template or a dynamic config key.
-var serverSettings = map[string]struct{ env, dynamic string }{
+//
+// pgcommit=0 (synchronous_commit off: a commit does not wait for its WAL
+// flush) is a diagnostic, never a setting to deploy: it tells whether the
+// store's commit flush is what a placement waits on, and it loses the
+// last commits of a crashed PostgreSQL, which a durable order cannot.
+var serverSettings = map[string]struct{ env, dynamic, postgres string }{
 	"shards":   {env: "TEMPORAL_NUM_HISTORY_SHARDS"},
 	"maxconns": {env: "TEMPORAL_SQL_MAX_CONNS"},
 	"cache":    {dynamic: "history.hostLevelCacheMaxSize"},
+	"pgcommit": {postgres: "synchronous_commit"},
 }
 
 // parseServerAB reads SPEC: variants separated by commas, each one or more
@@ -56,8 +65,18 @@ func parseServerAB(spec string) ([]serverVariant, error) {
 		for _, kv := range strings.Split(v, "+") {
 			k, val, ok := strings.Cut(kv, "=")
 			s, known := serverSettings[k]
+			if s.postgres != "" {
+				if val != "0" && val != "1" {
+					return nil, invalid("--server-ab: %q: %s is 0 (off) or 1 (on)", kv, k)
+				}
+				if sv.Postgres == nil {
+					sv.Postgres = map[string]string{}
+				}
+				sv.Postgres[s.postgres] = map[string]string{"0": "off", "1": "on"}[val]
+				continue
+			}
 			if n, err := strconv.Atoi(val); !ok || !known || err != nil || n < 1 {
-				return nil, invalid("--server-ab: %q is not setting=positive number (settings: cache, maxconns, shards)", kv)
+				return nil, invalid("--server-ab: %q is not setting=positive number (settings: cache, maxconns, shards; pgcommit=0|1)", kv)
 			}
 			if s.env != "" {
 				sv.Env = append(sv.Env, s.env+"="+val)
@@ -150,7 +169,7 @@ func (b *benchRun) runServerAB(ctx context.Context, variants []serverVariant) er
 				return err
 			}
 			b.logf("servers A/B: round %d, %s: starting temporal-server on PostgreSQL", i, v.Name)
-			s, err := e.startProd(ctx, b, v.sideName(), false, env...)
+			s, err := e.startProdWith(ctx, b, v.sideName(), v.Postgres, env...)
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.Name, err)
 			}
