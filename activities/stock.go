@@ -34,9 +34,11 @@ func (a *Activities) ReserveStock(ctx context.Context, in contract.ReserveStockI
 			return a.degrade(ctx, in, why), nil
 		}
 	}
-	if in.FromOrder == "" && !in.AtPayment && len(in.Items) == 1 {
+	if in.FromOrder == "" && !in.AtPayment && len(in.Items) == 1 && in.Deduct != flashsale.DeductHold {
 		// A SKU that deducts at payment: the order takes a booking now,
-		// its unit when paid (inventory/booking.go).
+		// its unit when paid (inventory/booking.go). A SKU the door read
+		// as taking none (DeductHold) skips the call: a round trip saved
+		// on every buy of a held SKU.
 		it := in.Items[0]
 		switch b, err := a.Stock.Book(ctx, in.OrderID, it.SKU, it.Quantity); {
 		case err != nil && redisguard.IsOutage(err):

@@ -133,6 +133,14 @@ type OrderInput struct {
 	PaymentTimeout time.Duration `json:"payment_timeout,omitempty"`
 	// FromOrder: see flashsale.Order.FromOrder.
 	FromOrder string `json:"from_order,omitempty"`
+	// Deduct is when the SKU of a one-line order takes its unit, as the
+	// door read it in Redis with the stock (edge.Ticket.Deduct): with
+	// DeductHold, ReserveStock skips the booking call a SKU sold at
+	// payment needs. Empty (an order started before the field, by the
+	// CLI, or as a waitlist offer) books as before: ReserveStock asks.
+	// The call is a local activity's, whose input no history records, so
+	// the field changes no command (docs/versioning.md, rule 1).
+	Deduct flashsale.Deduct `json:"deduct,omitempty"`
 }
 
 // Order is the buyer's order in the house vocabulary.

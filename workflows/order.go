@@ -126,7 +126,8 @@ func (o *order) reserve(ctx workflow.Context) error {
 	lctx := reserveOptions(ctx)
 	var reserved contract.ReserveStockResult
 	err := workflow.ExecuteLocalActivity(lctx, contract.ReserveStock,
-		contract.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder, UserID: o.in.UserID}).Get(lctx, &reserved)
+		contract.ReserveStockInput{OrderID: o.in.OrderID, Items: o.in.Items, FromOrder: o.in.FromOrder, UserID: o.in.UserID,
+			Deduct: o.in.Deduct}).Get(lctx, &reserved)
 	if code := codeOf(err); code == flashsale.SoldOut || code == flashsale.UnknownSKU || code == flashsale.LimitExceeded {
 		// Refused whole: ReserveStock gave back what it had taken before
 		// answering, so there is nothing to undo. LimitExceeded is new

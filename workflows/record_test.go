@@ -71,6 +71,16 @@ func TestRecord(t *testing.T) {
 	require.Equal(t, flashsale.StatusPaid, pay(id, id+"-tx", 2500).Status)
 	require.Equal(t, flashsale.StatusPaid, ended(id).Status)
 	paths["paid"] = id
+	// held-paid: placed as the door places a held SKU's order, its input
+	// saying so (Deduct hold: ReserveStock makes no booking call), paid.
+	id = sys.ID + "-held-paid"
+	res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: "u-held", Items: []flashsale.Item{{SKU: sku, Quantity: 1}},
+		Deduct: flashsale.DeductHold})
+	require.NoError(t, err)
+	require.Equal(t, flashsale.StatusPendingPayment, res.Status)
+	require.Equal(t, flashsale.StatusPaid, pay(id, id+"-tx", 2500).Status)
+	require.Equal(t, flashsale.StatusPaid, ended(id).Status)
+	paths["held-paid"] = id
 	// refund-required: paid, then paid again by another transaction.
 	id = place("refund", "u-refund", sku, flashsale.StatusPendingPayment)
 	require.Equal(t, flashsale.StatusPaid, pay(id, id+"-tx", 2500).Status)
@@ -80,7 +90,7 @@ func TestRecord(t *testing.T) {
 	paths["refund-required"] = id
 	// cancelled by the buyer.
 	id = place("cancelled", "u-cancel", sku, flashsale.StatusPendingPayment)
-	_, err := svc.Cancel(ctx, id)
+	_, err = svc.Cancel(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, flashsale.StatusCancelled, ended(id).Status)
 	paths["cancelled"] = id
@@ -199,7 +209,7 @@ func TestRecord(t *testing.T) {
 	}
 	require.False(t, sys.Guard.Up())
 	id = sys.ID + "-degraded"
-	res, err := svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: "u-deg", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
+	res, err = svc.Place(ctx, workflows.OrderInput{OrderID: id, UserID: "u-deg", Items: []flashsale.Item{{SKU: sku, Quantity: 1}}})
 	require.NoError(t, err)
 	require.Equal(t, flashsale.StatusPendingPayment, res.Status)
 	v, err = svc.Status(ctx, id)

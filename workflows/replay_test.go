@@ -20,7 +20,7 @@ import (
 // orderPaths are the order's paths, each with a history recorded from a
 // real server by TestRecord (record_test.go) in testdata/<path>.json.
 var orderPaths = []string{
-	"cancelled", "deferred-paid", "deferred-sold-out", "degraded", "expired", "failed-released", "hold-extended",
+	"cancelled", "deferred-paid", "deferred-sold-out", "degraded", "expired", "failed-released", "held-paid", "hold-extended",
 	"late-captured", "late", "paid", "refund-required", "rejected", "waitlist-offer", "waitlist-released",
 }
 
@@ -114,4 +114,31 @@ func changeOf(t *testing.T, p *commonpb.Payload) string {
 	i := strings.LastIndex(ids[0], "-")
 	require.Positive(t, i, ids[0])
 	return ids[0][:i]
+}
+
+// held-paid is paid placed as the door places a held SKU's order now, its
+// input saying how the SKU deducts (OrderInput.Deduct, which spares
+// ReserveStock its booking call): the same events as paid, recorded before
+// the field, so the field needed no patch (docs/versioning.md, rule 1).
+func TestHeldPaidIssuesPaidsCommands(t *testing.T) {
+	read := func(path string) ([]enums.EventType, OrderInput) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join("testdata", path+".json"))
+		require.NoError(t, err)
+		h, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
+		require.NoError(t, err)
+		var types []enums.EventType
+		for _, e := range h.GetEvents() {
+			types = append(types, e.GetEventType())
+		}
+		var in OrderInput
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(
+			h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &in))
+		return types, in
+	}
+	paid, before := read("paid")
+	held, now := read("held-paid")
+	require.Equal(t, paid, held)
+	require.Empty(t, before.Deduct, "recorded before the field: books as before")
+	require.Equal(t, flashsale.DeductHold, now.Deduct)
 }

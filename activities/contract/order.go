@@ -37,6 +37,10 @@ type ReserveStockInput struct {
 	// (ReserveStockResult.Deferred) and is being paid: its units are taken
 	// now, from the buckets, as any order's are when placed.
 	AtPayment bool `json:"at_payment,omitempty"`
+	// Deduct is the order's workflows.OrderInput.Deduct: DeductHold skips
+	// the booking call (book.lua) of a one-line order, whose SKU the door
+	// read as taking no bookings; empty or DeductPayment asks it.
+	Deduct flashsale.Deduct `json:"deduct,omitempty"`
 }
 
 // ReserveStockResult lists, per item, the buckets the units came from.

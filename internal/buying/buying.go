@@ -21,10 +21,10 @@ import (
 )
 
 // Placer places an order and waits for its reservation answer
-// (orders.Service's PlaceOrder: Update-with-Start). Placing the same order
-// id again returns the first answer.
+// (orders.Service's Place: Update-with-Start). Placing the same order id
+// again returns the first answer.
 type Placer interface {
-	PlaceOrder(ctx context.Context, o flashsale.Order) (workflows.Reservation, error)
+	Place(ctx context.Context, in workflows.OrderInput) (workflows.Reservation, error)
 }
 
 // Recorder hears what a buy decided, for metrics. Its methods are called
@@ -132,7 +132,9 @@ func (s *Service) Buy(ctx context.Context, req Request) (Result, error) {
 	if !ticket.Duplicate {
 		s.Recorder.Started()
 	}
-	res, err := s.Orders.PlaceOrder(ctx, flashsale.Order{OrderID: id, UserID: req.Buyer, Items: req.Items})
+	// The ticket's Deduct spares the order the booking call of a SKU the
+	// gate's stock read found taking none.
+	res, err := s.Orders.Place(ctx, workflows.OrderInput{OrderID: id, UserID: req.Buyer, Items: req.Items, Deduct: ticket.Deduct})
 	ticket.Placed(err == nil)
 	s.Recorder.Placed(res, err)
 	rejected := err == nil && res.Status == flashsale.StatusRejected

@@ -22,6 +22,11 @@ type Stock struct {
 	Drift int64 `json:"drift"`
 	// OnSale is false while the SKU was never preheated.
 	OnSale bool `json:"on_sale"`
+	// BookingsLeft is what buyers can still book of a SKU that deducts at
+	// payment (flashsale.DeductPayment): its units leave Redis only when
+	// paid, so Available says nothing of how many more may buy. Nil for a
+	// SKU that deducts at the order.
+	BookingsLeft *int64 `json:"bookings_left,omitempty"`
 }
 
 // Units is a SKU's counts, Redis's on sale beside MySQL's: the head of
@@ -57,7 +62,7 @@ func (c Catalog) Stock(ctx context.Context, sku string) (Stock, error) {
 		return Stock{}, fmt.Errorf("stock of %s in redis: %w", sku, err)
 	}
 	out.OnSale = true
-	out.Available, out.BucketCount, out.Drift = st.Available, st.Buckets, st.Drift
+	out.Available, out.BucketCount, out.Drift, out.BookingsLeft = st.Available, st.Buckets, st.Drift, st.BookingsLeft
 	out.SoldOut = st.SoldOut || st.Available == 0
 	return out, nil
 }

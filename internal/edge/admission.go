@@ -179,8 +179,9 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 		// only the stock read bounds them here.
 		limit = math.MaxInt64
 	}
+	var deduct flashsale.Deduct
 	admitOne := func(ctx context.Context, it flashsale.Item) (admission, error) {
-		return g.admitItem(ctx, req.UserID, it, limit)
+		return g.admitItem(ctx, req.UserID, it, limit, &deduct)
 	}
 	// The window before the permit: a sold-out SKU is answered SOLD_OUT
 	// by its stock read, never BUSY because the requests reading it at
@@ -188,6 +189,10 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	// what the limit would, so a give-back of the window here is rare.
 	if err := t.take(ctx, items, admitOne); err != nil {
 		return nil, err
+	}
+	if len(items) == 1 {
+		// Only a one-line order may be booked (activities.ReserveStock).
+		t.Deduct = deduct
 	}
 	if req.Pass {
 		// A permit if one is free, so the placement counts in the limit's
@@ -243,11 +248,13 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 }
 
 // admitItem reads what Redis holds for one item, and what the buyer may
-// still hold of it, and asks the window.
-func (g *Gate) admitItem(ctx context.Context, userID string, it flashsale.Item, limit int64) (admission, error) {
+// still hold of it, and asks the window. The read also says when the SKU
+// takes its unit (inventory.Availability.Deduct), kept in deduct.
+func (g *Gate) admitItem(ctx context.Context, userID string, it flashsale.Item, limit int64, deduct *flashsale.Deduct) (admission, error) {
 	return g.admitFrom(ctx, it, g.inflight, limit, stockSource{
 		read: func(ctx context.Context, sku string) (stockRead, error) {
 			av, err := g.stock.AvailableTo(ctx, sku, userID)
+			*deduct = av.Deduct
 			return stockRead{units: av.Units, flagged: av.SoldOut, gen: av.Gen, allowance: av.Allowance}, err
 		},
 		empty: g.observedEmpty,

@@ -23,7 +23,13 @@ type Ticket struct {
 	// Duplicate is true when the order id had been placed before: the
 	// request goes to Temporal for its first answer and starts nothing.
 	Duplicate bool
-	done      atomic.Bool
+	// Deduct is when the SKU of a one-line order takes its unit, as the
+	// admission's stock read found it in Redis (inventory.Availability's
+	// Deduct); empty when no read said (several lines, a duplicate, Redis
+	// down). The order's workflow carries it to ReserveStock, which then
+	// skips the booking call of a SKU that takes none.
+	Deduct flashsale.Deduct
+	done   atomic.Bool
 	// permit is the ticket's hold on the placement limit (none for a
 	// duplicate); placed is set once it is given back.
 	permit Permit

@@ -284,6 +284,11 @@ func TestOpenAPIContract(t *testing.T) {
 	want(200, r, "")
 	require.Equal(t, "public, max-age=1", r.header.Get("Cache-Control"))
 	require.Equal(t, int64(4), api.inventory(sku).Total)
+	// A SKU sold at payment shows its bookings left beside its units.
+	booked := s.name("booked")
+	api.putTerms(booked, 2, map[string]any{"deduct": "payment", "overbook": 2})
+	want(200, api.call(http.MethodGet, "/api/v1/inventory/"+booked, nil, nil), "")
+	require.Equal(t, new(int64(4)), api.inventory(booked).BookingsLeft)
 	want(404, api.call(http.MethodGet, "/api/v1/inventory/"+unknown, nil, nil), "UNKNOWN_SKU")
 	want(400, api.call(http.MethodGet, "/api/v1/inventory/bad!sku", nil, nil), "INVALID_REQUEST")
 

@@ -287,6 +287,8 @@ type inventoryOut struct {
 	Sold        int64  `json:"sold"`
 	IsSoldOut   bool   `json:"sold_out"`
 	BucketCount int    `json:"buckets"`
+	// BookingsLeft is nil for a SKU that deducts at the order.
+	BookingsLeft *int64 `json:"bookings_left"`
 }
 
 // inventory reads sku's stock now, as an operator: the admin token skips

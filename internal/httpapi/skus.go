@@ -54,6 +54,8 @@ type inventoryResponse struct {
 	Sold           int64  `json:"sold"`
 	SoldOut        bool   `json:"sold_out"`
 	Buckets        int    `json:"buckets"`
+	// BookingsLeft: catalog.Stock's, for a SKU that deducts at payment.
+	BookingsLeft *int64 `json:"bookings_left,omitempty"`
 }
 
 // skuEndpoint is every SKU endpoint's door: the SKU from the path, the
@@ -146,7 +148,7 @@ func (s *Server) readStock(ctx context.Context, sku string) (inventoryResponse, 
 	st, err := s.catalog().Stock(ctx, sku)
 	u := st.Units
 	return inventoryResponse{SKU: u.SKU, Total: u.Total, RedisAvailable: u.Available, DBAvailable: u.DBAvailable,
-		Frozen: u.Frozen, Sold: u.Sold, SoldOut: st.SoldOut, Buckets: st.BucketCount}, err
+		Frozen: u.Frozen, Sold: u.Sold, SoldOut: st.SoldOut, Buckets: st.BucketCount, BookingsLeft: st.BookingsLeft}, err
 }
 
 // skuResponse is PUT /api/v1/admin/skus/{sku}.

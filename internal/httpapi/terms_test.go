@@ -3,10 +3,12 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -305,6 +307,7 @@ func TestDeductAtPaymentSellsExactlyTheStock(t *testing.T) {
 	inv := s.dbInventory(pay)
 	require.Equal(t, [3]int64{stock, 0, 0}, [3]int64{inv.Available, inv.Frozen, inv.Sold}, "booking takes no unit")
 	require.Equal(t, int64(stock), api.inventory(pay).Available, "the units stay in Redis until paid")
+	require.Equal(t, new(int64(0)), api.inventory(pay).BookingsLeft, "what a buyer can still book")
 	require.Equal(t, http.StatusConflict, api.buyRetrying("k", s.name("late"), pay, 1).status, "no booking left: the door refuses")
 
 	// Every booked order pays, in random order, all at once; a few
@@ -362,4 +365,75 @@ func TestDeductAtPaymentSellsExactlyTheStock(t *testing.T) {
 	}
 	require.Equal(t, int64(3), s.dbInventory(hold).Sold)
 	s.checkClean(pay, hold)
+}
+
+// A buy of a held SKU makes no booking call: the door's stock read found
+// the SKU taking no bookings, and the order's input says so
+// (workflows.OrderInput.Deduct). A buy of a SKU sold at payment books as
+// before. Redis's MONITOR shows every command it runs, those of the Lua
+// scripts included, so the order's booking key (named in book.lua's call)
+// appears for the booked order and never for the held one.
+func TestHeldBuyMakesNoBookingCall(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 10 * time.Minute})
+	api := s.api
+	hold, pay := s.name("held"), s.name("booked")
+	api.putTerms(hold, 2, nil)
+	api.putTerms(pay, 2, map[string]any{"deduct": "payment", "overbook": 3})
+	require.Nil(t, api.inventory(hold).BookingsLeft)
+	require.Equal(t, new(int64(6)), api.inventory(pay).BookingsLeft)
+
+	seen := monitorRedis(t)
+	held := api.mustBuy("k", s.name("h"), hold, 1)
+	booked := api.mustBuy("k", s.name("b"), pay, 1)
+	lines := seen()
+	bookingOf := func(sku, id string) string { return "fs:{sku:" + sku + "}:booking:" + id }
+	touched := func(key string) int {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, key) {
+				n++
+			}
+		}
+		return n
+	}
+	require.Zero(t, touched(bookingOf(hold, held)), "the held order asks for no booking")
+	require.Positive(t, touched(bookingOf(pay, booked)), "the booked order books")
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	require.Equal(t, int64(1), rdb.Exists(ctx, bookingOf(pay, booked)).Val())
+	require.Equal(t, int64(1), s.dbInventory(hold).Frozen, "held at the order")
+	require.Equal(t, int64(0), s.dbInventory(pay).Frozen, "booked, nothing frozen")
+	require.Equal(t, new(int64(5)), api.inventory(pay).BookingsLeft)
+	require.Equal(t, int64(1), api.inventory(hold).Available)
+}
+
+// monitorRedis starts Redis's MONITOR and returns what stops it: every
+// command Redis ran from the start until the stop, one line each. The stop
+// sends a marker of its own and reads up to it, so nothing before it is
+// missed and nothing waits on a clock.
+func monitorRedis(t *testing.T) func() []string {
+	t.Helper()
+	conn, err := net.Dial("tcp", testenv.RedisAddr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = conn.Write([]byte("MONITOR\r\n"))
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", line, "monitoring from here")
+	return func() []string {
+		t.Helper()
+		marker := fmt.Sprintf("monitor-end-%d", rand.Uint64())
+		require.NoError(t, testenv.Redis(t).Echo(context.Background(), marker).Err())
+		var lines []string
+		for {
+			line, err := r.ReadString('\n')
+			require.NoError(t, err)
+			if strings.Contains(line, marker) {
+				return lines
+			}
+			lines = append(lines, line)
+		}
+	}
 }

@@ -63,3 +63,33 @@ func TestAvailableAndMarkSoldOut(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, soldOut)
 }
+
+// The stock read says how a SKU deducts, as book.lua tells it: by its count
+// of bookings left. Units of a SKU sold at payment are bounded by that count;
+// the count is read with the sold-out flag set too, and shown by Stock.
+func TestAvailableSaysHowTheSKUDeducts(t *testing.T) {
+	s, rdb := newStore(t)
+	ctx := context.Background()
+	sku := newSKU(t, rdb)
+	_, err := s.Preheat(ctx, sku, 3, 2)
+	require.NoError(t, err)
+	av, err := s.Available(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, flashsale.DeductHold, av.Deduct)
+	require.Nil(t, stock(t, s, sku).BookingsLeft)
+
+	require.NoError(t, s.SetBookings(ctx, sku, 2))
+	av, err = s.Available(ctx, sku)
+	require.NoError(t, err)
+	require.Equal(t, Availability{Buckets: 2, Gen: av.Gen, Units: 2, Deduct: flashsale.DeductPayment}, av)
+	b, err := s.Book(ctx, "o1", sku, 1)
+	require.NoError(t, err)
+	require.Equal(t, Booked, b)
+	require.Equal(t, new(int64(1)), stock(t, s, sku).BookingsLeft)
+
+	require.NoError(t, rdb.Set(ctx, soldOutKey(sku), 1, 0).Err())
+	av, err = s.Available(ctx, sku)
+	require.NoError(t, err)
+	require.True(t, av.SoldOut)
+	require.Equal(t, flashsale.DeductPayment, av.Deduct)
+}

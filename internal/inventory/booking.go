@@ -3,6 +3,8 @@ package inventory
 import (
 	"context"
 	"fmt"
+
+	"github.com/flashsale/flashsale"
 )
 
 // Bookings: a SKU that deducts at payment (flashsale.DeductPayment) takes
@@ -34,6 +36,20 @@ func (s *Store) SetBookings(ctx context.Context, sku string, n int64) (err error
 		return s.rdb.Del(ctx, bookingsKey(sku)).Err()
 	}
 	return s.rdb.Set(ctx, bookingsKey(sku), n, 0).Err()
+}
+
+// parseBookings reads the bookings count v (an MGET's value of
+// bookingsKey): DeductPayment and the bookings left (never below 0) when it
+// is there, DeductHold when not, as book.lua tells them apart.
+func parseBookings(v any) (flashsale.Deduct, int64, error) {
+	if v == nil {
+		return flashsale.DeductHold, 0, nil
+	}
+	left, err := parseInt(v)
+	if err != nil {
+		return "", 0, fmt.Errorf("bookings: %w", err)
+	}
+	return flashsale.DeductPayment, max(left, 0), nil
 }
 
 // Booking is Book's answer.

@@ -167,6 +167,9 @@ type Stock struct {
 	Available int64 // sum of PerBucket
 	SoldOut   bool
 	Drift     int64
+	// BookingsLeft is the count of bookings left of a SKU that deducts at
+	// payment (booking.go); nil for one that deducts at the order.
+	BookingsLeft *int64
 }
 
 // Stock reads a snapshot of sku's buckets, flag and drift counter. It
@@ -177,7 +180,7 @@ func (s *Store) Stock(ctx context.Context, sku string) (_ Stock, err error) {
 		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
 	}
 	// SKU-level keys share a slot: one MGET.
-	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), soldOutKey(sku), driftKey(sku)).Result()
+	vals, err := s.rdb.MGet(ctx, bucketsKey(sku), soldOutKey(sku), driftKey(sku), bookingsKey(sku)).Result()
 	if err != nil {
 		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
 	}
@@ -189,6 +192,10 @@ func (s *Store) Stock(ctx context.Context, sku string) (_ Stock, err error) {
 	if err != nil {
 		return Stock{}, fmt.Errorf("stock %s: drift: %w", sku, err)
 	}
+	deduct, left, err := parseBookings(vals[3])
+	if err != nil {
+		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
+	}
 
 	// A missing bucket reads as 0; Preheat's check catches it.
 	per, err := s.readBuckets(ctx, sku, n)
@@ -196,6 +203,9 @@ func (s *Store) Stock(ctx context.Context, sku string) (_ Stock, err error) {
 		return Stock{}, fmt.Errorf("stock %s: %w", sku, err)
 	}
 	st := Stock{SKU: sku, Buckets: n, PerBucket: per, SoldOut: vals[1] != nil, Drift: drift}
+	if deduct == flashsale.DeductPayment {
+		st.BookingsLeft = &left
+	}
 	for _, v := range per {
 		st.Available += v
 	}
@@ -255,6 +265,12 @@ type Availability struct {
 	// Allowance is the buyer's limit and units held (AvailableTo only;
 	// zero when Redis knows no limit).
 	Allowance Allowance
+	// Deduct is when a buy of the SKU takes its unit, as Redis says it:
+	// DeductPayment while it holds a count of the SKU's bookings left,
+	// DeductHold while it holds none. It is the very test book.lua makes,
+	// read in the same MGET, so the order can skip the booking call of a
+	// SKU that takes none (contract.ReserveStockInput.Deduct).
+	Deduct flashsale.Deduct
 }
 
 // Available sums sku's buckets: one MGET of the bucket count and generation,
@@ -298,25 +314,25 @@ func (s *Store) AvailableTo(ctx context.Context, sku, userID string) (_ Availabi
 	if err != nil {
 		return Availability{}, fmt.Errorf("available %s: gen: %w", sku, err)
 	}
+	deduct, left, err := parseBookings(vals[3])
+	if err != nil {
+		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
+	}
 	if vals[2] != nil {
-		return Availability{Buckets: n, Gen: gen, SoldOut: true, Allowance: allow}, nil
+		return Availability{Buckets: n, Gen: gen, SoldOut: true, Allowance: allow, Deduct: deduct}, nil
 	}
 	per, err := s.readBuckets(ctx, sku, n)
 	if err != nil {
 		return Availability{}, fmt.Errorf("available %s: %w", sku, err)
 	}
-	av := Availability{Buckets: n, Gen: gen, Allowance: allow}
+	av := Availability{Buckets: n, Gen: gen, Allowance: allow, Deduct: deduct}
 	for _, v := range per {
 		av.Units += max(v, 0)
 	}
-	if vals[3] != nil {
-		// A SKU that deducts at payment: a buy needs a booking too, and
-		// no more orders start than bookings are left (booking.go).
-		left, err := parseInt(vals[3])
-		if err != nil {
-			return Availability{}, fmt.Errorf("available %s: bookings: %w", sku, err)
-		}
-		av.Units = min(av.Units, max(left, 0))
+	if deduct == flashsale.DeductPayment {
+		// A buy needs a booking too: no more orders start than bookings
+		// are left (booking.go).
+		av.Units = min(av.Units, left)
 	}
 	return av, nil
 }
