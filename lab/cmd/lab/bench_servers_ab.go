@@ -49,6 +49,7 @@ var serverSettings = map[string]struct{ env, dynamic, postgres string }{
 	"shards":   {env: "TEMPORAL_NUM_HISTORY_SHARDS"},
 	"maxconns": {env: "TEMPORAL_SQL_MAX_CONNS"},
 	"cache":    {dynamic: "history.hostLevelCacheMaxSize"},
+	"shardio":  {dynamic: "history.shardIOConcurrency"},
 	"pgcommit": {postgres: "synchronous_commit"},
 }
 
@@ -76,7 +77,7 @@ func parseServerAB(spec string) ([]serverVariant, error) {
 				continue
 			}
 			if n, err := strconv.Atoi(val); !ok || !known || err != nil || n < 1 {
-				return nil, invalid("--server-ab: %q is not setting=positive number (settings: cache, maxconns, shards; pgcommit=0|1)", kv)
+				return nil, invalid("--server-ab: %q is not setting=positive number (settings: cache, maxconns, shardio, shards; pgcommit=0|1)", kv)
 			}
 			if s.env != "" {
 				sv.Env = append(sv.Env, s.env+"="+val)
@@ -214,6 +215,11 @@ func serverABMarkdown(variants []serverVariant, rounds []abRound, p benchParams)
 			r.AdmittedP99ms, r.ShedP99ms, r.BoxBusy*100, sum, r.CPUmsPerUnit["temporal"], r.CPUmsPerUnit["postgres"], r.Paid, r.Oversold, r.Undersold)
 	}
 	b.WriteString("\nCPU ms per unit excludes the crowd (the bench process). Each round's temporal-server CPU profile, goroutines and the worker's and API's block and mutex profiles are beside this file (sale-<round>-<side>-*.pprof).\n")
+	for _, r := range rounds {
+		if len(r.ServerPersistence) > 0 {
+			writePersistence(&b, r.Variant, r.Round, r.ServerPersistence)
+		}
+	}
 	for _, r := range rounds {
 		if r.ServerCPUTop != "" {
 			fmt.Fprintf(&b, "\n%s round %d, the temporal-server's CPU over the sale's first %s:\n\n```\n%s```\n", r.Variant, r.Round, serverCPUFor, r.ServerCPUTop)

@@ -406,13 +406,27 @@ func scrapePersistence(url string) persistence {
 		return nil
 	}
 	out := persistence{}
-	if f, ok := fams["persistence_latency"]; ok {
+	// A history shard writes one at a time (history.shardIOConcurrency,
+	// default 1: its IO semaphore is held across the store's write), so
+	// the time a write waits for its shard's turn is charged beside the
+	// writes themselves.
+	for fam, rename := range map[string]string{"persistence_latency": "", "semaphore_latency": "ShardIOSemaphoreWait"} {
+		f, ok := fams[fam]
+		if !ok {
+			continue
+		}
 		for _, m := range f.GetMetric() {
 			op := ""
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "operation" {
 					op = l.GetValue()
 				}
+			}
+			if rename != "" {
+				if op != "ShardInfo" {
+					continue
+				}
+				op = rename
 			}
 			h := m.GetHistogram()
 			v := out[op]
@@ -441,6 +455,16 @@ func (p persistence) since(before persistence) []persistOp {
 }
 
 var serverGroups = []string{"temporal", "postgres", "worker", "api", "mariadbd", "redis-server", "crowd"}
+
+// writePersistence is a round's line of the server's store operations and
+// shard IO waits, most time first.
+func writePersistence(b *strings.Builder, side string, round int, ops []persistOp) {
+	fmt.Fprintf(b, "\n%s round %d, persistence (most time first): ", side, round)
+	for _, p := range ops {
+		fmt.Fprintf(b, "%s %.0f calls %.1f ms; ", p.Op, p.Calls, p.MeanMs)
+	}
+	b.WriteString("\n")
+}
 
 func serversMarkdown(rounds []serverRound, units int64, buyers int) string {
 	var b strings.Builder
@@ -485,11 +509,7 @@ func serversMarkdown(rounds []serverRound, units int64, buyers int) string {
 		if len(r.ServerPersistence) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n%s round %d, persistence (most time first): ", r.Server, r.Round)
-		for _, p := range r.ServerPersistence {
-			fmt.Fprintf(&b, "%s %.0f calls %.1f ms; ", p.Op, p.Calls, p.MeanMs)
-		}
-		b.WriteString("\n")
+		writePersistence(&b, r.Server, r.Round, r.ServerPersistence)
 	}
 	return b.String()
 }
