@@ -269,16 +269,17 @@ func (e *serverEnv) startDev(ctx context.Context, b *benchRun) (*serverSide, err
 // worker and API are started unless noApp. name names the side (its
 // processes, logs and profiles).
 func (e *serverEnv) startProd(ctx context.Context, b *benchRun, name string, noApp bool, extra ...string) (*serverSide, error) {
-	return e.startProdOn(ctx, b, name, noApp, nil, extra...)
+	return e.startProdOn(ctx, b, name, noApp, nil, nil, extra...)
 }
 
 // startProdWith is startProd, worker and API included, with PostgreSQL
-// parameters set on its databases (ALTER DATABASE ... SET) first.
-func (e *serverEnv) startProdWith(ctx context.Context, b *benchRun, name string, pg map[string]string, extra ...string) (*serverSide, error) {
-	return e.startProdOn(ctx, b, name, false, pg, extra...)
+// parameters set on its databases (ALTER DATABASE ... SET) first and app
+// added to the worker's and API's environment.
+func (e *serverEnv) startProdWith(ctx context.Context, b *benchRun, name string, pg map[string]string, app []string, extra ...string) (*serverSide, error) {
+	return e.startProdOn(ctx, b, name, false, pg, app, extra...)
 }
 
-func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, noApp bool, pg map[string]string, extra ...string) (*serverSide, error) {
+func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, noApp bool, pg map[string]string, app []string, extra ...string) (*serverSide, error) {
 	root, _ := os.Getwd()
 	for _, db := range []string{prodDB, prodVisDB} {
 		if out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-Atqc",
@@ -339,7 +340,7 @@ func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, n
 	if noApp {
 		return s, nil
 	}
-	if err := e.startApp(ctx, s, front, "lab-"+b.run+"-"+name, 7682); err != nil {
+	if err := e.startApp(ctx, s, front, "lab-"+b.run+"-"+name, 7682, app...); err != nil {
 		s.close()
 		return nil, err
 	}

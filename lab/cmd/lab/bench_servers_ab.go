@@ -36,6 +36,9 @@ type serverVariant struct {
 	// Postgres sets parameters of the server's two databases (ALTER
 	// DATABASE ... SET) before the server connects.
 	Postgres map[string]string `json:"postgres,omitempty"`
+	// App is the environment of the variant's worker and API: the edge's
+	// own levers, measured on the same server.
+	App []string `json:"app,omitempty"`
 }
 
 // serverSettings are the A/B's settings by the name SPEC uses: an
@@ -45,12 +48,17 @@ type serverVariant struct {
 // flush) is a diagnostic, never a setting to deploy: it tells whether the
 // store's commit flush is what a placement waits on, and it loses the
 // last commits of a crashed PostgreSQL, which a durable order cannot.
-var serverSettings = map[string]struct{ env, dynamic, postgres string }{
-	"shards":   {env: "TEMPORAL_NUM_HISTORY_SHARDS"},
-	"maxconns": {env: "TEMPORAL_SQL_MAX_CONNS"},
-	"cache":    {dynamic: "history.hostLevelCacheMaxSize"},
-	"shardio":  {dynamic: "history.shardIOConcurrency"},
-	"pgcommit": {postgres: "synchronous_commit"},
+//
+// captarget (ms; 0 turns the cap off) and retrymax (s) are the API's:
+// ADMISSION_TARGET_LATENCY and ADMISSION_MAX_RETRY_AFTER.
+var serverSettings = map[string]struct{ env, dynamic, postgres, app, unit string }{
+	"shards":    {env: "TEMPORAL_NUM_HISTORY_SHARDS"},
+	"maxconns":  {env: "TEMPORAL_SQL_MAX_CONNS"},
+	"cache":     {dynamic: "history.hostLevelCacheMaxSize"},
+	"shardio":   {dynamic: "history.shardIOConcurrency"},
+	"pgcommit":  {postgres: "synchronous_commit"},
+	"captarget": {app: "ADMISSION_TARGET_LATENCY", unit: "ms"},
+	"retrymax":  {app: "ADMISSION_MAX_RETRY_AFTER", unit: "s"},
 }
 
 // parseServerAB reads SPEC: variants separated by commas, each one or more
@@ -76,8 +84,21 @@ func parseServerAB(spec string) ([]serverVariant, error) {
 				sv.Postgres[s.postgres] = map[string]string{"0": "off", "1": "on"}[val]
 				continue
 			}
+			if s.app != "" {
+				n, err := strconv.Atoi(val)
+				if err != nil || n < 0 || (n == 0 && s.unit != "ms") {
+					return nil, invalid("--server-ab: %q: %s is a whole number of %s", kv, k, s.unit)
+				}
+				if n == 0 {
+					val = "off"
+				} else {
+					val += s.unit
+				}
+				sv.App = append(sv.App, s.app+"="+val)
+				continue
+			}
 			if n, err := strconv.Atoi(val); !ok || !known || err != nil || n < 1 {
-				return nil, invalid("--server-ab: %q is not setting=positive number (settings: cache, maxconns, shardio, shards; pgcommit=0|1)", kv)
+				return nil, invalid("--server-ab: %q is not setting=positive number (settings: cache, maxconns, shardio, shards; pgcommit=0|1; captarget=ms|0, retrymax=s)", kv)
 			}
 			if s.env != "" {
 				sv.Env = append(sv.Env, s.env+"="+val)
@@ -170,7 +191,7 @@ func (b *benchRun) runServerAB(ctx context.Context, variants []serverVariant) er
 				return err
 			}
 			b.logf("servers A/B: round %d, %s: starting temporal-server on PostgreSQL", i, v.Name)
-			s, err := e.startProdWith(ctx, b, v.sideName(), v.Postgres, env...)
+			s, err := e.startProdWith(ctx, b, v.sideName(), v.Postgres, v.App, env...)
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.Name, err)
 			}

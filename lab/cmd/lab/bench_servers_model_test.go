@@ -41,16 +41,17 @@ func TestShedCostOf(t *testing.T) {
 // The A/B's variants: base first, then each variant's environment and
 // dynamic config keys; anything else is refused before a server starts.
 func TestParseServerAB(t *testing.T) {
-	got, err := parseServerAB("shards=16, maxconns=20+cache=1024,pgcommit=0")
+	got, err := parseServerAB("shards=16, maxconns=20+cache=1024,pgcommit=0,captarget=0+retrymax=2")
 	require.NoError(t, err)
 	require.Equal(t, []serverVariant{
 		{Name: "base"},
 		{Name: "shards=16", Env: []string{"TEMPORAL_NUM_HISTORY_SHARDS=16"}},
 		{Name: "maxconns=20+cache=1024", Env: []string{"TEMPORAL_SQL_MAX_CONNS=20"}, Dynamic: map[string]string{"history.hostLevelCacheMaxSize": "1024"}},
 		{Name: "pgcommit=0", Postgres: map[string]string{"synchronous_commit": "off"}},
+		{Name: "captarget=0+retrymax=2", App: []string{"ADMISSION_TARGET_LATENCY=off", "ADMISSION_MAX_RETRY_AFTER=2s"}},
 	}, got)
 	require.Equal(t, "prod-maxconns20-cache1024", got[2].sideName())
-	for _, bad := range []string{"", "shards", "shards=0", "shards=x", "nope=4", "shards=4+", "pgcommit", "pgcommit=2", "pgcommit=off"} {
+	for _, bad := range []string{"", "shards", "shards=0", "shards=x", "nope=4", "shards=4+", "pgcommit", "pgcommit=2", "pgcommit=off", "retrymax=0", "captarget=-1", "captarget=x"} {
 		_, err := parseServerAB(bad)
 		require.Error(t, err, bad)
 	}
