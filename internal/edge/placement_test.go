@@ -170,14 +170,56 @@ func TestPlacementCheckAnswersAsTryPlace(t *testing.T) {
 	}
 }
 
-// retryAfter is the Retry-After of a BUSY answer from l's cap.
+// retryAfter answers one BUSY from l's cap and returns the ceiling its
+// Retry-After was drawn under, having checked the draw lies in the
+// ceiling's upper half, in whole seconds.
 func retryAfter(t *testing.T, l *PlacementLimit) time.Duration {
 	t.Helper()
 	var retry *RetryError
 	if err := l.Check(); !errors.As(err, &retry) {
 		t.Fatalf("check at the cap: got %v, want BUSY", err)
 	}
-	return retry.After
+	l.retry.Lock()
+	ceiling := l.retry.after
+	l.retry.Unlock()
+	if got := retry.After; got%time.Second != 0 || got < (ceiling/time.Second+1)/2*time.Second || got > ceiling {
+		t.Fatalf("Retry-After %s under a ceiling of %s: want whole seconds in its upper half", got, ceiling)
+	}
+	return ceiling
+}
+
+// A saturated instance's BUSY answers do not all say the same: refused
+// together, buyers told one figure came back together, as a wave that
+// found the few permits taken and left the instance idle until the next.
+// Under a 10 s ceiling every second from 5 to 10 is said, and no other.
+func TestBusyRetryAfterSpreadsTheCrowd(t *testing.T) {
+	c := newClock()
+	l := NewPlacementLimit(PlacementOptions{Throughput: 1, Target: 10 * time.Second, Now: c.now})
+	for range 10 {
+		place(t, l)
+	}
+	for range 20 {
+		for range 100 {
+			retryAfter(t, l)
+		}
+		c.advance(time.Second)
+	}
+	said := map[time.Duration]int{}
+	for range 600 {
+		var retry *RetryError
+		if err := l.Check(); !errors.As(err, &retry) {
+			t.Fatalf("check at the cap: got %v, want BUSY", err)
+		}
+		said[retry.After]++
+	}
+	for s := 5; s <= 10; s++ {
+		if said[time.Duration(s)*time.Second] == 0 {
+			t.Errorf("no BUSY said Retry-After %ds of 600 (said %v)", s, said)
+		}
+	}
+	if len(said) != 6 {
+		t.Errorf("Retry-After values said: %v, want only 5s-10s", said)
+	}
 }
 
 // While an instance answers far more BUSY than it places, the Retry-After
