@@ -171,11 +171,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	a, body := answerFor(err)
 	if _, answered := errors.AsType[*refusal](err); a.status >= 500 && !answered {
 		// A failure of a dependency or of the code: somebody must look.
-		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
-			"status", a.status, "code", body.Code, "request_id", requestID(r), "error", err)
+		s.log.ErrorContext(r.Context(), "request failed", append([]any{"method", r.Method, "path", r.URL.Path,
+			"status", a.status, "code", body.Code, "request_id", requestID(r), "error", err}, s.buyerAttr(r)...)...)
 	} else {
-		s.log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path,
-			"status", a.status, "code", body.Code, "error", err)
+		s.log.DebugContext(r.Context(), "request refused", append([]any{"method", r.Method, "path", r.URL.Path,
+			"status", a.status, "code", body.Code, "error", err}, s.buyerAttr(r)...)...)
 	}
 	if a.challenge != "" {
 		w.Header().Set("WWW-Authenticate", a.challenge)
