@@ -10,6 +10,7 @@ import (
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // answer is what a client is told for a code: the status, when to retry,
@@ -130,7 +131,14 @@ type errorBody struct {
 // body the client sees.
 func answerFor(err error) (answer, errorBody) {
 	code := flashsale.ErrorCode(err)
-	if code == flashsale.Internal && dependencyDown(err) {
+	switch {
+	case code != flashsale.Internal && code != flashsale.Unavailable:
+	case redisguard.IsOverload(err):
+		// This instance's own Redis pool, exhausted (its timeout, or the
+		// request's deadline met waiting for a connection), on a path no
+		// layer coded: load, not an outage. Retry shortly.
+		code = flashsale.Busy
+	case code == flashsale.Internal && dependencyDown(err):
 		code = flashsale.Unavailable
 	}
 	a, ok := answers[code]
