@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"log/slog"
 	"strings"
 )
 
@@ -71,3 +72,26 @@ func UserIDDigest(key []byte, userID string) string {
 	mac.Write([]byte(userID))
 	return "u-" + hex.EncodeToString(mac.Sum(nil)[:20])
 }
+
+// BuyerLogKey names a buyer in every log line of the worker and the API,
+// always by their UserIDDigest, never by the raw id: logs are shipped and
+// kept more widely than the order store, and the digest is what Temporal's
+// visibility and `starter orders --user` already find a buyer by. A line
+// that holds only the digest (a workflow, which never holds the key) uses
+// the key with it; every other uses BuyerLogAttr.
+const BuyerLogKey = "user"
+
+// BuyerLogAttr is the log attribute naming userID: BuyerLogKey with the
+// digest under key (the USER_ID_HMAC_KEY). The digest is computed only when
+// a handler writes the line, so a DEBUG attribute costs nothing while DEBUG
+// is off.
+func BuyerLogAttr(key []byte, userID string) slog.Attr {
+	return slog.Any(BuyerLogKey, buyerDigest{key: key, userID: userID})
+}
+
+type buyerDigest struct {
+	key    []byte
+	userID string
+}
+
+func (b buyerDigest) LogValue() slog.Value { return slog.StringValue(UserIDDigest(b.key, b.userID)) }

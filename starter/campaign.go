@@ -66,7 +66,7 @@ func runCampaignStart(ctx context.Context, args []string) (any, error) {
 	ttl := fs.Duration("pass-ttl", 0, "how long a pass may be spent (0: 60s)")
 	var items []contract.CampaignItem
 	fs.Func("item", "an item, repeated: sku:flash_price:allocation[:per_user_limit] (price in minor units; the allocation "+
-		"is carved from the SKU's available stock, what is left goes back at the end)", func(v string) error {
+		"is carved from the SKU's available stock, what is left goes back at the end; per_user_limit may only be 1: one pass buys one unit)", func(v string) error {
 		it, err := parseCampaignItem(v)
 		items = append(items, it)
 		return err
@@ -90,6 +90,11 @@ func runCampaignStart(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	in := workflows.CampaignInput{ID: *id, OpensAt: opensAt, ClosesAt: closesAt, PassTTL: *ttl, Items: items}
+	// The use case checks again; refused here, a wrong campaign needs no
+	// connection to be told so.
+	if err := workflows.CheckCampaign(in); err != nil {
+		return nil, err
+	}
 	return withBackend(ctx, func(b *backend.Backend) (any, error) { return orNothing(campaignsOf(b).Start(ctx, in)) })
 }
 

@@ -69,18 +69,57 @@ var campaignStepOptions = workflow.ActivityOptions{
 	},
 }
 
-// CheckCampaign refuses terms a campaign cannot run on (Invalid).
+// CheckCampaign refuses terms a campaign cannot run on (Invalid), at every
+// door that starts one (the admin API, `starter campaign start`).
 func CheckCampaign(in CampaignInput) error {
-	if err := checkCampaign(in); err != nil {
+	err := checkCampaign(in)
+	if err == nil {
+		// Only at the doors, not in the workflow's own check: a campaign
+		// started with a higher limit before this rule still replays.
+		err = checkCampaignLimits(in.Items)
+	}
+	if err != nil {
 		return flashsale.Errorf(flashsale.Invalid, "%s", err)
 	}
 	return nil
 }
 
-func checkCampaign(in CampaignInput) error {
-	switch {
-	case !flashsale.ValidSKUID(in.ID) || len(in.ID) > MaxCampaignIDLength:
+// CheckCampaignID refuses an id a campaign cannot take (Invalid), for the
+// doors that name one in a path: its items' SKUs are named after it
+// (contract.CampaignSKU), so it takes a SKU id's alphabet, not an order
+// id's (no . : @).
+func CheckCampaignID(id string) error {
+	if err := checkCampaignID(id); err != nil {
+		return flashsale.Errorf(flashsale.Invalid, "%s", err)
+	}
+	return nil
+}
+
+func checkCampaignID(id string) error {
+	if !flashsale.ValidSKUID(id) || len(id) > MaxCampaignIDLength {
 		return fmt.Errorf("campaign_id must be 1-%d characters of A-Z a-z 0-9 _ -", MaxCampaignIDLength)
+	}
+	return nil
+}
+
+// checkCampaignLimits refuses a per-buyer limit above 1: a campaign item is
+// a fair sale, where a buyer's pass buys one unit once, so a higher limit
+// would be accepted and silently never apply.
+func checkCampaignLimits(items []contract.CampaignItem) error {
+	for _, it := range items {
+		if it.PerUserLimit > 1 {
+			return fmt.Errorf("item %s: per_user_limit %d: a campaign item sells one unit per buyer (one pass, one unit); leave it out or give 1",
+				it.SKU, it.PerUserLimit)
+		}
+	}
+	return nil
+}
+
+func checkCampaign(in CampaignInput) error {
+	if err := checkCampaignID(in.ID); err != nil {
+		return err
+	}
+	switch {
 	case in.OpensAt.IsZero() || !in.ClosesAt.After(in.OpensAt):
 		return fmt.Errorf("opens_at is required and closes_at must be after it")
 	case len(in.Items) == 0 || len(in.Items) > MaxCampaignItems:

@@ -331,7 +331,7 @@ func (s *orderSuite) TestMySQLRefusalKeepsDriftedUnitsOutOfRedis() {
 func (s *orderSuite) TestLimitExceededReleasesRedisAndRejects() {
 	s.env.OnActivity(contract.ReserveStock, mock.Anything, mock.Anything).Return(contract.ReserveStockResult{}, nil).Once()
 	s.env.OnActivity(contract.CreateOrder, mock.Anything, mock.Anything).Return(contract.CreateOrderResult{},
-		temporal.NewNonRetryableApplicationError("sku 1001: user u1 holds 1, wants 1 more, limit 1",
+		temporal.NewNonRetryableApplicationError("sku 1001: buyer holds 1, wants 1 more, limit 1",
 			contract.TypeFor(flashsale.LimitExceeded), nil)).Once()
 	s.env.OnActivity(contract.ReleaseStock, mock.Anything, contract.ReleaseStockInput{
 		OrderID: testOrderID, Items: []flashsale.Item{{SKU: "1001", Quantity: 1}, {SKU: "2002", Quantity: 2}},

@@ -64,9 +64,40 @@ func TestCheckCampaign(t *testing.T) {
 		"negative price": func(in *CampaignInput) {
 			in.Items = []contract.CampaignItem{{SKU: "1001", FlashPrice: -1, Allocation: 1}}
 		},
+		"a per-buyer limit above 1": func(in *CampaignInput) {
+			in.Items = []contract.CampaignItem{{SKU: "1001", FlashPrice: 1, Allocation: 1, PerUserLimit: 2}}
+		},
 	} {
 		in := ok
 		change(&in)
 		require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(CheckCampaign(in)), name)
+	}
+}
+
+// A per-buyer limit above 1 would never apply (a pass buys one unit): it is
+// refused by name, and 1 or none is accepted.
+func TestCheckCampaignRefusesAPerBuyerLimitAbove1(t *testing.T) {
+	at := time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)
+	in := CampaignInput{ID: "xmas", OpensAt: at, ClosesAt: at.Add(time.Hour),
+		Items: []contract.CampaignItem{{SKU: "1001", FlashPrice: 500, Allocation: 10, PerUserLimit: 1}, {SKU: "1002", FlashPrice: 5, Allocation: 1}}}
+	require.NoError(t, CheckCampaign(in))
+	in.Items[1].PerUserLimit = 3
+	err := CheckCampaign(in)
+	require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err))
+	var e *flashsale.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "item 1002: per_user_limit 3: a campaign item sells one unit per buyer (one pass, one unit); leave it out or give 1", e.Message)
+}
+
+// A campaign id takes a SKU id's alphabet (its items' SKUs are named after
+// it): the doors' message says so, not the order ids' (which allow . : @).
+func TestCheckCampaignIDSaysWhatACampaignIDHolds(t *testing.T) {
+	require.NoError(t, CheckCampaignID("xmas_2026-a"))
+	for _, id := range []string{"x:mas", "x@mas", "x.mas", "", "a-campaign-id-too-long"} {
+		err := CheckCampaignID(id)
+		require.Equal(t, flashsale.Invalid, flashsale.ErrorCode(err), id)
+		var e *flashsale.Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, "campaign_id must be 1-16 characters of A-Z a-z 0-9 _ -", e.Message, id)
 	}
 }

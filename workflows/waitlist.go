@@ -93,10 +93,12 @@ func (o *order) offerToWaitlist(ctx workflow.Context) (bool, error) {
 		// The units are still under this order's markers: put them back on
 		// open sale rather than leave them held by nobody.
 		o.logger.Error("waitlist offer did not start; releasing the units to open sale",
-			"offer_order_id", child.OrderID, "user_id", child.UserID, "error", err)
+			"offer_order_id", child.OrderID, flashsale.BuyerLogKey, offer.UserDigest, "error", err)
 		return false, nil
 	}
-	o.logger.Info("released unit offered to waitlist", "offer_order_id", child.OrderID, "user_id", child.UserID)
+	// The buyer by digest (flashsale.BuyerLogKey): the workflow never holds
+	// the key, the offer's activity computed it.
+	o.logger.Info("released unit offered to waitlist", "offer_order_id", child.OrderID, flashsale.BuyerLogKey, offer.UserDigest)
 	o.view.OfferedTo = child.OrderID
 	return true, nil
 }

@@ -26,7 +26,9 @@ type CampaignItem struct {
 	// Allocation is carved from the SKU's available stock when the
 	// campaign starts; what did not sell goes back when it ends.
 	Allocation int64 `json:"allocation"`
-	// PerUserLimit caps the units one buyer may buy of it (default 1).
+	// PerUserLimit caps the units one buyer may buy of it: 1 (0 means 1).
+	// The doors refuse more (workflows.CheckCampaign): a fair sale's pass
+	// buys one unit.
 	PerUserLimit int `json:"per_user_limit,omitempty"`
 }
 

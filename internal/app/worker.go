@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/flashsale/flashsale/internal/backend"
 	"github.com/flashsale/flashsale/internal/buildinfo"
 	"github.com/flashsale/flashsale/internal/config"
 	"github.com/flashsale/flashsale/workflows"
@@ -65,7 +67,7 @@ func OpenWorker(ctx context.Context, cfg config.Config, logger *slog.Logger, opt
 		return nil, err
 	}
 	health := &workerHealth{temporal: b.Temporal, taskQueue: cfg.TaskQueue, identity: WorkerIdentity(cfg.TaskQueue), logger: logger,
-		eviction: b.CheckEviction}
+		eviction: backend.CachedEviction(b.CheckEviction, time.Now)}
 	if mx := p.metrics; mx != nil {
 		health.register(mx)
 	}

@@ -59,7 +59,8 @@ type workerHealth struct {
 	taskQueue string
 	identity  string
 	logger    *slog.Logger
-	// eviction is backend.Backend.CheckEviction; nil skips it.
+	// eviction is backend.Backend.CheckEviction, a pass trusted for
+	// backend.EvictionRecheck (backend.CachedEviction); nil skips it.
 	eviction func(context.Context) error
 	// polling is true from a successful Start until a stop begins.
 	polling atomic.Bool

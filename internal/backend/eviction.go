@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -149,4 +150,39 @@ func GateEviction(ctx context.Context, rdb redis.UniversalClient, allow bool, lo
 func IsEviction(err error) bool {
 	var e *EvictionError
 	return errors.As(err, &e)
+}
+
+// EvictionRecheck is how long a readiness probe trusts a passing eviction
+// check. Probes come every few seconds from every load balancer, and each
+// check is a CONFIG GET on every master; a policy changed to one that may
+// evict is an operator's act, found within this period.
+const EvictionRecheck = 30 * time.Second
+
+// CachedEviction is check (Backend.CheckEviction) run at most once per
+// EvictionRecheck while it passes: the last passing verdict is kept with its
+// time. A failing one (a policy that may evict, Redis not reached) is not
+// kept: the next probe checks again, so a fix is seen at once. now is the
+// clock (time.Now; a test's own). Safe for concurrent use; probes that meet
+// an expired verdict may each check.
+func CachedEviction(check func(context.Context) error, now func() time.Time) func(context.Context) error {
+	var mu sync.Mutex
+	var passed time.Time
+	return func(ctx context.Context) error {
+		mu.Lock()
+		fresh := !passed.IsZero() && now().Sub(passed) < EvictionRecheck
+		mu.Unlock()
+		if fresh {
+			return nil
+		}
+		at := now()
+		err := check(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			passed = time.Time{}
+		} else if at.After(passed) {
+			passed = at
+		}
+		return err
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/flashsale/internal/config"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // Pool and timeouts of every Redis client, single node or cluster (where
@@ -36,7 +37,7 @@ func NewRedis(cfg config.Config) redis.UniversalClient {
 		if addrs := cfg.RedisAddrs(); len(addrs) == 1 {
 			addr = addrs[0]
 		}
-		return redis.NewClient(&redis.Options{
+		c := redis.NewClient(&redis.Options{
 			Addr:         addr,
 			PoolSize:     redisPoolSize,
 			DialTimeout:  redisDialTimeout,
@@ -44,6 +45,10 @@ func NewRedis(cfg config.Config) redis.UniversalClient {
 			WriteTimeout: redisWriteTimeout,
 			PoolTimeout:  redisPoolTimeout,
 		})
+		// A deadline met waiting for a connection is this process's
+		// overload (BUSY), not Redis down.
+		c.AddHook(redisguard.PoolWaitHook())
+		return c
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:        cfg.RedisAddrs(),
@@ -60,6 +65,7 @@ func NewRedis(cfg config.Config) redis.UniversalClient {
 	// reload at once (ReloadState runs one at a time in the background),
 	// so calls follow the promoted replica within a moment of its election.
 	cc.OnNewNode(func(node *redis.Client) { node.AddHook(reloadOnDialError{cc}) })
+	cc.AddHook(redisguard.PoolWaitHook())
 	return cc
 }
 

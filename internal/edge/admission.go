@@ -34,7 +34,9 @@ func (g *Gate) Admit(ctx context.Context, req Request) (*Ticket, error) {
 		return g.admitDegraded(ctx, items)
 	}
 	t, err := g.admitRedis(ctx, req, items)
-	if err != nil && ctx.Err() != nil {
+	// A deadline met waiting for a Redis connection is answered below, as
+	// any exhausted pool is: BUSY, not the buyer's own doing.
+	if err != nil && ctx.Err() != nil && !redisguard.IsOverload(err) {
 		// The buyer hung up mid-call: the failure is theirs, and says
 		// nothing about Redis (a dial cut short reads like a network
 		// error). Neither the guard nor the degraded path hears of it.
@@ -352,11 +354,11 @@ func (g *Gate) busy() *RetryError {
 // connections is this instance's overload, answered BUSY like the window's,
 // not a reason to degrade a healthy Redis to MySQL.
 func (g *Gate) unavailable(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return err
-	}
 	if redisguard.IsOverload(err) {
 		return g.overloaded(err)
+	}
+	if ctx.Err() != nil {
+		return err
 	}
 	g.stats.unavailable.Add(1)
 	return fmt.Errorf("%w: %w", flashsale.Errorf(flashsale.Unavailable, "edge unavailable"), err)

@@ -75,3 +75,42 @@ func TestPoolTimeoutIsBusyNotAnOutage(t *testing.T) {
 	require.False(t, tk.Degraded)
 	tk.Done(ctx, false)
 }
+
+// A buyer's deadline met while this instance waits for a Redis connection
+// (a pool whose timeout is longer than the request's time left) is the
+// same overload: BUSY with a Retry-After, the guard closed, nobody sent to
+// MySQL. Before, go-redis's bare context error read as an outage, and as
+// the buyer's own hang-up: 503 UNAVAILABLE at the door.
+func TestPoolWaitDeadlineIsBusy(t *testing.T) {
+	f := newFixture(t)
+	f.preheat(5)
+	small := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(), PoolSize: 1, PoolTimeout: time.Minute, MaxRetries: -1})
+	small.AddHook(redisguard.PoolWaitHook()) // as backend.NewRedis does
+	t.Cleanup(func() { _ = small.Close() })
+	guard := redisguard.New(redisguard.Options{Failures: 1, Cooldown: time.Hour})
+	mysql := &mysqlStock{known: true}
+	mysql.units.Store(5)
+	g := New(small, inventory.New(small, inventory.Options{}), Options{Guard: guard, DBAvailable: mysql.available})
+
+	hold := "edge-" + f.id + "-hold"
+	held := make(chan error, 1)
+	go func() { held <- small.BLPop(context.Background(), time.Minute, hold).Err() }()
+	require.Eventually(t, func() bool {
+		st := small.PoolStats()
+		return st.TotalConns == 1 && st.IdleConns == 0
+	}, 5*time.Second, time.Millisecond, "the one connection is taken")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := g.Admit(ctx, Request{OrderID: f.id + "-o", UserID: f.id + "-u", Items: []flashsale.Item{{SKU: f.sku, Quantity: 1}}})
+	require.ErrorIs(t, err, &flashsale.Error{Code: flashsale.Busy})
+	require.ErrorIs(t, err, redisguard.ErrPoolWait)
+	re, ok := errors.AsType[*RetryError](err)
+	require.True(t, ok, "told when to retry: %v", err)
+	require.GreaterOrEqual(t, re.After, DefaultBusyRetryAfter)
+	require.True(t, guard.Up(), "an exhausted pool is not an outage")
+	require.Zero(t, mysql.reads.Load(), "nobody took the degraded path")
+
+	require.NoError(t, testenv.Redis(t).LPush(context.Background(), hold, "done").Err())
+	require.NoError(t, <-held)
+}

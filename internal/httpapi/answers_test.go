@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // pinnedAnswer is what a client sees for an error: status, Retry-After and
@@ -90,6 +92,12 @@ func TestPinnedAnswers(t *testing.T) {
 		{"temporal exhausted", serviceerror.NewResourceExhausted(0, "rps limit"), pinnedAnswer{503, "2", "UNAVAILABLE", unavailable}},
 		{"temporal down", serviceerror.NewUnavailable("frontend down"), pinnedAnswer{503, "2", "UNAVAILABLE", unavailable}},
 		{"deadline", context.DeadlineExceeded, pinnedAnswer{503, "2", "UNAVAILABLE", unavailable}},
+		// This instance's Redis pool exhausted, on a path no layer coded:
+		// load, not an outage.
+		{"redis pool timeout", fmt.Errorf("read: %w", redis.ErrPoolTimeout),
+			pinnedAnswer{429, "1", "BUSY", "units remain but many buyers are ahead of you; retry shortly"}},
+		{"deadline waiting for a redis connection", fmt.Errorf("read: %w: %w", redisguard.ErrPoolWait, context.DeadlineExceeded),
+			pinnedAnswer{429, "1", "BUSY", "units remain but many buyers are ahead of you; retry shortly"}},
 		{"permanent", coded(flashsale.Permanent), pinnedAnswer{500, "", "INTERNAL", "internal error"}},
 		{"unknown", errors.New("something nobody expected at 10.0.0.7"), pinnedAnswer{500, "", "INTERNAL", "internal error"}},
 	}

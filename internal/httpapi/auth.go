@@ -35,6 +35,7 @@ func (s *Server) authenticate(r *http.Request, allowAdmin bool) (caller, error) 
 	if !flashsale.ValidID(buyer, flashsale.MaxIDLength) {
 		return caller{}, errUnauthenticated("the token's subject is not a usable buyer id")
 	}
+	noteBuyer(r, buyer)
 	return caller{buyer: buyer}, nil
 }
 

@@ -142,3 +142,36 @@ func TestCampaignOfFiveSKUs(t *testing.T) {
 	require.Equal(t, workflows.CampaignTotal{UnitsSold: units, Revenue: revenue, Returned: n*alloc - units}, v.Total)
 	s.checkClean(append(skus, children...)...)
 }
+
+// The campaign door's refusals say what a campaign takes: an id of a SKU
+// id's alphabet (the generic id's : @ . are refused, and the message does
+// not offer them), and one unit per buyer (a per_user_limit above 1 would
+// never apply, so it is refused rather than ignored). Nothing is started.
+func TestCampaignDoorRefusals(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	api := s.api
+	sku := s.name("cpr")
+	api.putSKU(sku, 10, 1000, 2, 1)
+	opensAt := time.Now().Add(time.Hour).UTC()
+	body := func(limit int) []byte {
+		return mustJSON(t, map[string]any{"opens_at": opensAt, "closes_at": opensAt.Add(time.Hour),
+			"items": []map[string]any{{"sku_id": sku, "flash_price": 500, "allocation": 4, "per_user_limit": limit}}})
+	}
+	for _, id := range []string{"x:mas", "x@mas", "x.mas"} {
+		for _, r := range []response{
+			api.call(http.MethodPost, "/api/v1/admin/campaigns/"+id, body(1), adminHeader()),
+			api.call(http.MethodGet, "/api/v1/admin/campaigns/"+id, nil, adminHeader()),
+		} {
+			require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+			require.Equal(t, map[string]any{"code": "INVALID_REQUEST",
+				"message": "campaign_id must be 1-16 characters of A-Z a-z 0-9 _ -"}, r.json(t), id)
+		}
+	}
+	id := s.id[:8]
+	r := api.call(http.MethodPost, "/api/v1/admin/campaigns/"+id, body(2), adminHeader())
+	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"code": "INVALID_REQUEST", "message": "item " + sku +
+		": per_user_limit 2: a campaign item sells one unit per buyer (one pass, one unit); leave it out or give 1"}, r.json(t))
+	require.Equal(t, "NO_SALE", api.call(http.MethodGet, "/api/v1/admin/campaigns/"+id, nil, adminHeader()).code(t), "nothing started")
+	require.EqualValues(t, 10, s.dbInventory(sku).Available, "nothing carved")
+}

@@ -34,7 +34,7 @@ func campaignEndpoint[In, Out any](s *Server, timeout time.Duration, decode func
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("campaign")
 		var in In
-		err := checkID("campaign id", id, workflows.MaxCampaignIDLength)
+		err := workflows.CheckCampaignID(id)
 		if err == nil && decode != nil {
 			var body []byte
 			if body, err = readBody(w, r); err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/orders"
+	"github.com/flashsale/flashsale/internal/redisguard"
 )
 
 // answer is what a client is told for a code: the status, when to retry,
@@ -130,7 +131,14 @@ type errorBody struct {
 // body the client sees.
 func answerFor(err error) (answer, errorBody) {
 	code := flashsale.ErrorCode(err)
-	if code == flashsale.Internal && dependencyDown(err) {
+	switch {
+	case code != flashsale.Internal && code != flashsale.Unavailable:
+	case redisguard.IsOverload(err):
+		// This instance's own Redis pool, exhausted (its timeout, or the
+		// request's deadline met waiting for a connection), on a path no
+		// layer coded: load, not an outage. Retry shortly.
+		code = flashsale.Busy
+	case code == flashsale.Internal && dependencyDown(err):
 		code = flashsale.Unavailable
 	}
 	a, ok := answers[code]
@@ -171,11 +179,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	a, body := answerFor(err)
 	if _, answered := errors.AsType[*refusal](err); a.status >= 500 && !answered {
 		// A failure of a dependency or of the code: somebody must look.
-		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
-			"status", a.status, "code", body.Code, "request_id", requestID(r), "error", err)
+		s.log.ErrorContext(r.Context(), "request failed", append([]any{"method", r.Method, "path", r.URL.Path,
+			"status", a.status, "code", body.Code, "request_id", requestID(r), "error", err}, s.buyerAttr(r)...)...)
 	} else {
-		s.log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path,
-			"status", a.status, "code", body.Code, "error", err)
+		s.log.DebugContext(r.Context(), "request refused", append([]any{"method", r.Method, "path", r.URL.Path,
+			"status", a.status, "code", body.Code, "error", err}, s.buyerAttr(r)...)...)
 	}
 	if a.challenge != "" {
 		w.Header().Set("WWW-Authenticate", a.challenge)

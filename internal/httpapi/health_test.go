@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,8 @@ func TestReadinessPerDuty(t *testing.T) {
 // under other tests) and changes its maxmemory-policy: allkeys-lru fails
 // /readyz naming the policy and the fix, and refuses another process's
 // start; REDIS_ALLOW_EVICTION lets one start and stay ready, warning each
-// time; back to noeviction, ready again.
+// time; back to noeviction, ready again. A passing verdict costs one CONFIG
+// GET per 30 s, not one per probe; a failing one is checked at every probe.
 func TestReadinessRefusesARedisThatMayEvict(t *testing.T) {
 	ctx := context.Background()
 	s := newStack(t, stackOptions{})
@@ -113,17 +115,45 @@ func TestReadinessRefusesARedisThatMayEvict(t *testing.T) {
 	}
 	ready := map[string]any{"status": "ready", "temporal": "up", "redis": "up", "mysql": "up"}
 
-	strict := serve(s.sys.Connect(cfg, testLogger()))
-	r := strict.call(http.MethodGet, "/readyz", nil, nil)
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, ready, r.json(t))
+	// CONFIG GETs the server has answered (the test's own server: nobody
+	// else asks it).
+	configGets := func() int64 {
+		info, err := admin.Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		for _, l := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "cmdstat_config|get:calls="); ok {
+				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		return 0
+	}
+
+	b := s.sys.Connect(cfg, testLogger())
+	strict := serve(b)
+	before := configGets()
+	for range 2 {
+		r := strict.call(http.MethodGet, "/readyz", nil, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		require.Equal(t, ready, r.json(t))
+	}
+	require.Equal(t, before+1, configGets(), "a passing verdict is trusted for 30 s: two probes, one CONFIG GET")
 
 	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
-	r = strict.call(http.MethodGet, "/readyz", nil, nil)
-	require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
-	require.Equal(t, "UNAVAILABLE", r.code(t))
-	require.Equal(t, "not ready: redis maxmemory-policy is allkeys-lru, not noeviction (CONFIG SET maxmemory-policy noeviction, or REDIS_ALLOW_EVICTION=true)",
-		r.json(t)["message"])
+	// strict may trust its pass for up to 30 s more; an instance that has
+	// none checks at its first probe, and again at every probe while the
+	// verdict fails.
+	fresh := serve(b)
+	before = configGets()
+	for range 2 {
+		r := fresh.call(http.MethodGet, "/readyz", nil, nil)
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+		require.Equal(t, "UNAVAILABLE", r.code(t))
+		require.Equal(t, "not ready: redis maxmemory-policy is allkeys-lru, not noeviction (CONFIG SET maxmemory-policy noeviction, or REDIS_ALLOW_EVICTION=true)",
+			r.json(t)["message"])
+	}
+	require.Equal(t, before+2, configGets(), "a failing verdict is checked again at the next probe")
 	_, err := backend.Connect(ctx, cfg, testLogger())
 	require.ErrorContains(t, err, "has maxmemory-policy allkeys-lru")
 
@@ -133,13 +163,13 @@ func TestReadinessRefusesARedisThatMayEvict(t *testing.T) {
 	loose := serve(s.sys.Connect(overridden, slog.New(slog.NewTextHandler(&logs, nil))))
 	const warning = "REDIS_ALLOW_EVICTION=true overrides the eviction check"
 	require.Equal(t, 1, strings.Count(logs.String(), warning), "warned at start")
-	r = loose.call(http.MethodGet, "/readyz", nil, nil)
+	r := loose.call(http.MethodGet, "/readyz", nil, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Equal(t, ready, r.json(t))
 	require.Equal(t, 2, strings.Count(logs.String(), warning), "warned at the readiness check")
 
 	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
-	r = strict.call(http.MethodGet, "/readyz", nil, nil)
+	r = fresh.call(http.MethodGet, "/readyz", nil, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, ready, r.json(t))
+	require.Equal(t, ready, r.json(t), "fixed, ready at the next probe")
 }

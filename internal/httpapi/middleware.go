@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		w.Header().Set(requestIDHeader, id)
 		// requestid carries it on to the order workflow's logs (a Temporal
 		// context propagator, internal/backend).
-		r = r.WithContext(requestid.NewContext(r.Context(), id))
+		r = r.WithContext(context.WithValue(requestid.NewContext(r.Context(), id), buyerSlot{}, new(string)))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -85,8 +86,30 @@ func (s *Server) accessLog(r *http.Request, status int, took time.Duration) {
 	if status == statusClientClosed {
 		level, msg = slog.LevelInfo, "client closed request"
 	}
-	s.log.Log(r.Context(), level, msg, "method", r.Method, "path", r.URL.Path, "status", status,
-		"duration_ms", took.Milliseconds(), "request_id", requestID(r))
+	s.log.Log(r.Context(), level, msg, append([]any{"method", r.Method, "path", r.URL.Path, "status", status,
+		"duration_ms", took.Milliseconds(), "request_id", requestID(r)}, s.buyerAttr(r)...)...)
+}
+
+// buyerSlot is the request context's key to the buyer authenticate found
+// (a *string the middleware puts there, empty until then), so the door's
+// own lines about the request (its refusal or failure, the access log)
+// name the buyer. Errors from the layers below never name them.
+type buyerSlot struct{}
+
+// noteBuyer records r's buyer for its log lines.
+func noteBuyer(r *http.Request, buyer string) {
+	if slot, ok := r.Context().Value(buyerSlot{}).(*string); ok {
+		*slot = buyer
+	}
+}
+
+// buyerAttr is the log attribute naming r's buyer by digest
+// (flashsale.BuyerLogAttr), none before a buyer's token was read.
+func (s *Server) buyerAttr(r *http.Request) []any {
+	if slot, ok := r.Context().Value(buyerSlot{}).(*string); ok && *slot != "" {
+		return []any{flashsale.BuyerLogAttr(s.deps.Orders.UserIDKey, *slot)}
+	}
+	return nil
 }
 
 // requestIDHeader names a request in the logs of every hop: taken from the

@@ -55,7 +55,8 @@ type Deps struct {
 	// down (DEGRADED_CONCURRENCY); zero means edge.DefaultDegradedMaxInFlight.
 	DegradedMaxInFlight int64
 	// RedisEviction is the readiness probe's check that Redis cannot evict
-	// a sale's keys (backend.Backend.CheckEviction, the override applied):
+	// a sale's keys (backend.Backend.CheckEviction, the override applied,
+	// a pass trusted for backend.EvictionRecheck: backend.CachedEviction):
 	// an error backend.IsEviction says is not ready. Nil: not checked (a
 	// test's fakes).
 	RedisEviction func(context.Context) error
@@ -76,7 +77,7 @@ func FromBackend(b *backend.Backend) Deps {
 		Logger:   b.Logger,
 		Guard:    b.Guard,
 
-		RedisEviction:       b.CheckEviction,
+		RedisEviction:       backend.CachedEviction(b.CheckEviction, time.Now),
 		DegradedMaxInFlight: int64(b.Config.DegradedConcurrency),
 	}
 }

@@ -107,10 +107,12 @@ func parseAllowance(lim, held any) (Allowance, error) {
 	return a, nil
 }
 
-// limitExceeded is the refusal of an order over its buyer's limit.
-func limitExceeded(userID string, qty, held, limit int64) error {
-	return fmt.Errorf("user %s holds %d, wants %d more, limit %d: %w",
-		userID, held, qty, limit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
+// limitExceeded is the refusal of an order over its buyer's limit. It does
+// not name the buyer: errors end in logs, where a buyer is named only by
+// digest (flashsale.BuyerLogAttr), by the door that knows the key.
+func limitExceeded(qty, held, limit int64) error {
+	return fmt.Errorf("buyer holds %d, wants %d more, limit %d: %w",
+		held, qty, limit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
 }
 
 // claim counts qty units of orderID against userID's limit for sku
@@ -136,7 +138,7 @@ func (s *Store) claim(ctx context.Context, userID, orderID, sku string, qty int6
 		return fmt.Errorf("count against the limit: unexpected reply %v", res)
 	}
 	if res[0] == -1 {
-		return limitExceeded(userID, qty, res[1], res[2])
+		return limitExceeded(qty, res[1], res[2])
 	}
 	return nil
 }

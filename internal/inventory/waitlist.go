@@ -46,7 +46,7 @@ func (s *Store) JoinWaitlistRanked(ctx context.Context, sku, userID string, rank
 		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, err)
 	}
 	if userID == "" || capacity <= 0 || rank < 0 {
-		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, invalidf("user %q, rank %d, capacity %d", userID, rank, capacity))
+		return WaitlistEntry{}, fmt.Errorf("join waitlist %s: %w", sku, invalidf("want a user, a rank >= 0 and a capacity > 0: rank %d, capacity %d", rank, capacity))
 	}
 	st, err := s.Stock(ctx, sku)
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Store) WaitlistPlace(ctx context.Context, sku, userID string) (_ Waitli
 	if from, err := offer.Result(); err == nil && from != "" {
 		return WaitlistPlace{OfferedFrom: from}, nil
 	}
-	return WaitlistPlace{}, fmt.Errorf("waitlist place %s of %s: %w", sku, userID, flashsale.Errorf(flashsale.NotOnWaitlist, "not on the waitlist"))
+	return WaitlistPlace{}, fmt.Errorf("waitlist place in %s: %w", sku, flashsale.Errorf(flashsale.NotOnWaitlist, "not on the waitlist"))
 }
 
 // Transfer hands the qty units fromOrder holds in sku to toOrder, bucket by

@@ -118,8 +118,8 @@ func (s *Store) existingOrder(ctx context.Context, o NewOrder, err error) (Order
 		return Order{}, fmt.Errorf("create order %s: %w", o.OrderID, err)
 	}
 	if !existing.sameAs(o) {
-		return Order{}, fmt.Errorf("create order %s: the id is taken by an order of user %s with other lines: %w",
-			o.OrderID, existing.UserID, flashsale.Errorf(flashsale.OrderIDConflict, "order id already used by another order"))
+		return Order{}, fmt.Errorf("create order %s: the id is taken by an order of another buyer or with other lines: %w",
+			o.OrderID, flashsale.Errorf(flashsale.OrderIDConflict, "order id already used by another order"))
 	}
 	return existing, nil
 }
@@ -308,8 +308,8 @@ func checkUserLimit(tx *gorm.DB, userID string, inv inventoryRow, qty int64) err
 		return err
 	}
 	if held+qty > int64(inv.PerUserLimit) {
-		return fmt.Errorf("sku %s: user %s holds %d, wants %d more, limit %d: %w",
-			inv.SKUID, userID, held, qty, inv.PerUserLimit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
+		return fmt.Errorf("sku %s: buyer holds %d, wants %d more, limit %d: %w",
+			inv.SKUID, held, qty, inv.PerUserLimit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
 	}
 	return nil
 }
@@ -328,7 +328,7 @@ func (s *Store) CheckUserLimit(ctx context.Context, userID, skuID string, qty in
 		err = checkUserLimit(db, userID, inv, qty)
 	}
 	if err != nil {
-		return Inventory{}, fmt.Errorf("check limit of user %s: %w", userID, err)
+		return Inventory{}, fmt.Errorf("check the buyer's limit: %w", err)
 	}
 	return inv.toInventory(), nil
 }

@@ -44,11 +44,11 @@ func takeHoldings(tx *gorm.DB, userID string, items []flashsale.Item, invs map[s
 		for i, it := range items {
 			skus[i] = fmt.Sprintf("%s (+%d, limit %d)", it.SKU, it.Quantity, invs[it.SKU].PerUserLimit)
 		}
-		return fmt.Errorf("user %s over the per-user limit of %s: %w", userID, strings.Join(skus, ", "),
+		return fmt.Errorf("buyer over the per-user limit of %s: %w", strings.Join(skus, ", "),
 			flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
 	}
 	if err != nil {
-		return fmt.Errorf("count units of user %s: %w", userID, err)
+		return fmt.Errorf("count the buyer's units: %w", err)
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func giveHoldings(tx *gorm.DB, userID string, items []orderItemRow) error {
 			WHERE sku_id = ? AND sale_started_at = ? AND user_id = ? AND held >= ?`,
 			it.Quantity, it.SKUID, inv.SaleStartedAt, userID, it.Quantity).Error
 		if err != nil {
-			return fmt.Errorf("give back units of user %s, sku %s: %w", userID, it.SKUID, err)
+			return fmt.Errorf("give back the buyer's units of sku %s: %w", it.SKUID, err)
 		}
 	}
 	return nil
@@ -99,7 +99,7 @@ func unitsHeld(tx *gorm.DB, userID string, inv inventoryRow) (int64, error) {
 	err := tx.Raw(`SELECT COALESCE(MAX(held), 0) FROM buyer_holdings WHERE sku_id = ? AND sale_started_at = ? AND user_id = ?`,
 		inv.SKUID, inv.SaleStartedAt, userID).Scan(&held).Error
 	if err != nil {
-		return 0, fmt.Errorf("sku %s: count units of user %s: %w", inv.SKUID, userID, err)
+		return 0, fmt.Errorf("sku %s: count the buyer's units: %w", inv.SKUID, err)
 	}
 	return held, nil
 }

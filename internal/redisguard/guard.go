@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -143,10 +144,49 @@ func IsOutage(err error) bool {
 }
 
 // IsOverload reports whether err is this process waiting too long for a
-// connection of its own pool (redis.ErrPoolTimeout): more calls in flight
-// than the pool holds. Redis may be perfectly well; the caller is told
-// BUSY and retries, rather than taking the path for a Redis that is down.
-func IsOverload(err error) bool { return errors.Is(err, redis.ErrPoolTimeout) }
+// connection of its own pool: go-redis's pool timeout (redis.ErrPoolTimeout),
+// or the caller's deadline met while it waited (ErrPoolWait, marked by
+// PoolWaitHook): more calls in flight than the pool holds. Redis may be
+// perfectly well; the caller is told BUSY and retries, rather than taking
+// the path for a Redis that is down.
+func IsOverload(err error) bool {
+	return errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, ErrPoolWait)
+}
+
+// ErrPoolWait marks a call whose context's deadline passed before it got a
+// connection of the pool (PoolWaitHook).
+var ErrPoolWait = errors.New("redis: deadline passed waiting for a pool connection")
+
+// PoolWaitHook is the go-redis hook every client of the processes carries
+// (backend.NewRedis): it marks with ErrPoolWait a call that failed on its
+// context's own deadline with no network error. go-redis (without
+// ContextTimeoutEnabled) reads the context only while it waits for a
+// connection of the pool (and between retries); a deadline met on the wire
+// is the ReadTimeout's, a net.Error, an outage. Without the mark the bare
+// deadline reads as an outage, and a burst answers 503 instead of BUSY.
+func PoolWaitHook() redis.Hook { return poolWaitHook{} }
+
+type poolWaitHook struct{}
+
+func (poolWaitHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (poolWaitHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { return markPoolWait(next(ctx, cmd)) }
+}
+
+func (poolWaitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { return markPoolWait(next(ctx, cmds)) }
+}
+
+func markPoolWait(err error) error {
+	// Not net.Error: context.DeadlineExceeded is one itself.
+	var opErr *net.OpError
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &opErr) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || IsOverload(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrPoolWait, err)
+}
 
 // unavailableReply recognises the error replies that mean "no node can
 // serve this now": CLUSTERDOWN and TRYAGAIN during a failover, MASTERDOWN

@@ -112,7 +112,7 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 	case err != nil:
 		return Place{}, err
 	case p.Ticket.Ticket == 0 && p.Rank == 0:
-		return Place{}, flashsale.Errorf(flashsale.NotInQueue, "%s is not in the queue of %s", userID, sku)
+		return Place{}, flashsale.Errorf(flashsale.NotInQueue, "not in the queue of %s", sku)
 	}
 	return p, nil
 }
@@ -174,7 +174,7 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 		res, err = me(units, bought)
 	}
 	if err != nil {
-		return Place{}, fmt.Errorf("queue place of %s in %s: %w", userID, sku, err)
+		return Place{}, fmt.Errorf("queue place in %s: %w", sku, err)
 	}
 	p := Place{
 		Ticket: Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
@@ -258,7 +258,7 @@ func (s *Store) RankOf(ctx context.Context, sku, userID string) (_ int64, _ Stat
 		entered = p.HExists(ctx, ks[kEntered], userID)
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, "", fmt.Errorf("rank of %s in %s: %w", userID, sku, err)
+		return 0, "", fmt.Errorf("rank in %s: %w", sku, err)
 	}
 	st := State(state.Val())
 	switch {
@@ -269,5 +269,5 @@ func (s *Store) RankOf(ctx context.Context, sku, userID string) (_ int64, _ Stat
 	case entered.Val():
 		return 0, st, nil
 	}
-	return 0, st, flashsale.Errorf(flashsale.NotInQueue, "%s is not in the queue of %s", userID, sku)
+	return 0, st, flashsale.Errorf(flashsale.NotInQueue, "not in the queue of %s", sku)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -129,4 +130,60 @@ func lostWrites(acked, after skuKeys) (missing, changed int, units int64) {
 		units += after.stock[k] - n
 	}
 	return missing, changed, units
+}
+
+// stockedMaster is the master (its port) holding the most units of sku's
+// buckets, and the stock key of its fullest bucket, waiting up to within
+// for one to hold any (units released by expired orders come back): a
+// master whose buckets are empty would see no reserve after a cut.
+func stockedMaster(ctx context.Context, sku string, within time.Duration) (port, key string, err error) {
+	deadline := time.Now().Add(within)
+	for {
+		port, key, err = fullestMaster(ctx, sku)
+		if err != nil || key != "" {
+			return port, key, err
+		}
+		if time.Now().After(deadline) {
+			return "", "", fmt.Errorf("no master held a unit of %s for %v", sku, within)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// fullestMaster reads every master's buckets of sku once; key is empty
+// when none holds a unit.
+func fullestMaster(ctx context.Context, sku string) (port, key string, err error) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv("REDIS_ADDR"), ",")})
+	defer c.Close()
+	var masters []string
+	var mu sync.Mutex
+	err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		addr := m.Options().Addr
+		mu.Lock()
+		masters = append(masters, addr[strings.LastIndex(addr, ":")+1:])
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	var best int64
+	for _, p := range masters {
+		snap, err := snapshotSKU(ctx, p, sku)
+		if err != nil {
+			return "", "", fmt.Errorf("read redis-%s: %w", p, err)
+		}
+		var total, fullest int64
+		var fullestKey string
+		for k, n := range snap.stock {
+			total += n
+			if n > fullest {
+				fullest, fullestKey = n, k
+			}
+		}
+		if total > best {
+			best, port, key = total, p, fullestKey
+		}
+	}
+	return port, key, nil
 }

@@ -281,9 +281,10 @@ func runCase(t *testing.T, spec caseSpec) {
 	}
 }
 
-// killRedisMaster kills -9, mid-sale, the master serving the slot of the
-// SKU's bucket 0 (every key of a bucket shares its hash tag), having first
-// made sure that writes it acknowledged are lost with it: its replica's
+// killRedisMaster kills -9, mid-sale, the master holding the most units
+// left of the SKU's buckets (every key of a bucket shares its hash tag; the
+// slot followed is its fullest bucket's), having first made sure that
+// writes it acknowledged are lost with it: its replica's
 // link is cut (the replica is given a wrong masterauth, so it cannot link
 // again, and the master drops the link it has), the master goes on
 // acknowledging the sale's reserves and releases alone until at least one
@@ -297,10 +298,12 @@ func runCase(t *testing.T, spec caseSpec) {
 // Redis gives twice is refused there.
 func killRedisMaster(ctx context.Context, sl *sale) {
 	sl.midSale(ctx)
-	key := "fs:{sku:" + sl.sku + ":b0}:stock"
-	port, err := masterPortFor(ctx, key)
+	// A master whose buckets still hold units, or no reserve would move one
+	// there after the cut (bucket 0's master, once chosen blindly, had
+	// already sold its share out, and the case failed its precondition).
+	port, key, err := stockedMaster(ctx, sl.sku, 30*time.Second)
 	if err != nil {
-		sl.t.Fatalf("find the master of %s: %v", key, err)
+		sl.t.Fatalf("find a master holding units of %s: %v", sl.sku, err)
 	}
 	rport, err := replicaPortOf(ctx, port)
 	if err != nil {
