@@ -224,7 +224,7 @@ func serverABMarkdown(variants []serverVariant, rounds []abRound, p benchParams)
 		b.WriteString(v.Name)
 	}
 	b.WriteString(", ...). Box busy is the whole machine's CPU while units were being reserved (buyers still admitted). Eager workflow start is not a lever here: the Go SDK asks for an eager workflow task only in ExecuteWorkflow, never in UpdateWithStartWorkflow, which starts every order, so it would not apply even with the API and a worker in one process.\n\n")
-	b.WriteString("| variant | round | orders/s | all reserved s | admitted p99 ms | shed p99 ms | box busy | CPU ms per unit (all processes) | temporal | postgres | paid | oversold | undersold |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| variant | round | orders/s | all reserved s | admitted p99 ms | shed p99 ms | box busy | API idle | CPU ms per unit (all processes) | temporal | postgres | paid | oversold | undersold |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rounds {
 		var sum float64
 		for _, g := range serverGroups {
@@ -232,8 +232,8 @@ func serverABMarkdown(variants []serverVariant, rounds []abRound, p benchParams)
 				sum += r.CPUmsPerUnit[g]
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.0f | %.0f | %.0f%% | %.1f | %.1f | %.1f | %d | %d | %d |\n", r.Variant, r.Round, r.OrdersPerSec, r.AllReservedS,
-			r.AdmittedP99ms, r.ShedP99ms, r.BoxBusy*100, sum, r.CPUmsPerUnit["temporal"], r.CPUmsPerUnit["postgres"], r.Paid, r.Oversold, r.Undersold)
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.0f | %.0f | %.0f%% | %.0f%% | %.1f | %.1f | %.1f | %d | %d | %d |\n", r.Variant, r.Round, r.OrdersPerSec, r.AllReservedS,
+			r.AdmittedP99ms, r.ShedP99ms, r.BoxBusy*100, r.APIIdleShare*100, sum, r.CPUmsPerUnit["temporal"], r.CPUmsPerUnit["postgres"], r.Paid, r.Oversold, r.Undersold)
 	}
 	b.WriteString("\nCPU ms per unit excludes the crowd (the bench process). Each round's temporal-server CPU profile, goroutines and the worker's and API's block and mutex profiles are beside this file (sale-<round>-<side>-*.pprof).\n")
 	for _, r := range rounds {

@@ -43,6 +43,11 @@ type serverRound struct {
 	CPUmsPerUnit map[string]float64 `json:"cpu_ms_per_unit"`
 	BoxBusy      float64            `json:"box_busy_while_reserving"`
 	OthersCores  float64            `json:"others_cores_while_reserving"`
+	// APIIdleShare is the share of the API's half-second samples, while
+	// units were being reserved, with no placement in flight: buyers
+	// waiting out their Retry-After while the instance had permits free
+	// (0.42 of samples before BUSY's Retry-After was spread, 2026-12-07).
+	APIIdleShare float64 `json:"api_idle_share_while_reserving"`
 	// OrderCostMs is each process's CPU per whole order (reserve and pay)
 	// measured alone at the sale's callers in flight (4 x that many
 	// orders, one buyer a unit, so nothing is shed and the window is
@@ -123,6 +128,42 @@ func (b *benchRun) runServers(ctx context.Context) error {
 	return os.WriteFile(filepath.Join(b.out, "servers.md"), []byte(md), 0o644)
 }
 
+// sampleIdle reads flashsale_admission_in_flight from the API's metrics
+// every half second until done is set, and returns a func that stops it and
+// answers the share of samples that found nothing in flight.
+func sampleIdle(url string, done *atomic.Bool) func() float64 {
+	var n, zero int
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for !done.Load() {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			fams, err := scrape(url)
+			if err != nil {
+				continue
+			}
+			if f, ok := fams["flashsale_admission_in_flight"]; ok && len(f.GetMetric()) == 1 {
+				n++
+				if f.GetMetric()[0].GetGauge().GetValue() == 0 {
+					zero++
+				}
+			}
+		}
+	}()
+	return func() float64 {
+		close(stop)
+		<-finished
+		return float64(zero) / float64(max(n, 1))
+	}
+}
+
 func loadAvg() string {
 	raw, _ := os.ReadFile("/proc/loadavg")
 	return strings.TrimSpace(string(raw))
@@ -142,6 +183,8 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 	cpu0, busy0, idle0 := readCPU(groups), 0.0, 0.0
 	busy0, idle0 = boxCPU()
 	diag := b.startRemoteDiag(s, i)
+	var reservedAll atomic.Bool
+	idle := sampleIdle(strings.TrimSuffix(s.pprof["api"], "/debug/pprof")+"/metrics", &reservedAll)
 	var once sync.Once
 	var atAll cpuReading
 	var busy1, idle1 float64
@@ -155,7 +198,7 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 				diag.midway()
 			}
 			if p.Reserved >= b.p.SaleUnits {
-				once.Do(func() { atAll = readCPU(groups); busy1, idle1 = boxCPU() })
+				once.Do(func() { atAll = readCPU(groups); busy1, idle1 = boxCPU(); reservedAll.Store(true) })
 			}
 		},
 	})
@@ -163,6 +206,7 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 		return r, fmt.Errorf("sale on %s: %w", s.name, err)
 	}
 	cpu := readCPU(groups).since(cpu0)
+	r.APIIdleShare = idle()
 	r.ServerPersistence = scrapePersistence(s.metrics).since(persist0)
 	r.ServerCPUTop = diag.finish(ctx)
 	r.Answers, r.Paid = res.Answers, res.Paid
@@ -469,11 +513,11 @@ func writePersistence(b *strings.Builder, side string, round int, ops []persistO
 func serversMarkdown(rounds []serverRound, units int64, buyers int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# The sale on two Temporal servers (`go run ./lab/cmd/lab bench --only servers`)\n\n")
-	fmt.Fprintf(&b, "%d units, %d buyers, every winner pays; rounds interleaved dev, prod, dev, prod. dev: `temporal server start-dev` (SQLite in memory); prod: one `temporal-server` process (all services) on PostgreSQL 15, deploy/temporal config and dynamic config, 8 shards. Worker and API are processes of their own on each side; the crowd is the bench process.\n\n", units, buyers)
-	b.WriteString("| server | round | orders/s | predicted | predicted from 4 in flight | sheds/unit | all reserved s | admitted p99 ms | shed p99 ms | box busy | others' cores | paid | oversold | undersold |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "%d units, %d buyers, every winner pays; rounds interleaved dev, prod, dev, prod. dev: `temporal server start-dev` (SQLite in memory); prod: one `temporal-server` process (all services) on PostgreSQL 15, deploy/temporal config and dynamic config, 8 shards. Worker and API are processes of their own on each side; the crowd is the bench process. Box busy is the whole machine while units were being reserved; API idle the share of half-second samples then with no placement in flight at the API.\n\n", units, buyers)
+	b.WriteString("| server | round | orders/s | predicted | predicted from 4 in flight | sheds/unit | all reserved s | admitted p99 ms | shed p99 ms | box busy | others' cores | API idle | paid | oversold | undersold |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rounds {
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f%% | %.2f | %d | %d | %d |\n", r.Server, r.Round, r.OrdersPerSec, r.Predicted, r.Predicted4, r.ShedsPerUnit,
-			r.AllReservedS, r.AdmittedP99ms, r.ShedP99ms, r.BoxBusy*100, r.OthersCores, r.Paid, r.Oversold, r.Undersold)
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f%% | %.2f | %.0f%% | %d | %d | %d |\n", r.Server, r.Round, r.OrdersPerSec, r.Predicted, r.Predicted4, r.ShedsPerUnit,
+			r.AllReservedS, r.AdmittedP99ms, r.ShedP99ms, r.BoxBusy*100, r.OthersCores, r.APIIdleShare*100, r.Paid, r.Oversold, r.Undersold)
 	}
 	b.WriteString("\nCPU ms per sold unit over the whole sale (payments included), then the unit costs the prediction uses: per whole order alone at the sale's callers in flight (4 x that many orders, nothing shed) and per shed answer (409 or 429, from a calibration sale of 100 units to 500 buyers, its orders charged at that order cost), then per whole order at 4 in flight (the earlier model's figure: fewer in flight, less batching in the server and PostgreSQL, more CPU per order) and per sold-out answer of a 409 flood (16 in flight). Predicted = (2 cores - others' cores) / (order + sheds per unit x shed answer), summed over the processes:\n\n| server | round | measure | " + strings.Join(serverGroups, " | ") + " |\n|---|---|---|" + strings.Repeat("---|", len(serverGroups)) + "\n")
 	for _, r := range rounds {
