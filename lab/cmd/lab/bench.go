@@ -214,6 +214,17 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 			break
 		}
 	}
+	if p.Only == "" {
+		// The sale where users run it (a production-shaped server beside
+		// the dev server) and many SKUs at once: files of their own
+		// (servers.md, skus.md), not the report's tables.
+		if err := b.runServers(ctx); err != nil {
+			return benchResult{}, err
+		}
+		if err := b.runSKUs(ctx); err != nil {
+			return benchResult{}, err
+		}
+	}
 	b.r.Seconds = time.Since(b.started).Round(time.Second).Seconds()
 	return benchResult{report: b.r}, b.write(*out, *readme)
 }
