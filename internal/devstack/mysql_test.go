@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -19,6 +20,12 @@ import (
 
 func runMySQL(t *testing.T) *MySQL {
 	t.Helper()
+	// The first build of the server compiles go-mysql-server, a minute or
+	// more on a busy two-core box with a cold build cache (CI once killed
+	// it at 30 s): the build is bounded by the test's own timeout, and the
+	// 30 s below bound the server's start alone.
+	_, err := mysqldBinary(context.Background(), io.Discard)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m, err := StartMySQL(ctx, MySQLOptions{})
