@@ -202,11 +202,11 @@ func (b *benchRun) serverSale(ctx context.Context, e *serverEnv, s *serverSide, 
 			}
 		},
 	})
+	r.APIIdleShare = idle()
 	if err != nil {
 		return r, fmt.Errorf("sale on %s: %w", s.name, err)
 	}
 	cpu := readCPU(groups).since(cpu0)
-	r.APIIdleShare = idle()
 	r.ServerPersistence = scrapePersistence(s.metrics).since(persist0)
 	r.ServerCPUTop = diag.finish(ctx)
 	r.Answers, r.Paid = res.Answers, res.Paid
