@@ -263,23 +263,22 @@ func (e *serverEnv) startDev(ctx context.Context, b *benchRun) (*serverSide, err
 	return s, nil
 }
 
+// prodSide says how startProd starts a production-shaped side.
+type prodSide struct {
+	name  string // the side's: its processes', logs' and profiles'
+	noApp bool   // the server alone: the caller starts its own workers and APIs
+	// postgres sets parameters of the server's two databases (ALTER
+	// DATABASE ... SET) before the server connects.
+	postgres map[string]string
+	// app is added to the worker's and API's environment; env to the
+	// server's, over deploy/temporal's (TEMPORAL_DYNAMIC_CONFIG, say).
+	app, env []string
+}
+
 // startProd is a single temporal-server process, every service, on fresh
 // PostgreSQL databases, with deploy/temporal's config and dynamic config
-// (extra environment, such as TEMPORAL_DYNAMIC_CONFIG, overrides it); its
-// worker and API are started unless noApp. name names the side (its
-// processes, logs and profiles).
-func (e *serverEnv) startProd(ctx context.Context, b *benchRun, name string, noApp bool, extra ...string) (*serverSide, error) {
-	return e.startProdOn(ctx, b, name, noApp, nil, nil, extra...)
-}
-
-// startProdWith is startProd, worker and API included, with PostgreSQL
-// parameters set on its databases (ALTER DATABASE ... SET) first and app
-// added to the worker's and API's environment.
-func (e *serverEnv) startProdWith(ctx context.Context, b *benchRun, name string, pg map[string]string, app []string, extra ...string) (*serverSide, error) {
-	return e.startProdOn(ctx, b, name, false, pg, app, extra...)
-}
-
-func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, noApp bool, pg map[string]string, app []string, extra ...string) (*serverSide, error) {
+// as side overrides them; its worker and API are started unless side.noApp.
+func (e *serverEnv) startProd(ctx context.Context, b *benchRun, side prodSide) (*serverSide, error) {
 	root, _ := os.Getwd()
 	for _, db := range []string{prodDB, prodVisDB} {
 		if out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-Atqc",
@@ -294,7 +293,7 @@ func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, n
 		return nil, fmt.Errorf("setup-schema: %v: %s", err, out)
 	}
 	for _, db := range []string{prodDB, prodVisDB} {
-		for k, v := range pg {
+		for k, v := range side.postgres {
 			if out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-Atqc",
 				fmt.Sprintf("ALTER DATABASE %s SET %s = %s", db, k, v)).CombinedOutput(); err != nil {
 				return nil, fmt.Errorf("set %s on %s: %v: %s", k, db, err, out)
@@ -314,17 +313,17 @@ func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, n
 		fmt.Sprintf("TEMPORAL_WORKER_GRPC_PORT=%d", p+6), fmt.Sprintf("TEMPORAL_WORKER_MEMBERSHIP_PORT=%d", p-994),
 		"TEMPORAL_METRICS_ADDR="+prodMetricsAddr, "TEMPORAL_PPROF_PORT=9731",
 		"TEMPORAL_DYNAMIC_CONFIG="+filepath.Join(root, "deploy/temporal/dynamicconfig.yaml"))
-	env = append(env, extra...)
+	env = append(env, side.env...)
 	front := "127.0.0.1:" + strconv.Itoa(p)
 	if portOpen(front) {
 		return nil, errors.New("port " + front + " is taken: another servers run?")
 	}
-	srv, err := spawn(name+"-temporal", e.logs, env, filepath.Join(e.bin, "server"),
+	srv, err := spawn(side.name+"-temporal", e.logs, env, filepath.Join(e.bin, "server"),
 		"--root", "/", "--config", filepath.Join(root, "deploy/temporal/config"), "--env", "flashsale", "--allow-no-auth", "start")
 	if err != nil {
 		return nil, err
 	}
-	s := &serverSide{name: name, temporal: srv.pid(), address: front, procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics",
+	s := &serverSide{name: side.name, temporal: srv.pid(), address: front, procs: []*proc{srv}, metrics: "http://" + prodMetricsAddr + "/metrics",
 		pprof: map[string]string{"temporal": "http://127.0.0.1:9731/debug/pprof"}}
 	if err := waitUntil(ctx, "temporal-server", 120*time.Second, srv, func() bool { return portOpen(front) }); err != nil {
 		s.close()
@@ -337,10 +336,10 @@ func (e *serverEnv) startProdOn(ctx context.Context, b *benchRun, name string, n
 		s.close()
 		return nil, fmt.Errorf("setup-namespace: %v: %s", err, out)
 	}
-	if noApp {
+	if side.noApp {
 		return s, nil
 	}
-	if err := e.startApp(ctx, s, front, "lab-"+b.run+"-"+name, 7682, app...); err != nil {
+	if err := e.startApp(ctx, s, front, "lab-"+b.run+"-"+side.name, 7682, side.app...); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -191,7 +191,7 @@ func (b *benchRun) runServerAB(ctx context.Context, variants []serverVariant) er
 				return err
 			}
 			b.logf("servers A/B: round %d, %s: starting temporal-server on PostgreSQL", i, v.Name)
-			s, err := e.startProdWith(ctx, b, v.sideName(), v.Postgres, v.App, env...)
+			s, err := e.startProd(ctx, b, prodSide{name: v.sideName(), postgres: v.Postgres, app: v.App, env: env})
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.Name, err)
 			}

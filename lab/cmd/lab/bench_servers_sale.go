@@ -96,7 +96,7 @@ func (b *benchRun) runServers(ctx context.Context) error {
 	}
 	defer dev.close()
 	b.logf("starting the production-shaped side (temporal-server on PostgreSQL)")
-	prod, err := e.startProd(ctx, b, "prod", false)
+	prod, err := e.startProd(ctx, b, prodSide{name: "prod"})
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (b *benchRun) runSKUs(ctx context.Context) error {
 		return err
 	}
 	b.logf("skus: starting temporal-server on PostgreSQL with matching.enableFairness")
-	srv, err := e.startProd(ctx, b, "prod", true, "TEMPORAL_DYNAMIC_CONFIG="+dynFile)
+	srv, err := e.startProd(ctx, b, prodSide{name: "prod", noApp: true, env: []string{"TEMPORAL_DYNAMIC_CONFIG=" + dynFile}})
 	if err != nil {
 		return err
 	}
