@@ -20,6 +20,7 @@ import (
 
 	"github.com/flashsale/flashsale"
 	"github.com/flashsale/flashsale/internal/httpapi"
+	"github.com/flashsale/flashsale/internal/saletraffic"
 	"github.com/flashsale/flashsale/internal/testenv"
 )
 
@@ -48,8 +49,9 @@ func TestPaymentWindowPerSKU(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, payBy.UTC(), o.PayBy, "the database holds the same deadline the workflow's timer runs to")
 
-	// Every key of the SKU with a TTL (the sold-out hint and the "nothing
-	// taken here" probes aside) lives past the window plus a day's margin.
+	// Every key of the SKU with a TTL (the sold-out hint, the "nothing taken
+	// here" probes and the sale page's per-second traffic counts aside, none
+	// of which stands for a unit) lives past the window plus a day's margin.
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	longest := flashsale.MarkerTTL - time.Minute
@@ -62,7 +64,7 @@ func TestPaymentWindowPerSKU(t *testing.T) {
 				key := iter.Val()
 				ttl, err := rdb.PTTL(ctx, key).Result()
 				require.NoError(t, err)
-				if ttl < 0 || strings.HasSuffix(key, ":soldout") {
+				if ttl < 0 || strings.HasSuffix(key, ":soldout") || strings.HasPrefix(key, saletraffic.Key(sku)+":") {
 					continue
 				}
 				if v, err := rdb.Get(ctx, key).Result(); err == nil && v == "0" && strings.Contains(key, ":order:") {
