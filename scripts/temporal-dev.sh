@@ -71,7 +71,10 @@ if [ -n "${TEMPORAL_DB_FILE:-}" ]; then args+=(--db-filename "$TEMPORAL_DB_FILE"
 
 # 3-9 closed: the server must not keep a caller's lock for its whole life
 # (`flock /tmp/flashsale-heavy.lock scripts/test.sh` hands it on as fd 3).
-nohup "$BIN" "${args[@]}" >"$LOG" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+# setsid: its own session and process group, so a signal to the caller's
+# group (a job stopped with kill -- -PGID, a Ctrl-C) does not take it down
+# too, without a line in its log.
+setsid nohup "$BIN" "${args[@]}" >"$LOG" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 echo "temporal: starting (pid $!, log $LOG)" >&2
 for _ in $(seq 1 120); do
 	if up && "$BIN" operator namespace describe --address "127.0.0.1:$PORT" -n default >/dev/null 2>&1; then

@@ -310,6 +310,7 @@ func TestDeductAtPaymentSellsExactlyTheStock(t *testing.T) {
 	require.Equal(t, [3]int64{stock, 0, 0}, [3]int64{inv.Available, inv.Frozen, inv.Sold}, "booking takes no unit")
 	require.Equal(t, int64(stock), api.inventory(pay).Available, "the units stay in Redis until paid")
 	require.Equal(t, new(int64(0)), api.inventory(pay).BookingsLeft, "what a buyer can still book")
+	require.True(t, api.inventory(pay).IsSoldOut, "no booking left: sold out, though the units are still in Redis")
 	require.Equal(t, http.StatusConflict, api.buyRetrying("k", s.name("late"), pay, 1).status, "no booking left: the door refuses")
 
 	// Every booked order pays, in random order, all at once; a few
@@ -406,6 +407,7 @@ func TestHeldBuyMakesNoBookingCall(t *testing.T) {
 	require.Equal(t, int64(1), s.dbInventory(hold).Frozen, "held at the order")
 	require.Equal(t, int64(0), s.dbInventory(pay).Frozen, "booked, nothing frozen")
 	require.Equal(t, new(int64(5)), api.inventory(pay).BookingsLeft)
+	require.False(t, api.inventory(pay).IsSoldOut, "bookings left: on sale")
 	require.Equal(t, int64(1), api.inventory(hold).Available)
 }
 
