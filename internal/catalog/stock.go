@@ -12,10 +12,8 @@ import (
 // /api/v1/inventory/{sku} both show it.
 type Stock struct {
 	Units
-	// SoldOut: a buy now would be refused SOLD_OUT, because the sold-out
-	// flag is set, the buckets are empty, a SKU that deducts at payment has
-	// no booking left, or the SKU was never preheated. Like an empty
-	// bucket's, a booking comes back when its order closes unpaid.
+	// SoldOut: a buy now would be refused SOLD_OUT (inventory's
+	// Stock.Exhausted), or the SKU was never preheated.
 	SoldOut bool `json:"sold_out"`
 	// BucketCount is Redis's bucket count, or MySQL's for a SKU never
 	// preheated (the count its preheat will use).
@@ -65,6 +63,6 @@ func (c Catalog) Stock(ctx context.Context, sku string) (Stock, error) {
 	}
 	out.OnSale = true
 	out.Available, out.BucketCount, out.Drift, out.BookingsLeft = st.Available, st.Buckets, st.Drift, st.BookingsLeft
-	out.SoldOut = st.SoldOut || st.Available == 0 || (st.BookingsLeft != nil && *st.BookingsLeft <= 0)
+	out.SoldOut = st.Exhausted()
 	return out, nil
 }

@@ -198,7 +198,7 @@ func (b *saleBoard) read(ctx context.Context, sku string) (*saleLive, error) {
 		default:
 			avail := st.Available
 			out.RedisAvailable, out.BucketStock, out.Drift = &avail, st.PerBucket, st.Drift
-			out.SoldOut = st.SoldOut || st.Available == 0
+			out.SoldOut = st.Exhausted()
 		}
 		if n, err := b.s.deps.Stock.WaitlistLength(ctx, sku); err == nil {
 			out.Waitlist = &n

@@ -411,6 +411,35 @@ func TestHeldBuyMakesNoBookingCall(t *testing.T) {
 	require.Equal(t, int64(1), api.inventory(hold).Available)
 }
 
+// A SKU that deducts at payment is sold out once its last booking is
+// taken, though its units stay in Redis until paid: its stock read and the
+// live sale page say so before any buyer has been refused (no refusal has
+// set the sold-out flag yet).
+func TestLastBookingSellsOut(t *testing.T) {
+	s := newStack(t, stackOptions{paymentTimeout: 10 * time.Minute})
+	api := s.api
+	pay := s.name("booked")
+	api.putTerms(pay, 1, map[string]any{"deduct": "payment", "overbook": 2})
+	live := func() map[string]any {
+		r := api.call(http.MethodGet, "/api/v1/skus/"+pay+"/live", nil, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		return r.json(t)
+	}
+	require.False(t, api.inventory(pay).IsSoldOut)
+	require.Equal(t, false, live()["sold_out"])
+
+	api.mustBuy("k", s.name("a"), pay, 1)
+	require.False(t, api.inventory(pay).IsSoldOut, "one booking left")
+	api.mustBuy("k", s.name("b"), pay, 1)
+	inv := api.inventory(pay)
+	require.Equal(t, new(int64(0)), inv.BookingsLeft)
+	require.Equal(t, int64(1), inv.Available, "the unit stays in Redis until paid")
+	require.True(t, inv.IsSoldOut, "no booking left: a buy would be refused")
+	require.Eventually(t, func() bool { return live()["sold_out"] == true }, // a snapshot up to 1 s old
+		5*time.Second, 100*time.Millisecond, "the live sale page says sold out too")
+	require.Equal(t, http.StatusConflict, api.buyRetrying("k", s.name("c"), pay, 1).status)
+}
+
 // monitorRedis starts Redis's MONITOR and returns what stops it: every
 // command Redis ran from the start until the stop, one line each. The stop
 // sends a marker of its own and reads up to it, so nothing before it is

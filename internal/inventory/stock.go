@@ -212,6 +212,13 @@ func (s *Store) Stock(ctx context.Context, sku string) (_ Stock, err error) {
 	return st, nil
 }
 
+// Exhausted reports whether a buy now would be refused SOLD_OUT: the flag
+// is set, the buckets are empty, or a SKU that deducts at payment has no
+// booking left. Units or bookings come back when an unpaid order closes.
+func (st Stock) Exhausted() bool {
+	return st.SoldOut || st.Available == 0 || (st.BookingsLeft != nil && *st.BookingsLeft <= 0)
+}
+
 // SoldOut reports the sold-out flag with one GET. It is a hint for turning
 // buyers away early, not an answer: only Reserve decides.
 func (s *Store) SoldOut(ctx context.Context, sku string) (_ bool, err error) {
