@@ -181,9 +181,8 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 		// only the stock read bounds them here.
 		limit = math.MaxInt64
 	}
-	var deduct flashsale.Deduct
-	admitOne := func(ctx context.Context, it flashsale.Item) (admission, error) {
-		return g.admitItem(ctx, req.UserID, it, limit, &deduct)
+	admitOne := func(ctx context.Context, it flashsale.Item) (itemAdmission, error) {
+		return g.admitItem(ctx, req.UserID, it, limit)
 	}
 	// The window before the permit: a sold-out SKU is answered SOLD_OUT
 	// by its stock read, never BUSY because the requests reading it at
@@ -191,10 +190,6 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 	// what the limit would, so a give-back of the window here is rare.
 	if err := t.take(ctx, items, admitOne); err != nil {
 		return nil, err
-	}
-	if len(items) == 1 {
-		// Only a one-line order may be booked (activities.ReserveStock).
-		t.Deduct = deduct
 	}
 	if req.Pass {
 		// A permit if one is free, so the placement counts in the limit's
@@ -251,13 +246,12 @@ func (g *Gate) admit(ctx context.Context, req Request, items []flashsale.Item) (
 
 // admitItem reads what Redis holds for one item, and what the buyer may
 // still hold of it, and asks the window. The read also says when the SKU
-// takes its unit (inventory.Availability.Deduct), kept in deduct.
-func (g *Gate) admitItem(ctx context.Context, userID string, it flashsale.Item, limit int64, deduct *flashsale.Deduct) (admission, error) {
+// takes its unit (inventory.Availability.Deduct).
+func (g *Gate) admitItem(ctx context.Context, userID string, it flashsale.Item, limit int64) (itemAdmission, error) {
 	return g.admitFrom(ctx, it, g.inflight, limit, stockSource{
 		read: func(ctx context.Context, sku string) (stockRead, error) {
 			av, err := g.stock.AvailableTo(ctx, sku, userID)
-			*deduct = av.Deduct
-			return stockRead{units: av.Units, flagged: av.SoldOut, gen: av.Gen, allowance: av.Allowance}, err
+			return stockRead{units: av.Units, flagged: av.SoldOut, gen: av.Gen, allowance: av.Allowance, deduct: av.Deduct}, err
 		},
 		empty: g.observedEmpty,
 	})
@@ -282,22 +276,33 @@ type stockRead struct {
 	// allowance is the buyer's per-SKU limit and the units they hold, read
 	// in the same round trip (zero: not known, MySQL alone checks).
 	allowance inventory.Allowance
+	// deduct is when the SKU takes its unit, read in the same round trip
+	// (empty: not known, as from MySQL).
+	deduct flashsale.Deduct
+}
+
+// itemAdmission is the window's answer for one item, with when the SKU
+// takes its unit as the read that was admitted found it (empty unless
+// admitted from Redis).
+type itemAdmission struct {
+	res    admission
+	deduct flashsale.Deduct
 }
 
 // admitFrom reads src for one item and asks window. A read made stale by a
 // request finishing meanwhile is repeated a few times; under a flood that
 // keeps happening, the answer is BUSY.
-func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *inflight, limit int64, src stockSource) (admission, error) {
+func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *inflight, limit int64, src stockSource) (itemAdmission, error) {
 	for range 3 {
 		seen := window.releases(it.SKU)
 		tok := g.cache.token(time.Now())
 		r, err := src.read(ctx, it.SKU)
 		if flashsale.ErrorCode(err) == flashsale.UnknownSKU {
 			g.stats.unknownSKU.Add(1)
-			return 0, fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
+			return itemAdmission{}, fmt.Errorf("sku %s: %w", it.SKU, flashsale.Errorf(flashsale.UnknownSKU, "unknown sku"))
 		}
 		if err != nil {
-			return 0, g.unavailable(ctx, err)
+			return itemAdmission{}, g.unavailable(ctx, err)
 		}
 		// Before the stock: a buyer at the limit (or asking more than it)
 		// cannot be served whatever is left, and must not start a workflow
@@ -305,26 +310,26 @@ func (g *Gate) admitFrom(ctx context.Context, it flashsale.Item, window *infligh
 		// check; this read only answers early.
 		if !r.allowance.Allows(it.Quantity) {
 			g.stats.limitExceeded.Add(1)
-			return 0, fmt.Errorf("sku %s: holds %d, wants %d, limit %d: %w", it.SKU, r.allowance.Held, it.Quantity,
+			return itemAdmission{}, fmt.Errorf("sku %s: holds %d, wants %d, limit %d: %w", it.SKU, r.allowance.Held, it.Quantity,
 				r.allowance.Limit, flashsale.Errorf(flashsale.LimitExceeded, "per-user limit exceeded"))
 		}
 		if r.flagged {
 			g.soldOutSeen(ctx, it.SKU, tok, r.gen)
 			g.stats.soldOutRedis.Add(1)
-			return 0, decidedBy(it.SKU, fmt.Errorf("sku %s: %w (redis flag)", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out")))
+			return itemAdmission{}, decidedBy(it.SKU, fmt.Errorf("sku %s: %w (redis flag)", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out")))
 		}
 		if r.units == 0 {
 			src.empty(ctx, it.SKU, tok, r.gen)
 			g.stats.soldOutStock.Add(1)
-			return 0, decidedBy(it.SKU, fmt.Errorf("sku %s: %w%s", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out"), src.note))
+			return itemAdmission{}, decidedBy(it.SKU, fmt.Errorf("sku %s: %w%s", it.SKU, flashsale.Errorf(flashsale.SoldOut, "sold out"), src.note))
 		}
 		// Nobody else in flight and too few units is a plain "not enough
 		// left", not an empty SKU: no sold-out hint is recorded.
 		if res := window.admit(it.SKU, it.Quantity, r.units, limit, seen); res != stale {
-			return res, nil
+			return itemAdmission{res: res, deduct: r.deduct}, nil
 		}
 	}
-	return busy, nil
+	return itemAdmission{res: busy}, nil
 }
 
 // overloaded answers BUSY, with this instance's Retry-After, a request

@@ -34,7 +34,7 @@ func (g *Gate) admitDegraded(ctx context.Context, items []flashsale.Item) (*Tick
 // admitDegradedItem is admitItem with MySQL's available units in place of
 // Redis's buckets; a SKU read empty is remembered in this instance's cache
 // only (there is no Redis flag to set).
-func (g *Gate) admitDegradedItem(ctx context.Context, it flashsale.Item) (admission, error) {
+func (g *Gate) admitDegradedItem(ctx context.Context, it flashsale.Item) (itemAdmission, error) {
 	return g.admitFrom(ctx, it, g.degraded, g.opts.DegradedMaxInFlight, stockSource{
 		read: func(ctx context.Context, sku string) (stockRead, error) {
 			units, err := g.dbAvailable(ctx, sku)

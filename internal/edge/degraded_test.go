@@ -67,6 +67,7 @@ func TestDegradedGate(t *testing.T) {
 		tk, err := g.Admit(ctx, req(1))
 		require.NoError(t, err)
 		require.True(t, tk.Degraded)
+		require.Empty(t, tk.Deduct, "MySQL's read does not say how the SKU deducts")
 		require.False(t, guard.Up(), "the failed Redis call opened the guard")
 		tk.Done(ctx, false)
 		// With the guard open, Redis is not tried at all.

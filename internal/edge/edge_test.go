@@ -262,6 +262,46 @@ func TestDuplicateOrderIDBypassesShedding(t *testing.T) {
 	require.Equal(t, int64(1), g.Stats().Duplicates)
 }
 
+// An admitted one-line order carries when its SKU takes its unit, as the
+// admission's own stock read found it; any other ticket carries none.
+func TestTicketSaysHowTheSKUDeducts(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.preheat(4)
+	// Its keys start with f.sku's, so the fixture's cleanup finds them.
+	other := f.sku + "-b"
+	_, err := f.stock.Preheat(ctx, other, 4, 4)
+	require.NoError(t, err)
+	g := f.gate(Options{})
+
+	tk, err := g.Admit(ctx, f.req(1, 1))
+	require.NoError(t, err)
+	require.Equal(t, flashsale.DeductHold, tk.Deduct)
+	tk.Done(ctx, false)
+
+	require.NoError(t, f.stock.SetBookings(ctx, f.sku, 2))
+	r := f.req(2, 1)
+	r.ClientOrderID = true
+	tk, err = g.Admit(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, flashsale.DeductPayment, tk.Deduct)
+	tk.Done(ctx, false)
+
+	tk, err = g.Admit(ctx, r)
+	require.NoError(t, err)
+	require.True(t, tk.Duplicate)
+	require.Empty(t, tk.Deduct)
+	tk.Done(ctx, false)
+
+	two := f.req(3, 1)
+	two.Items = append(two.Items, flashsale.Item{SKU: other, Quantity: 1})
+	tk, err = g.Admit(ctx, two)
+	require.NoError(t, err)
+	require.Empty(t, tk.Deduct)
+	tk.Done(ctx, false)
+	require.Equal(t, int64(3), g.Stats().Admitted)
+}
+
 func TestRedisDownFailsClosed(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })

@@ -124,17 +124,22 @@ func (t *Ticket) Done(ctx context.Context, soldOut bool) {
 
 // take asks the ticket's window for every item through admitOne, all or
 // nothing: on the first refusal it gives back what it took and returns the
-// answer for the buyer.
-func (t *Ticket) take(ctx context.Context, items []flashsale.Item, admitOne func(context.Context, flashsale.Item) (admission, error)) error {
+// answer for the buyer. A one-line order keeps its SKU's deduct mode.
+func (t *Ticket) take(ctx context.Context, items []flashsale.Item, admitOne func(context.Context, flashsale.Item) (itemAdmission, error)) error {
 	for _, it := range items {
-		res, err := admitOne(ctx, it)
+		a, err := admitOne(ctx, it)
 		if err != nil {
 			t.release()
 			return err
 		}
-		switch res {
+		switch a.res {
 		case admitted:
 			t.items = append(t.items, it)
+			if len(items) == 1 {
+				// Only a one-line order may be booked
+				// (activities.ReserveStock).
+				t.Deduct = a.deduct
+			}
 		case tooFew:
 			t.release()
 			t.g.stats.soldOutStock.Add(1)

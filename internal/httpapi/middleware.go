@@ -31,7 +31,8 @@ var errNoAnswer = errors.New("handler returned without an answer")
 // dropped connection.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w}
+		x := &exchange{rec: statusRecorder{ResponseWriter: w}}
+		rec := &x.rec
 		start := time.Now()
 		// r is replaced, not shadowed: the deferred logging below must see
 		// the request the mux filled in (its Pattern).
@@ -42,7 +43,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		w.Header().Set(requestIDHeader, id)
 		// requestid carries it on to the order workflow's logs (a Temporal
 		// context propagator, internal/backend).
-		r = r.WithContext(context.WithValue(requestid.NewContext(r.Context(), id), buyerSlot{}, new(string)))
+		r = r.WithContext(context.WithValue(requestid.NewContext(r.Context(), id), exchangeKey{}, x))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -90,24 +91,32 @@ func (s *Server) accessLog(r *http.Request, status int, took time.Duration) {
 		"duration_ms", took.Milliseconds(), "request_id", requestID(r)}, s.buyerAttr(r)...)...)
 }
 
-// buyerSlot is the request context's key to the buyer authenticate found
-// (a *string the middleware puts there, empty until then), so the door's
-// own lines about the request (its refusal or failure, the access log)
-// name the buyer. Errors from the layers below never name them.
-type buyerSlot struct{}
+// exchange is what the middleware keeps of one request while it is
+// served, in one allocation: the answer's status, and the buyer
+// authenticate found (empty until then), so the door's own lines about the
+// request (its refusal or failure, the access log) name the buyer. Errors
+// from the layers below never name them. The request's context carries it
+// (exchangeKey).
+type exchange struct {
+	rec   statusRecorder
+	buyer string
+}
+
+// exchangeKey is the request context's key to its *exchange.
+type exchangeKey struct{}
 
 // noteBuyer records r's buyer for its log lines.
 func noteBuyer(r *http.Request, buyer string) {
-	if slot, ok := r.Context().Value(buyerSlot{}).(*string); ok {
-		*slot = buyer
+	if x, ok := r.Context().Value(exchangeKey{}).(*exchange); ok {
+		x.buyer = buyer
 	}
 }
 
 // buyerAttr is the log attribute naming r's buyer by digest
 // (flashsale.BuyerLogAttr), none before a buyer's token was read.
 func (s *Server) buyerAttr(r *http.Request) []any {
-	if slot, ok := r.Context().Value(buyerSlot{}).(*string); ok && *slot != "" {
-		return []any{flashsale.BuyerLogAttr(s.deps.Orders.UserIDKey, *slot)}
+	if x, ok := r.Context().Value(exchangeKey{}).(*exchange); ok && x.buyer != "" {
+		return []any{flashsale.BuyerLogAttr(s.deps.Orders.UserIDKey, x.buyer)}
 	}
 	return nil
 }
