@@ -82,12 +82,18 @@ func (s *Service) look(ctx context.Context, buyer, sku string) (sale.Place, erro
 }
 
 // waitForTurn holds a waiting buyer's look and answers their place after
-// it. A sell-out is answered from the counter that saw it, without a look
-// of each waiter's own: at that moment every waiter of the SKU is woken at
-// once, and their answer is the same.
+// it. Only a buyer the counter served looks again (for their pass): a
+// sell-out is answered from the counter that saw it, without a look of
+// each waiter's own (at that moment every waiter of the SKU is woken at
+// once, and their answer is the same), and so is a wait that ended without
+// news, from the counter the watcher read last: a crowd held from the open
+// comes to the end of its waits together, and a look each would ask Redis
+// for all of them at once, to read what the watcher read a moment before.
 func (s *Service) waitForTurn(ctx context.Context, p sale.Place, wait time.Duration) (sale.Place, error) {
-	if c, woken := s.Waits.Wait(ctx, p.SKU, p.Rank, wait); woken && c.SoldOut {
-		return p.SoldOutAt(c), nil
+	c, woken := s.Waits.Wait(ctx, p.SKU, p.Rank, wait)
+	switch {
+	case woken && c.SoldOut, !woken && c.State != "":
+		return p.At(c), nil
 	}
 	look, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()

@@ -5,9 +5,11 @@ package queueing_test
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flashsale/flashsale"
@@ -23,12 +25,18 @@ import (
 // opening in an hour, at buyRate queue requests per second per buyer.
 func newService(t *testing.T, units int64, buyRate int) (*queueing.Service, string) {
 	t.Helper()
-	rdb := testenv.Redis(t)
+	return newServiceOn(t, testenv.Redis(t), units, buyRate, sale.DefaultCapacity)
+}
+
+// newServiceOn is newService on rdb, its store publishing capacity passes.
+func newServiceOn(t *testing.T, rdb *redis.Client, units int64, buyRate int, capacity int64) (*queueing.Service, string) {
+	t.Helper()
 	sku := "queueing-" + testenv.UniqueID(t)
 	seeds, err := orderdb.Open(t.Context(), testenv.MySQLDSN(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = seeds.Close() })
-	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units, nil }).WithSeeds(seeds)
+	st := sale.New(rdb, func(context.Context, string) (int64, error) { return units, nil }).WithSeeds(seeds).
+		WithCapacity(capacity, time.Minute)
 	_, err = st.Prepare(t.Context(), sku, "run-1", time.Now().Add(time.Hour), time.Minute, 0)
 	require.NoError(t, err)
 	waits := sale.NewWaits(st, sale.DefaultWaitEvery, slog.Default())
@@ -90,4 +98,92 @@ func TestQueueRequestsAreRateLimited(t *testing.T) {
 	require.Equal(t, flashsale.RateLimited, flashsale.ErrorCode(err))
 	_, err = q.Enter(ctx, bob, sku)
 	require.NoError(t, err)
+}
+
+// A crowd held from the open comes to the end of its waits together. A
+// held look that ends without news is answered from the counter the
+// watcher read last, so the buyer's place is asked of Redis once (the
+// look before the wait), not once more at its end for all of them at
+// once; and the answer is the place a look would have read.
+func TestAHeldLookEndingWithoutNewsAsksRedisOnce(t *testing.T) {
+	ctx := t.Context()
+	rdb := testenv.Redis(t)
+	looks := &scriptRuns{}
+	rdb.AddHook(looks)
+	// One pass at a time: the first rank's, so the second waits with
+	// nothing to wake them.
+	q, sku := newServiceOn(t, rdb, 10, 1000, 1)
+	alice, bob := "alice-"+sku, "bob-"+sku
+	for _, u := range []string{alice, bob} {
+		_, err := q.Enter(ctx, u, sku)
+		require.NoError(t, err)
+	}
+	_, err := q.Door.Store().Open(ctx, sku, nil)
+	require.NoError(t, err)
+	// The shuffle ranks them: alice is whoever came first.
+	if rank, _, err := q.Door.Store().RankOf(ctx, sku, alice); err != nil || rank != 1 {
+		require.NoError(t, err)
+		alice, bob = bob, alice
+	}
+	first, err := q.Me(ctx, alice, sku, 0)
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Pass)
+
+	before := looks.of(bob)
+	held, err := q.Me(ctx, bob, sku, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 1, looks.of(bob)-before, "bob's place asked of Redis once: the look before the wait")
+	require.Empty(t, held.Pass)
+	require.Equal(t, sale.Open, held.State)
+
+	now, err := q.Me(ctx, bob, sku, 0)
+	require.NoError(t, err)
+	require.Equal(t, now.Place.Ticket, held.Place.Ticket)
+	for _, f := range []struct {
+		name      string
+		held, now int64
+	}{
+		{"serving", held.Serving, now.Serving}, {"ahead", held.Ahead, now.Ahead}, {"queued", held.Queued, now.Queued},
+		{"outstanding", held.Outstanding, now.Outstanding}, {"capacity", held.Capacity, now.Capacity},
+	} {
+		require.Equal(t, f.now, f.held, "%s: the held look's answer is the place a look reads", f.name)
+	}
+	require.Equal(t, now.SoldOut, held.SoldOut)
+}
+
+// scriptRuns counts the scripts run for each argument (a go-redis hook):
+// a queue look runs sale_me.lua with its buyer's id as an argument.
+type scriptRuns struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (h *scriptRuns) of(arg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runs[arg]
+}
+
+func (h *scriptRuns) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptRuns) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			h.mu.Lock()
+			if h.runs == nil {
+				h.runs = map[string]int{}
+			}
+			for _, a := range cmd.Args() {
+				if s, ok := a.(string); ok {
+					h.runs[s]++
+				}
+			}
+			h.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptRuns) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
