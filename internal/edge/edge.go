@@ -89,6 +89,11 @@ type Options struct {
 	// marker, so its retry is a new placement that asks the limit again,
 	// not a repeat that skips every layer.
 	Placements *PlacementLimit
+	// QueueInFlight bounds the queue's requests of this instance that ask
+	// Redis at once (AdmitQueue); QueuePatience is how long one waits for
+	// a slot before it is BUSY.
+	QueueInFlight int
+	QueuePatience time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +117,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DegradedMaxInFlight <= 0 {
 		o.DegradedMaxInFlight = DefaultDegradedMaxInFlight
+	}
+	if o.QueueInFlight <= 0 {
+		o.QueueInFlight = DefaultQueueInFlight
+	}
+	if o.QueuePatience <= 0 {
+		o.QueuePatience = DefaultQueuePatience
 	}
 	return o
 }
@@ -158,6 +169,8 @@ type Gate struct {
 	stats       counters
 	// subscribed is true while Run holds a live stock-change subscription.
 	subscribed atomic.Bool
+	// queue holds the slots of the queue's requests (AdmitQueue).
+	queue queueSlots
 }
 
 // New returns a gate on rdb (for the rate limit, the placed-order markers
@@ -172,5 +185,6 @@ func New(rdb redis.UniversalClient, stock *inventory.Store, opts Options) *Gate 
 		cache:    newSoldOutCache(opts.LocalTTL),
 		inflight: newInflight(),
 		degraded: newInflight(),
+		queue:    make(queueSlots, opts.QueueInFlight),
 	}
 }

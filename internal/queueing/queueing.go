@@ -41,11 +41,16 @@ type Place struct {
 
 // Enter puts buyer in sku's queue, once (sale.Store.Enter): Ticket.Entered
 // says it entered now rather than was already in. The errors are the
-// gate's RATE_LIMITED (a RetryError) and the sale's NO_SALE and
+// gate's BUSY and RATE_LIMITED (RetryErrors) and the sale's NO_SALE and
 // SALE_CLOSED.
 func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
+	release, err := s.Gate.AdmitQueue(ctx)
+	if err != nil {
+		return sale.Ticket{}, err
+	}
+	defer release()
 	if err := s.Gate.RateLimit(ctx, edge.ScopeQueue, buyer); err != nil {
 		return sale.Ticket{}, err
 	}
@@ -57,7 +62,8 @@ func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, er
 // a buyer still waiting for their turn is answered when it comes, when
 // the SKU sells out or the sale leaves OPEN, or after wait, whichever is
 // first (sale.Waits); ctx bounds the wait too. The errors are the gate's
-// RATE_LIMITED and the sale's NO_SALE and NOT_IN_QUEUE.
+// BUSY (no queue slot free in time) and RATE_LIMITED, and the sale's
+// NO_SALE and NOT_IN_QUEUE.
 func (s *Service) Me(ctx context.Context, buyer, sku string, wait time.Duration) (Place, error) {
 	p, err := s.look(ctx, buyer, sku)
 	if err != nil {
@@ -71,10 +77,17 @@ func (s *Service) Me(ctx context.Context, buyer, sku string, wait time.Duration)
 	return Place{Place: p, Pass: s.Door.Issue(p), PassExpiresAt: p.PassExpiry}, nil
 }
 
-// look spends one of buyer's queue requests and reads their place.
+// look spends one of buyer's queue requests and reads their place, in one
+// of the instance's queue slots (edge.Gate.AdmitQueue), given back before
+// any wait.
 func (s *Service) look(ctx context.Context, buyer, sku string) (sale.Place, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
+	release, err := s.Gate.AdmitQueue(ctx)
+	if err != nil {
+		return sale.Place{}, err
+	}
+	defer release()
 	if err := s.Gate.RateLimit(ctx, edge.ScopeQueue, buyer); err != nil {
 		return sale.Place{}, err
 	}
@@ -95,6 +108,10 @@ func (s *Service) waitForTurn(ctx context.Context, p sale.Place, wait time.Durat
 	case woken && c.SoldOut, !woken && c.State != "":
 		return p.At(c), nil
 	}
+	// Served, or not woken with no counter to trust: a look of their own,
+	// outside the queue's slots, so a buyer whose pass came never waits
+	// behind the crowd for it (the served are at most the passes the
+	// counter issues at once).
 	look, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
 	return s.Door.Store().PlaceOf(look, p.SKU, p.UserID)

@@ -4,8 +4,11 @@ package queueing_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +189,87 @@ func (h *scriptRuns) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *scriptRuns) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// Over HTTP/2 a crowd's queue requests reach an instance all at once. They
+// take the instance's queue slots (edge.Gate.AdmitQueue) before they ask
+// Redis, so they never hold more of its pool than the slots: another
+// caller of the same pool (a pass holder's buy, the sale's watcher, the
+// worker's activities where they share it) gets a connection within the
+// pool's timeout while 400 looks crowd in, every Redis answer slowed by
+// 10 ms as on a saturated box. Without the slots the looks queued for the
+// pool ahead of it (each of their calls again): 359 of its waits timed
+// out, every caller's among them.
+func TestACrowdOfLooksLeavesTheRedisPoolToOthers(t *testing.T) {
+	ctx := t.Context()
+	var slow atomic.Bool
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(), PoolSize: 8, PoolTimeout: 300 * time.Millisecond,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			return slowConn{c, &slow}, err
+		}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, sku := newServiceOn(t, rdb, 10, 1000, sale.DefaultCapacity)
+	q.Gate = edge.New(rdb, inventory.New(rdb, inventory.Options{}), edge.Options{BuyRate: 1000, QueueInFlight: 4,
+		QueuePatience: time.Minute})
+	q.LookTimeout = time.Minute
+	const crowd = 400
+	buyers := make([]string, crowd)
+	for i := range buyers {
+		buyers[i] = fmt.Sprintf("buyer-%d-%s", i, sku)
+		_, err := q.Enter(ctx, buyers[i], sku)
+		require.NoError(t, err)
+	}
+
+	slow.Store(true)
+	before := *rdb.PoolStats()
+	var answered, failed atomic.Int64
+	var wg sync.WaitGroup
+	for _, b := range buyers {
+		wg.Go(func() {
+			if _, err := q.Me(ctx, b, sku, 0); err != nil {
+				failed.Add(1)
+				return
+			}
+			answered.Add(1)
+		})
+	}
+	crowding := make(chan struct{})
+	go func() { wg.Wait(); close(crowding) }()
+	var pings, refused int
+	for done := false; !done; {
+		select {
+		case <-crowding:
+			done = true
+		case <-time.After(20 * time.Millisecond):
+			pings++
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				refused++
+				t.Logf("ping %d: %v", pings, err)
+			}
+		}
+	}
+	require.EqualValues(t, crowd, answered.Load(), "every look answered (%d failed)", failed.Load())
+	// go-redis retries a pool timeout (up to MaxRetries times, each a whole
+	// PoolTimeout), so a ping may still succeed late: the pool's own count
+	// says whether anyone waited for a connection at all.
+	after := *rdb.PoolStats()
+	require.Zero(t, after.Timeouts-before.Timeouts, "no pool wait timed out")
+	require.Zero(t, after.WaitCount-before.WaitCount, "nobody waited for a connection: the looks held at most 4 of 8")
+	require.Zero(t, refused, "another caller of the pool was never refused a connection (of %d pings)", pings)
+	require.Greater(t, pings, 10, "the pings overlapped the crowd")
+}
+
+// slowConn delays every read by 10 ms while slow is set: a Redis answer on
+// a box whose cores are taken, the connection held meanwhile.
+type slowConn struct {
+	net.Conn
+	slow *atomic.Bool
+}
+
+func (c slowConn) Read(b []byte) (int, error) {
+	if c.slow.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return c.Conn.Read(b)
 }
