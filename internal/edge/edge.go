@@ -13,8 +13,9 @@
 // (quick.go) whether a one-line buy of a SKU cached as sold out can be
 // answered before it is even authenticated. An admitted request holds a Ticket (ticket.go)
 // until its placement answers. While Redis is down the gate degrades to
-// MySQL's available units behind a smaller window (degraded.go). Its
-// counters are in stats.go.
+// MySQL's available units behind a smaller window (degraded.go). A fair
+// sale's queue requests take a slot of the instance's own before they ask
+// Redis (queue.go). Its counters are in stats.go.
 //
 // Redis's Reserve and MySQL stay the judges of every unit; the gate only
 // decides who may ask. The layers, and why a wrong sold-out hint is always

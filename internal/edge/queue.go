@@ -33,17 +33,19 @@ const DefaultQueuePatience = time.Second
 type queueSlots chan struct{}
 
 // AdmitQueue takes one of this instance's slots for a queue request
-// (Options.QueueInFlight), waiting for one up to Options.QueuePatience or
-// until ctx ends: BUSY (a *RetryError) when none came. release gives the
-// slot back, once the request is done with Redis; a long poll gives it
-// back before it is held (a held look asks nothing of Redis).
-func (g *Gate) AdmitQueue(ctx context.Context) (release func(), err error) {
+// (Options.QueueInFlight), waiting for one up to patience (at least
+// Options.QueuePatience) or until ctx ends: BUSY (a *RetryError) when none
+// came. A long poll's client said how long it would wait, and waiting here
+// costs less than coming back; anyone else waits the default. release
+// gives the slot back once the request is done with Redis: a long poll
+// gives it back before it is held (a held look asks nothing of Redis).
+func (g *Gate) AdmitQueue(ctx context.Context, patience time.Duration) (release func(), err error) {
 	select {
 	case g.queue <- struct{}{}:
 		return func() { <-g.queue }, nil
 	default:
 	}
-	t := time.NewTimer(g.opts.QueuePatience)
+	t := time.NewTimer(max(patience, g.opts.QueuePatience))
 	defer t.Stop()
 	select {
 	case g.queue <- struct{}{}:

@@ -14,30 +14,36 @@ import (
 
 // The queue's slots: exactly QueueInFlight requests hold one at once; the
 // next waits for a slot given back rather than being refused, and one that
-// waits past QueuePatience is BUSY with a Retry-After. No Redis is asked.
+// waits past its patience (QueuePatience, or a long poll's longer one) is
+// BUSY with a Retry-After. No Redis is asked.
 func TestQueueSlots(t *testing.T) {
 	g := New(nil, nil, Options{QueueInFlight: 3, QueuePatience: 50 * time.Millisecond})
 	ctx := t.Context()
 	var held []func()
 	for range 3 {
-		release, err := g.AdmitQueue(ctx)
+		release, err := g.AdmitQueue(ctx, 0)
 		require.NoError(t, err)
 		held = append(held, release)
 	}
 
 	start := time.Now()
-	_, err := g.AdmitQueue(ctx)
+	_, err := g.AdmitQueue(ctx, 0)
 	require.Equal(t, flashsale.Busy, flashsale.ErrorCode(err))
 	var retry *RetryError
 	require.True(t, errors.As(err, &retry))
 	require.Positive(t, retry.After)
 	require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "it waited its patience first")
 	require.EqualValues(t, 1, g.Stats().Busy)
+	// A long poll waits the patience it asks for, longer than the default.
+	start = time.Now()
+	_, err = g.AdmitQueue(ctx, 150*time.Millisecond)
+	require.Equal(t, flashsale.Busy, flashsale.ErrorCode(err))
+	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
 
 	// A slot given back while one waits goes to the waiter.
 	got := make(chan error, 1)
 	go func() {
-		release, err := g.AdmitQueue(ctx)
+		release, err := g.AdmitQueue(ctx, 0)
 		if err == nil {
 			release()
 		}
@@ -51,10 +57,10 @@ func TestQueueSlots(t *testing.T) {
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	held = held[1:]
-	release, err := g.AdmitQueue(ctx)
+	release, err := g.AdmitQueue(ctx, 0)
 	require.NoError(t, err)
 	held = append(held, release)
-	_, err = g.AdmitQueue(gone)
+	_, err = g.AdmitQueue(gone, 0)
 	require.ErrorIs(t, err, context.Canceled)
 
 	// 40 at once through 3 slots, each holding its slot a moment: never
@@ -68,7 +74,7 @@ func TestQueueSlots(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 40 {
 		wg.Go(func() {
-			release, err := g.AdmitQueue(ctx)
+			release, err := g.AdmitQueue(ctx, 0)
 			if err != nil {
 				return
 			}

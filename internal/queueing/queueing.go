@@ -46,7 +46,7 @@ type Place struct {
 func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
-	release, err := s.Gate.AdmitQueue(ctx)
+	release, err := s.Gate.AdmitQueue(ctx, 0)
 	if err != nil {
 		return sale.Ticket{}, err
 	}
@@ -65,12 +65,15 @@ func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, er
 // BUSY (no queue slot free in time) and RATE_LIMITED, and the sale's
 // NO_SALE and NOT_IN_QUEUE.
 func (s *Service) Me(ctx context.Context, buyer, sku string, wait time.Duration) (Place, error) {
-	p, err := s.look(ctx, buyer, sku)
+	// A long poll's wait for its queue slot is part of the wait it asked
+	// for: it is held for what is left.
+	start := time.Now()
+	p, err := s.look(ctx, buyer, sku, wait)
 	if err != nil {
 		return Place{}, err
 	}
-	if wait > 0 && sale.Waiting(p) {
-		if p, err = s.waitForTurn(ctx, p, wait); err != nil {
+	if left := wait - time.Since(start); left > 0 && sale.Waiting(p) {
+		if p, err = s.waitForTurn(ctx, p, left); err != nil {
 			return Place{}, err
 		}
 	}
@@ -78,12 +81,12 @@ func (s *Service) Me(ctx context.Context, buyer, sku string, wait time.Duration)
 }
 
 // look spends one of buyer's queue requests and reads their place, in one
-// of the instance's queue slots (edge.Gate.AdmitQueue), given back before
-// any wait.
-func (s *Service) look(ctx context.Context, buyer, sku string) (sale.Place, error) {
+// of the instance's queue slots (edge.Gate.AdmitQueue: waiting for it up
+// to patience), given back before any wait.
+func (s *Service) look(ctx context.Context, buyer, sku string, patience time.Duration) (sale.Place, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
-	release, err := s.Gate.AdmitQueue(ctx)
+	release, err := s.Gate.AdmitQueue(ctx, patience)
 	if err != nil {
 		return sale.Place{}, err
 	}
