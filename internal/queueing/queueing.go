@@ -46,7 +46,10 @@ type Place struct {
 func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
-	release, err := s.Gate.AdmitQueue(ctx, 0)
+	// An entry made after the open is ranked after everyone: it waits for
+	// its slot as long as its step may take, rather than being BUSY behind
+	// the crowd's looks and coming back late.
+	release, err := s.Gate.AdmitQueue(ctx, s.LookTimeout)
 	if err != nil {
 		return sale.Ticket{}, err
 	}
