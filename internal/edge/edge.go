@@ -13,8 +13,9 @@
 // (quick.go) whether a one-line buy of a SKU cached as sold out can be
 // answered before it is even authenticated. An admitted request holds a Ticket (ticket.go)
 // until its placement answers. While Redis is down the gate degrades to
-// MySQL's available units behind a smaller window (degraded.go). Its
-// counters are in stats.go.
+// MySQL's available units behind a smaller window (degraded.go). A fair
+// sale's queue requests take a slot of the instance's own before they ask
+// Redis (queue.go). Its counters are in stats.go.
 //
 // Redis's Reserve and MySQL stay the judges of every unit; the gate only
 // decides who may ask. The layers, and why a wrong sold-out hint is always
@@ -89,6 +90,11 @@ type Options struct {
 	// marker, so its retry is a new placement that asks the limit again,
 	// not a repeat that skips every layer.
 	Placements *PlacementLimit
+	// QueueInFlight bounds the queue's requests of this instance that ask
+	// Redis at once (AdmitQueue); QueuePatience is how long one waits for
+	// a slot before it is BUSY.
+	QueueInFlight int
+	QueuePatience time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +118,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DegradedMaxInFlight <= 0 {
 		o.DegradedMaxInFlight = DefaultDegradedMaxInFlight
+	}
+	if o.QueueInFlight <= 0 {
+		o.QueueInFlight = DefaultQueueInFlight
+	}
+	if o.QueuePatience <= 0 {
+		o.QueuePatience = DefaultQueuePatience
 	}
 	return o
 }
@@ -158,6 +170,8 @@ type Gate struct {
 	stats       counters
 	// subscribed is true while Run holds a live stock-change subscription.
 	subscribed atomic.Bool
+	// queue holds the slots of the queue's requests (AdmitQueue).
+	queue queueSlots
 }
 
 // New returns a gate on rdb (for the rate limit, the placed-order markers
@@ -172,5 +186,6 @@ func New(rdb redis.UniversalClient, stock *inventory.Store, opts Options) *Gate 
 		cache:    newSoldOutCache(opts.LocalTTL),
 		inflight: newInflight(),
 		degraded: newInflight(),
+		queue:    make(queueSlots, opts.QueueInFlight),
 	}
 }

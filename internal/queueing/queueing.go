@@ -41,11 +41,19 @@ type Place struct {
 
 // Enter puts buyer in sku's queue, once (sale.Store.Enter): Ticket.Entered
 // says it entered now rather than was already in. The errors are the
-// gate's RATE_LIMITED (a RetryError) and the sale's NO_SALE and
+// gate's BUSY and RATE_LIMITED (RetryErrors) and the sale's NO_SALE and
 // SALE_CLOSED.
 func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
+	// An entry made after the open is ranked after everyone: it waits for
+	// its slot as long as its step may take, rather than being BUSY behind
+	// the crowd's looks and coming back late.
+	release, err := s.Gate.AdmitQueue(ctx, s.LookTimeout)
+	if err != nil {
+		return sale.Ticket{}, err
+	}
+	defer release()
 	if err := s.Gate.RateLimit(ctx, edge.ScopeQueue, buyer); err != nil {
 		return sale.Ticket{}, err
 	}
@@ -57,24 +65,35 @@ func (s *Service) Enter(ctx context.Context, buyer, sku string) (sale.Ticket, er
 // a buyer still waiting for their turn is answered when it comes, when
 // the SKU sells out or the sale leaves OPEN, or after wait, whichever is
 // first (sale.Waits); ctx bounds the wait too. The errors are the gate's
-// RATE_LIMITED and the sale's NO_SALE and NOT_IN_QUEUE.
+// BUSY (no queue slot free in time) and RATE_LIMITED, and the sale's
+// NO_SALE and NOT_IN_QUEUE.
 func (s *Service) Me(ctx context.Context, buyer, sku string, wait time.Duration) (Place, error) {
-	p, err := s.look(ctx, buyer, sku)
+	// A long poll's wait for its queue slot is part of the wait it asked
+	// for: it is held for what is left.
+	start := time.Now()
+	p, err := s.look(ctx, buyer, sku, wait)
 	if err != nil {
 		return Place{}, err
 	}
-	if wait > 0 && sale.Waiting(p) {
-		if p, err = s.waitForTurn(ctx, p, wait); err != nil {
+	if left := wait - time.Since(start); left > 0 && sale.Waiting(p) {
+		if p, err = s.waitForTurn(ctx, p, left); err != nil {
 			return Place{}, err
 		}
 	}
 	return Place{Place: p, Pass: s.Door.Issue(p), PassExpiresAt: p.PassExpiry}, nil
 }
 
-// look spends one of buyer's queue requests and reads their place.
-func (s *Service) look(ctx context.Context, buyer, sku string) (sale.Place, error) {
+// look spends one of buyer's queue requests and reads their place, in one
+// of the instance's queue slots (edge.Gate.AdmitQueue: waiting for it up
+// to patience), given back before any wait.
+func (s *Service) look(ctx context.Context, buyer, sku string, patience time.Duration) (sale.Place, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
+	release, err := s.Gate.AdmitQueue(ctx, patience)
+	if err != nil {
+		return sale.Place{}, err
+	}
+	defer release()
 	if err := s.Gate.RateLimit(ctx, edge.ScopeQueue, buyer); err != nil {
 		return sale.Place{}, err
 	}
@@ -82,13 +101,23 @@ func (s *Service) look(ctx context.Context, buyer, sku string) (sale.Place, erro
 }
 
 // waitForTurn holds a waiting buyer's look and answers their place after
-// it. A sell-out is answered from the counter that saw it, without a look
-// of each waiter's own: at that moment every waiter of the SKU is woken at
-// once, and their answer is the same.
+// it. Only a buyer the counter served looks again (for their pass): a
+// sell-out is answered from the counter that saw it, without a look of
+// each waiter's own (at that moment every waiter of the SKU is woken at
+// once, and their answer is the same), and so is a wait that ended without
+// news, from the counter the watcher read last: a crowd held from the open
+// comes to the end of its waits together, and a look each would ask Redis
+// for all of them at once, to read what the watcher read a moment before.
 func (s *Service) waitForTurn(ctx context.Context, p sale.Place, wait time.Duration) (sale.Place, error) {
-	if c, woken := s.Waits.Wait(ctx, p.SKU, p.Rank, wait); woken && c.SoldOut {
-		return p.SoldOutAt(c), nil
+	c, woken := s.Waits.Wait(ctx, p.SKU, p.Rank, wait)
+	switch {
+	case woken && c.SoldOut, !woken && c.State != "":
+		return p.At(c), nil
 	}
+	// Served, or not woken with no counter to trust: a look of their own,
+	// outside the queue's slots, so a buyer whose pass came never waits
+	// behind the crowd for it (the served are at most the passes the
+	// counter issues at once).
 	look, cancel := context.WithTimeout(ctx, s.LookTimeout)
 	defer cancel()
 	return s.Door.Store().PlaceOf(look, p.SKU, p.UserID)

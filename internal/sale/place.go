@@ -107,7 +107,7 @@ type Place struct {
 // SKU without a sale, NotInQueue for a buyer who did not enter.
 func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err error) {
 	defer outage(&err)
-	p, err := s.look(ctx, sku, userID)
+	p, _, err := s.look(ctx, sku, userID)
 	switch {
 	case err != nil:
 		return Place{}, err
@@ -118,22 +118,43 @@ func (s *Store) PlaceOf(ctx context.Context, sku, userID string) (_ Place, err e
 }
 
 // Counter is a sale's serving counter as one look left it: what decides
-// whether a buyer waiting for their pass (Waits) has something new to read.
+// whether a buyer waiting for their pass (Waits) has something new to read,
+// and the rest of that look, from which a waiter's place is told without a
+// look of its own (Place.At).
 type Counter struct {
 	State   State
 	Serving int64
 	// SoldOut: the sale is open and its buckets are empty (Place.SoldOut).
 	SoldOut bool
+
+	queued, outstanding, capacity int64
+	seed                          string
+	clock                         etaClock
 }
 
-// SoldOutAt is p as the counter c that found the SKU sold out left it:
-// nothing left for the buyer to wait for.
-func (p Place) SoldOutAt(c Counter) Place {
-	p.State, p.Serving, p.SoldOut, p.ETA = c.State, c.Serving, true, nil
+// etaClock is what a look read for the ETA besides the place: Redis's
+// clock, the sale's opens_at and the counter's first move (all unix ms but
+// first, a rank).
+type etaClock struct{ now, opensAt, first, firstAt int64 }
+
+// At is p, a place the counter c did not serve (its rank beyond c's
+// serving, or the SKU sold out, or the sale no longer OPEN), as c left it:
+// what a look of the buyer's own would have read at c's moment, without
+// one. At a sell-out every waiter of the SKU is answered at once, and
+// their answers are the same; a held look that ends without news is
+// answered the counter the watcher read last, not with a look of its own
+// (a crowd whose looks end together would otherwise look together).
+func (p Place) At(c Counter) Place {
+	p.State, p.Serving, p.SoldOut = c.State, c.Serving, c.SoldOut
+	p.Queued, p.Outstanding, p.Capacity = c.queued, c.outstanding, c.capacity
+	if c.seed != "" {
+		p.Seed = c.seed
+	}
 	p.Ahead = 0
 	if p.Rank > p.Serving {
 		p.Ahead = p.Rank - p.Serving - 1
 	}
+	p.ETA = eta(p, c.clock.now, c.clock.opensAt, c.clock.first, c.clock.firstAt)
 	return p
 }
 
@@ -142,23 +163,20 @@ func (p Place) SoldOutAt(c Counter) Place {
 // for a SKU without a sale.
 func (s *Store) Serve(ctx context.Context, sku string) (_ Counter, err error) {
 	defer outage(&err)
-	p, err := s.look(ctx, sku, "")
-	if err != nil {
-		return Counter{}, err
-	}
-	return Counter{State: p.State, Serving: p.Serving, SoldOut: p.SoldOut}, nil
+	_, c, err := s.look(ctx, sku, "")
+	return c, err
 }
 
 // look runs sale_me.lua for userID ("" looks on nobody's behalf: no
-// ticket, no rank) after reading the units left. NoSale for a SKU without
-// a sale.
-func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
+// ticket, no rank) after reading the units left, and answers the place and
+// the counter it read. NoSale for a SKU without a sale.
+func (s *Store) look(ctx context.Context, sku, userID string) (Place, Counter, error) {
 	if err := checkSKU(sku); err != nil {
-		return Place{}, err
+		return Place{}, Counter{}, err
 	}
 	units, err := s.stock(ctx, sku)
 	if err != nil && flashsale.ErrorCode(err) != flashsale.UnknownSKU {
-		return Place{}, fmt.Errorf("units of %s: %w", sku, err)
+		return Place{}, Counter{}, fmt.Errorf("units of %s: %w", sku, err)
 	}
 	me := func(units int64, bought any) ([]any, error) {
 		return meScript.Run(ctx, s.rdb, keys(sku), userID, units, s.instance, s.capacity,
@@ -169,12 +187,12 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 		// Near the end: the units again, exactly (sale_me.lua).
 		var bought int64
 		if units, bought, err = s.units(ctx, sku); err != nil {
-			return Place{}, err
+			return Place{}, Counter{}, err
 		}
 		res, err = me(units, bought)
 	}
 	if err != nil {
-		return Place{}, fmt.Errorf("queue place in %s: %w", sku, err)
+		return Place{}, Counter{}, fmt.Errorf("queue place in %s: %w", sku, err)
 	}
 	p := Place{
 		Ticket: Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
@@ -182,19 +200,21 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, error) {
 		Serving: res[3].(int64), Queued: res[4].(int64), Spent: res[6].(int64) == 1,
 		Seed: res[8].(string), Outstanding: res[9].(int64), Capacity: res[14].(int64), SaleID: res[15].(string),
 	}
-	now, opensAt, first, firstAt := res[10].(int64), res[11].(int64), res[12].(int64), res[13].(int64)
+	clock := etaClock{now: res[10].(int64), opensAt: res[11].(int64), first: res[12].(int64), firstAt: res[13].(int64)}
 	if ms := res[5].(int64); ms > 0 {
 		p.PassExpiry = time.UnixMilli(ms)
 	}
 	if p.State == "" {
-		return Place{}, noSale(sku)
+		return Place{}, Counter{}, noSale(sku)
 	}
 	if p.Rank > p.Serving {
 		p.Ahead = p.Rank - p.Serving - 1
 	}
 	p.SoldOut = p.State == Open && units == 0 && !p.Spent
-	p.ETA = eta(p, now, opensAt, first, firstAt)
-	return p, nil
+	p.ETA = eta(p, clock.now, clock.opensAt, clock.first, clock.firstAt)
+	c := Counter{State: p.State, Serving: p.Serving, SoldOut: p.State == Open && units == 0,
+		queued: p.Queued, outstanding: p.Outstanding, capacity: p.Capacity, seed: p.Seed, clock: clock}
+	return p, c, nil
 }
 
 // units reads sku's units left in its buckets, and before them the

@@ -18,7 +18,9 @@ import (
 // any look, so passes go out even while every buyer is held), whatever the
 // number of waiters: a sale with 10,000 buyers held costs the instance ten
 // looks a second, not 10,000. It wakes the waiters whose rank the counter
-// reached, and all of them once the SKU sold out or the sale left OPEN.
+// reached, and all of them once the SKU sold out or the sale left OPEN; a
+// waiter whose time is up is answered the counter it read last, so a held
+// look costs its buyer one look, before the wait, unless it was served.
 type Waits struct {
 	store *Store
 	every time.Duration
@@ -35,10 +37,13 @@ type Waits struct {
 // per SKU per instance in that time.
 const DefaultWaitEvery = 100 * time.Millisecond
 
-// waiter is one held look: its rank, and where its wake goes.
+// waiter is one held look: its rank, where its wake goes, and the counter
+// the watcher read last without waking it (zero while none, or when the
+// last look failed), under Waits.mu.
 type waiter struct {
 	rank int64
 	wake chan Counter // buffered: the watcher never blocks on a waiter
+	last Counter
 }
 
 // NewWaits returns the waits of one API instance on store, whose watchers
@@ -60,23 +65,34 @@ func Waiting(p Place) bool {
 // Wait holds a buyer of rank in sku's queue until the counter reaches the
 // rank, the SKU sells out or the sale leaves OPEN (woken, with the counter
 // that woke it), or until d passes, ctx ends or the waits close (not
-// woken: the caller looks again as any poll would).
+// woken). Not woken, it answers the counter the watcher read last, which
+// did not serve rank (Place.At tells the buyer's place from it), or the
+// zero Counter when there is none to trust (no look yet, or the last one
+// failed): the caller then looks again as any poll would.
 func (w *Waits) Wait(ctx context.Context, sku string, rank int64, d time.Duration) (Counter, bool) {
 	me := &waiter{rank: rank, wake: make(chan Counter, 1)}
 	if !w.add(sku, me) {
 		return Counter{}, false
 	}
-	defer w.remove(sku, me)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case c := <-me.wake:
+		w.remove(sku, me)
 		return c, true
 	case <-t.C:
 	case <-ctx.Done():
 	case <-w.closing:
 	}
-	return Counter{}, false
+	// Removed, the waiter gets no more wakes; one sent meanwhile wins over
+	// the last counter, which predates it.
+	last := w.remove(sku, me)
+	select {
+	case c := <-me.wake:
+		return c, true
+	default:
+		return last, false
+	}
 }
 
 // Close wakes every waiter (they look again and answer) and holds no new
@@ -108,10 +124,13 @@ func (w *Waits) add(sku string, me *waiter) bool {
 	return true
 }
 
-func (w *Waits) remove(sku string, me *waiter) {
+// remove unregisters me and answers the counter the watcher read last for
+// it.
+func (w *Waits) remove(sku string, me *waiter) Counter {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.skus[sku], me)
+	return me.last
 }
 
 // watch looks at sku's counter every w.every and wakes the waiters it
@@ -138,9 +157,14 @@ func (w *Waits) watch(sku string) {
 		w.mu.Lock()
 		ws := w.skus[sku]
 		for me := range ws {
-			if err == nil && (c.State != Open || c.SoldOut || me.rank <= c.Serving) {
+			switch {
+			case err != nil:
+				me.last = Counter{}
+			case c.State != Open || c.SoldOut || me.rank <= c.Serving:
 				me.wake <- c
 				delete(ws, me)
+			default:
+				me.last = c
 			}
 		}
 		if len(ws) == 0 {

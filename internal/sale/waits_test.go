@@ -100,14 +100,14 @@ func TestWaitsWakeTheServedThenEveryoneAtTheSellOut(t *testing.T) {
 		got := <-wakes
 		require.True(t, got.woken)
 		require.True(t, got.c.SoldOut, "%s", got.user)
-		require.True(t, places[got.user].SoldOutAt(got.c).SoldOut)
+		require.True(t, places[got.user].At(got.c).SoldOut)
 	}
 	wg.Wait()
 }
 
-// A held look ends without a wake when its time is up, and at once when
-// the waits close (the API shutting down); a look after the close is not
-// held at all.
+// A held look ends without a wake when its time is up, with the counter
+// the watcher read last, and at once when the waits close (the API
+// shutting down); a look after the close is not held at all.
 func TestWaitsTimeOutAndClose(t *testing.T) {
 	var units atomic.Int64
 	units.Store(100)
@@ -121,8 +121,13 @@ func TestWaitsTimeOutAndClose(t *testing.T) {
 	}
 	w := sale.NewWaits(st, 10*time.Millisecond, slog.Default())
 
-	_, woken := w.Wait(ctx, sku, 3, 50*time.Millisecond)
+	c, woken := w.Wait(ctx, sku, 3, 50*time.Millisecond)
 	require.False(t, woken, "nothing changed for rank 3")
+	// The counter the watcher read last, which did not serve rank 3: the
+	// waiter's place is told from it (Place.At), without a look.
+	require.Equal(t, sale.Open, c.State)
+	require.EqualValues(t, 1, c.Serving)
+	require.False(t, c.SoldOut)
 
 	done := make(chan bool)
 	go func() {

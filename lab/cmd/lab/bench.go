@@ -59,6 +59,9 @@ type benchParams struct {
 	// FairScale multiplies the fairness crowd's classes and units (1: the
 	// whole crowd).
 	FairScale float64 `json:"fair_scale"`
+	// FairTrace, when positive, logs the fairness runs' Redis pool and
+	// the API gate's refusals every FairTrace (a diagnostic).
+	FairTrace time.Duration `json:"fair_trace,omitempty"`
 	// SaleTarget, when set, adds a third side to the sale's A/B: the
 	// latency cap with this target instead of the production default.
 	SaleTarget time.Duration `json:"sale_target"`
@@ -109,6 +112,7 @@ func runBench(ctx context.Context, args []string) (benchResult, error) {
 	fs.DurationVar(&p.FairDeadline, "fair-deadline", 150*time.Second, "longest run of each side of the fairness benchmark (a sale that has not sold out by then is reported undersold)")
 	fs.Int64Var(&p.FairPasses, "fair-passes", 0, "the API's SALE_PASSES_PER_INSTANCE in the fairness benchmark (0: the production default, httpapi.DefaultSalePassWindows in-flight windows)")
 	fs.Float64Var(&p.FairScale, "fair-scale", 1, "multiplies the fairness crowd's buyers and units (0.5: 5,000 buyers for 500 units)")
+	fs.DurationVar(&p.FairTrace, "fair-trace", 0, "log the fairness runs' Redis pool (waits, timeouts, connections) and the API gate's BUSY and UNAVAILABLE every this long (0: never)")
 	fs.StringVar(&p.FairRuns, "fair-runs", "", "the fairness benchmark's runs, comma-separated (off, on, on-longpoll); empty: all")
 	fs.DurationVar(&p.FairPreQueue, "fair-prequeue", 20*time.Second, "how long the fairness benchmark's pre-queue is open before buying starts (every buyer must get in before it)")
 	fs.DurationVar(&p.SaleTarget, "sale-target", 0, "also run the sale with the latency cap at this target (a third side, interleaved); 0: only on and off")

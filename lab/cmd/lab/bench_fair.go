@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flashsale/flashsale/internal/app"
+	"github.com/flashsale/flashsale/internal/demo"
 	"github.com/flashsale/flashsale/internal/edge"
 	"github.com/flashsale/flashsale/internal/httpapi"
 	"github.com/flashsale/flashsale/lab/fairness"
@@ -68,6 +71,7 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 			return fmt.Errorf("fair: preheat %s: %w", sku, err)
 		}
 		b.logf("fairness: %d buyers for %d units, queue %s", classBuyers(classes), fairUnits, run.name)
+		stopTrace := b.fairTrace(ctx, st, api)
 		res, err := fairness.Run(ctx, fairness.Options{
 			Base: api.URL, SKU: sku, Units: fairUnits, Classes: classes,
 			Token: func(user string) (string, error) { return api.Buyers.Token(user, time.Hour) },
@@ -82,6 +86,7 @@ func (b *benchRun) fair(ctx context.Context, st *stack) error {
 			},
 			InFlightCap: inFlight, Deadline: b.p.FairDeadline, Seed: 23, LongPoll: run.longPoll,
 		})
+		stopTrace()
 		if err != nil {
 			return fmt.Errorf("fair: %w", err)
 		}
@@ -110,4 +115,41 @@ func classBuyers(classes []fairness.Class) int {
 		n += c.Buyers
 	}
 	return n
+}
+
+// fairTrace logs, every --fair-trace until the returned stop, what the
+// process's Redis pool did since the last line (calls that waited for a
+// connection, their mean wait, pool timeouts; connections open and idle),
+// the fair API's gate refusals (BUSY, UNAVAILABLE) and the goroutines: the
+// evidence of which resource a crowd exhausted. The pool is the whole
+// process's (the worker's activities share it here, not in production).
+func (b *benchRun) fairTrace(ctx context.Context, st *stack, api *demo.Stack) (stop func()) {
+	if b.p.FairTrace <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(b.p.FairTrace)
+		defer t.Stop()
+		pool, gate := *st.Backend.Redis.PoolStats(), api.API.Gate().Stats()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			p, g := *st.Backend.Redis.PoolStats(), api.API.Gate().Stats()
+			waits := p.WaitCount - pool.WaitCount
+			meanMs := 0.0
+			if waits > 0 {
+				meanMs = float64(p.WaitDurationNs-pool.WaitDurationNs) / float64(waits) / 1e6
+			}
+			b.logf("  trace: redis pool %d waits (mean %.1f ms), %d timeouts, %d conns (%d idle); gate busy %d, unavailable %d; %d goroutines",
+				waits, meanMs, p.Timeouts-pool.Timeouts, p.TotalConns, p.IdleConns, g.Busy-gate.Busy, g.Unavailable-gate.Unavailable,
+				runtime.NumGoroutine())
+			pool, gate = p, g
+		}
+	})
+	return func() { cancel(); wg.Wait() }
 }
