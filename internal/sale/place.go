@@ -137,13 +137,14 @@ type Counter struct {
 // first, a rank).
 type etaClock struct{ now, opensAt, first, firstAt int64 }
 
-// At is p, a place the counter c did not serve (its rank beyond c's
-// serving, or the SKU sold out, or the sale no longer OPEN), as c left it:
-// what a look of the buyer's own would have read at c's moment, without
-// one. At a sell-out every waiter of the SKU is answered at once, and
-// their answers are the same; a held look that ends without news is
-// answered the counter the watcher read last, not with a look of its own
-// (a crowd whose looks end together would otherwise look together).
+// At is p as the counter c left it: the counter's half of a look (look
+// itself reads a place through it). For a place c did not serve (its rank
+// beyond c's serving, or the SKU sold out, or the sale no longer OPEN) it
+// is what a look of the buyer's own would have read at c's moment, without
+// one. At a sell-out every waiter of the SKU is answered at once, and their
+// answers are the same; a held look that ends without news is answered the
+// counter the watcher read last, not with a look of its own (a crowd whose
+// looks end together would otherwise look together).
 func (p Place) At(c Counter) Place {
 	p.State, p.Serving, p.SoldOut = c.State, c.Serving, c.SoldOut
 	p.Queued, p.Outstanding, p.Capacity = c.queued, c.outstanding, c.capacity
@@ -194,26 +195,25 @@ func (s *Store) look(ctx context.Context, sku, userID string) (Place, Counter, e
 	if err != nil {
 		return Place{}, Counter{}, fmt.Errorf("queue place in %s: %w", sku, err)
 	}
-	p := Place{
-		Ticket: Ticket{SKU: sku, UserID: userID, State: State(res[0].(string)), Ticket: res[1].(int64), Rank: res[2].(int64),
-			SeedHash: res[7].(string)},
-		Serving: res[3].(int64), Queued: res[4].(int64), Spent: res[6].(int64) == 1,
-		Seed: res[8].(string), Outstanding: res[9].(int64), Capacity: res[14].(int64), SaleID: res[15].(string),
+	state := State(res[0].(string))
+	if state == "" {
+		return Place{}, Counter{}, noSale(sku)
 	}
-	clock := etaClock{now: res[10].(int64), opensAt: res[11].(int64), first: res[12].(int64), firstAt: res[13].(int64)}
+	c := Counter{State: state, Serving: res[3].(int64), SoldOut: state == Open && units == 0,
+		queued: res[4].(int64), outstanding: res[9].(int64), capacity: res[14].(int64), seed: res[8].(string),
+		clock: etaClock{now: res[10].(int64), opensAt: res[11].(int64), first: res[12].(int64), firstAt: res[13].(int64)}}
+	p := Place{
+		Ticket: Ticket{SKU: sku, UserID: userID, Ticket: res[1].(int64), Rank: res[2].(int64), SeedHash: res[7].(string)},
+		Spent:  res[6].(int64) == 1, SaleID: res[15].(string),
+	}
 	if ms := res[5].(int64); ms > 0 {
 		p.PassExpiry = time.UnixMilli(ms)
 	}
-	if p.State == "" {
-		return Place{}, Counter{}, noSale(sku)
-	}
-	if p.Rank > p.Serving {
-		p.Ahead = p.Rank - p.Serving - 1
-	}
-	p.SoldOut = p.State == Open && units == 0 && !p.Spent
-	p.ETA = eta(p, clock.now, clock.opensAt, clock.first, clock.firstAt)
-	c := Counter{State: p.State, Serving: p.Serving, SoldOut: p.State == Open && units == 0,
-		queued: p.Queued, outstanding: p.Outstanding, capacity: p.Capacity, seed: p.Seed, clock: clock}
+	// The buyer's own half of the look, then the counter's (At): a waiter
+	// told from the counter alone reads the same fields the same way.
+	p = p.At(c)
+	// A buyer who spent their pass bought: never told sold out.
+	p.SoldOut = p.SoldOut && !p.Spent
 	return p, c, nil
 }
 
